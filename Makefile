@@ -1,0 +1,35 @@
+# estuary — the two commands a user needs are `make demo` and `make test`; each does its own set-up.
+BUILD ?= build
+JOBS  ?= $(shell nproc)
+# OpenMPI as root and with more ranks than cores, so nobody has to set these by hand.
+export OMPI_ALLOW_RUN_AS_ROOT = 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
+export OMPI_MCA_rmaps_base_oversubscribe = 1
+MPIRUN = mpirun --oversubscribe
+
+.PHONY: setup build test demo bench clean sanitize
+
+setup:
+	@scripts/setup
+
+build: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DESTUARY_BUILD_TESTS=ON >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest -LE slow --output-on-failure -j 2
+
+demo: build
+	$(MPIRUN) -n 4 $(BUILD)/examples/redist_demo
+
+bench: build
+	scripts/bench $(BUILD)
+
+# MPI tests under AddressSanitizer and UBSan, in a build folder of their own.
+sanitize: setup
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DESTUARY_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest -LE slow --output-on-failure
+
+clean:
+	rm -rf $(BUILD) build-asan

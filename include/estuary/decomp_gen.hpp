@@ -1,0 +1,30 @@
+// Decomposition generators for examples, tests and benchmarks: every rank computes its own share
+// from (n, rank, ranks) without any global list.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estuary/decomp.hpp"
+
+namespace estuary::gen {
+
+// Contiguous blocks: rank r owns [r*n/p, (r+1)*n/p).
+Decomp block(std::int64_t n, int rank, int ranks);
+// Round-robin: rank r owns r, r+p, r+2p, ...
+Decomp cyclic(std::int64_t n, int rank, int ranks);
+// A pseudo-random permutation of [0, n) (the same for every rank with the same seed) cut into
+// blocks. The permutation is a keyed bijection evaluated per element, so no rank stores it.
+Decomp random(std::int64_t n, int rank, int ranks, std::uint64_t seed = 42);
+// The grid shape used by the 2-D kinds: nx * ny == n with nx the largest divisor <= sqrt(n).
+void grid_shape(std::int64_t n, std::int64_t& nx, std::int64_t& ny);
+// An nx x ny row-major grid split into row blocks (this equals block()), or into column blocks
+// (the transposed distribution).
+Decomp rows2d(std::int64_t n, int rank, int ranks);
+Decomp cols2d(std::int64_t n, int rank, int ranks);
+// By name: block, cyclic, random, rows2d, transpose2d (= cols2d). Unknown names throw.
+Decomp by_name(const std::string& kind, std::int64_t n, int rank, int ranks);
+std::vector<std::string> kinds();
+
+}  // namespace estuary::gen

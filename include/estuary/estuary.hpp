@@ -1,0 +1,11 @@
+// estuary — the whole C++ API.
+#pragma once
+
+#include "estuary/decomp.hpp"
+#include "estuary/error.hpp"
+#include "estuary/decomp_gen.hpp"
+#include "estuary/exchange.hpp"
+#include "estuary/plan.hpp"
+#include "estuary/redist.hpp"
+#include "estuary/schedule.hpp"
+#include "estuary/types.hpp"

@@ -1,0 +1,100 @@
+// Plan — for a (source, destination) decomposition pair, the exact element runs each rank sends
+// to and receives from every peer. No buffers, no datatypes: a plan counts elements.
+//
+// Built collectively with a distributed directory: the global index space is cut into one
+// contiguous bucket per rank; sources and destinations tell each bucket owner what they hold
+// there, the owner matches them and tells both sides. No rank ever holds all global indices;
+// set-up memory per rank is O(n/p + what the rank itself exchanges).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estuary/decomp.hpp"
+
+namespace estuary {
+
+// What to do with a destination index that no source rank owns.
+enum class MissingPolicy {
+  error,  // Error naming the index and the destination rank (default)
+  fill,   // the element is set to PlanOptions::fill_value at every exchange
+};
+
+// What to do with a global index that two source ranks own.
+enum class DuplicatePolicy {
+  error,        // Error naming the index and both ranks (default)
+  lowest_rank,  // the lowest source rank provides it (halo cells in a source)
+};
+
+struct PlanOptions {
+  MissingPolicy missing = MissingPolicy::error;
+  double fill_value = 0.0;  // with MissingPolicy::fill, converted to each field's type
+  DuplicatePolicy duplicate = DuplicatePolicy::error;
+};
+
+// `count` elements at offset, offset + stride, ... of a local buffer.
+struct Segment {
+  std::int64_t offset = 0;
+  std::int64_t count = 0;
+  std::int64_t stride = 1;
+  bool operator==(const Segment&) const = default;
+};
+
+// The elements exchanged with one peer, in message order. The sender's segments and the
+// receiver's segments of one pair list the same elements in the same order.
+struct PeerSegments {
+  int peer = 0;
+  std::vector<Segment> segments;
+  std::int64_t count() const;
+};
+
+// Plan statistics over all ranks (plan.stats() is collective). "messages" exclude a rank's
+// copy to itself; elements count every element that leaves a rank, itself included.
+struct PlanStats {
+  int ranks = 0;
+  std::int64_t messages_total = 0, messages_max = 0, messages_min = 0;
+  double messages_avg = 0;
+  std::int64_t elements_total = 0, elements_max = 0, elements_min = 0;  // sent per rank
+  double elements_avg = 0;
+  std::int64_t self_elements_total = 0;  // copied locally, not sent
+};
+
+class Plan {
+ public:
+  // Collective over comm. Throws estuary::Error on every rank when any rank finds a fault.
+  Plan(const Decomp& src, const Decomp& dst, MPI_Comm comm, PlanOptions options = {});
+  ~Plan();
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  MPI_Comm comm() const { return comm_; }  // duplicated from the constructor's comm
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::int64_t src_size() const { return src_size_; }  // local source elements
+  std::int64_t dst_size() const { return dst_size_; }  // local destination elements
+  std::int64_t global_size() const { return global_size_; }
+  const PlanOptions& options() const { return options_; }
+
+  // Sorted by peer; the rank itself appears when it keeps some of its own data.
+  const std::vector<PeerSegments>& sends() const { return sends_; }
+  const std::vector<PeerSegments>& recvs() const { return recvs_; }
+  // Destination elements with no source (MissingPolicy::fill only).
+  const std::vector<Segment>& missing() const { return missing_; }
+
+  PlanStats stats() const;  // collective
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  std::int64_t src_size_ = 0, dst_size_ = 0, global_size_ = 0;
+  PlanOptions options_;
+  std::vector<PeerSegments> sends_, recvs_;
+  std::vector<Segment> missing_;
+};
+
+}  // namespace estuary

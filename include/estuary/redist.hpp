@@ -1,0 +1,54 @@
+// Redist — the one-object way to move data between two decompositions:
+// plan + schedule + an executor per list of field types, set up once, run many times.
+#pragma once
+
+#include <mpi.h>
+
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "estuary/decomp.hpp"
+#include "estuary/exchange.hpp"
+#include "estuary/plan.hpp"
+#include "estuary/schedule.hpp"
+
+namespace estuary {
+
+struct RedistOptions {
+  std::string algorithm;  // empty: ESTUARY_SCHEDULE or "p2p"
+  PlanOptions plan;
+};
+
+class Redist {
+ public:
+  // Collective over comm.
+  Redist(const Decomp& src, const Decomp& dst, MPI_Comm comm, RedistOptions options = {});
+
+  const Plan& plan() const { return plan_; }
+  const Schedule& schedule() const { return *schedule_; }
+
+  // Moves the fields (collective). The first run with a new list of types sets up its
+  // executor; later runs with the same types reuse it.
+  void run(std::span<const Field> fields);
+  void run(std::initializer_list<Field> fields) { run(std::span<const Field>(fields)); }
+  // Split-phase form: only one exchange may be in flight per Redist.
+  void start(std::span<const Field> fields);
+  void start(std::initializer_list<Field> fields) { start(std::span<const Field>(fields)); }
+  void finish();
+
+  // An executor of its own, for callers that keep several exchanges in flight.
+  Exchange make_exchange(std::vector<Type> types) const;
+
+ private:
+  Exchange& exchange_for(std::span<const Field> fields);
+  Plan plan_;
+  std::shared_ptr<const Schedule> schedule_;
+  std::map<std::vector<Type>, Exchange> exchanges_;
+  Exchange* in_flight_ = nullptr;
+};
+
+}  // namespace estuary

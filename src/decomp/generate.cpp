@@ -1,0 +1,100 @@
+#include <cmath>
+
+#include "estuary/decomp_gen.hpp"
+#include "estuary/error.hpp"
+
+namespace estuary::gen {
+namespace {
+
+using i64 = std::int64_t;
+
+i64 lo(i64 n, int r, int p) { return static_cast<i64>((static_cast<__int128>(n) * r) / p); }
+
+// A bijection of [0, n): a 4-round Feistel network on the smallest even-bit power of two
+// covering n, with cycle-walking to stay inside [0, n).
+struct Permutation {
+  i64 n;
+  std::uint64_t seed;
+  int half_bits = 1;
+  explicit Permutation(i64 n_, std::uint64_t s) : n(n_), seed(s) {
+    while ((std::uint64_t{1} << (2 * half_bits)) < static_cast<std::uint64_t>(n)) ++half_bits;
+  }
+  static std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+  std::uint64_t once(std::uint64_t x) const {
+    const std::uint64_t mask = (std::uint64_t{1} << half_bits) - 1;
+    std::uint64_t l = x >> half_bits, r = x & mask;
+    for (std::uint64_t round = 0; round < 4; ++round) {
+      const std::uint64_t f = mix(r ^ (seed + round * 0x632be59bd9b4e019ULL)) & mask;
+      const std::uint64_t nl = r;
+      r = l ^ f;
+      l = nl;
+    }
+    return (l << half_bits) | r;
+  }
+  i64 operator()(i64 i) const {
+    std::uint64_t x = static_cast<std::uint64_t>(i);
+    do x = once(x); while (x >= static_cast<std::uint64_t>(n));
+    return static_cast<i64>(x);
+  }
+};
+
+}  // namespace
+
+Decomp block(i64 n, int rank, int ranks) {
+  return Decomp::stripes(n, {{lo(n, rank, ranks), lo(n, rank + 1, ranks) - lo(n, rank, ranks), 1}});
+}
+
+Decomp cyclic(i64 n, int rank, int ranks) {
+  const i64 count = n > rank ? (n - rank + ranks - 1) / ranks : 0;
+  return Decomp::stripes(n, {{rank, count, ranks}});
+}
+
+Decomp random(i64 n, int rank, int ranks, std::uint64_t seed) {
+  const Permutation perm(n, seed);
+  std::vector<i64> idx;
+  const i64 a = lo(n, rank, ranks), b = lo(n, rank + 1, ranks);
+  idx.reserve(static_cast<std::size_t>(b - a));
+  for (i64 i = a; i < b; ++i) idx.push_back(perm(i));
+  return Decomp::indices(n, std::move(idx));
+}
+
+void grid_shape(i64 n, i64& nx, i64& ny) {
+  nx = std::max<i64>(1, static_cast<i64>(std::sqrt(static_cast<double>(n))));
+  while (nx > 1 && n % nx != 0) --nx;
+  ny = n > 0 ? n / nx : 0;
+}
+
+Decomp rows2d(i64 n, int rank, int ranks) {
+  i64 nx, ny;
+  grid_shape(n, nx, ny);
+  const i64 a = lo(nx, rank, ranks), b = lo(nx, rank + 1, ranks);
+  return Decomp::box({nx, ny}, {a, 0}, {b - a, ny});
+}
+
+Decomp cols2d(i64 n, int rank, int ranks) {
+  i64 nx, ny;
+  grid_shape(n, nx, ny);
+  const i64 a = lo(ny, rank, ranks), b = lo(ny, rank + 1, ranks);
+  return Decomp::box({nx, ny}, {0, a}, {nx, b - a});
+}
+
+std::vector<std::string> kinds() { return {"block", "cyclic", "random", "rows2d", "transpose2d"}; }
+
+Decomp by_name(const std::string& kind, i64 n, int rank, int ranks) {
+  if (kind == "block") return block(n, rank, ranks);
+  if (kind == "cyclic") return cyclic(n, rank, ranks);
+  if (kind == "random") return random(n, rank, ranks);
+  if (kind == "rows2d") return rows2d(n, rank, ranks);
+  if (kind == "transpose2d" || kind == "cols2d") return cols2d(n, rank, ranks);
+  std::string known;
+  for (const auto& k : kinds()) known += (known.empty() ? "" : ", ") + k;
+  throw Error("unknown decomposition kind '" + kind + "'", "rank " + std::to_string(rank),
+              "known kinds: " + known);
+}
+
+}  // namespace estuary::gen

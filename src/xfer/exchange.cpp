@@ -1,0 +1,285 @@
+// The MPI executor: persistent requests and pack buffers made once, then start/finish.
+#include "estuary/exchange.hpp"
+
+#include <climits>
+#include <cstring>
+#include <string>
+
+#include "common/mpi_util.hpp"
+#include "estuary/error.hpp"
+
+namespace estuary {
+namespace {
+
+using detail::check_mpi;
+using i64 = std::int64_t;
+
+// Copies `n` elements of `es` bytes from in[0], in[si], ... to out[0], out[so], ...
+// (strides in elements). Contiguous runs take memcpy; the rest a typed loop the compiler can
+// vectorise, for the two element widths estuary moves.
+template <class W>
+void copy_strided(std::byte* out, i64 so, const std::byte* in, i64 si, i64 n) {
+  W* o = reinterpret_cast<W*>(out);
+  const W* p = reinterpret_cast<const W*>(in);
+  if (so == 1 && si == 1) {
+    std::memcpy(o, p, static_cast<std::size_t>(n) * sizeof(W));
+  } else if (so == 1) {
+    for (i64 k = 0; k < n; ++k) o[k] = p[k * si];
+  } else if (si == 1) {
+    for (i64 k = 0; k < n; ++k) o[k * so] = p[k];
+  } else {
+    for (i64 k = 0; k < n; ++k) o[k * so] = p[k * si];
+  }
+}
+
+void copy_elements(std::size_t es, std::byte* out, i64 so, const std::byte* in, i64 si, i64 n) {
+  if (es == 8) copy_strided<std::uint64_t>(out, so, in, si, n);
+  else copy_strided<std::uint32_t>(out, so, in, si, n);
+}
+
+template <class T>
+void fill_typed(std::byte* base, const Block& b, double v) {
+  T* p = reinterpret_cast<T*>(base) + b.offset;
+  for (i64 k = 0; k < b.count; ++k) p[k * b.stride] = static_cast<T>(v);
+}
+
+}  // namespace
+
+const char* name_of(Type t) {
+  switch (t) {
+    case Type::f64: return "double";
+    case Type::f32: return "float";
+    case Type::i32: return "int32";
+    case Type::i64: return "int64";
+  }
+  return "?";
+}
+
+struct Exchange::Impl {
+  std::shared_ptr<const Schedule> shared;
+  const Schedule& schedule;
+  explicit Impl(std::shared_ptr<const Schedule> s) : shared(std::move(s)), schedule(*shared) {}
+  std::vector<Type> types;
+  std::vector<std::size_t> es;       // bytes per element, per field
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+
+  struct StageBuffers {
+    std::vector<std::byte> send, recv;
+    std::vector<std::size_t> send_at, recv_at;  // byte offset of each message
+    std::vector<MPI_Request> requests;          // receives first, then sends
+  };
+  std::vector<StageBuffers> stages;
+  std::vector<std::byte> tmp;
+
+  // Base addresses of the current run's buffers, per field.
+  std::vector<const std::byte*> src;
+  std::vector<std::byte*> dst, tmp_base;
+  bool in_flight = false;
+  ExchangeTimers timers;
+
+  const std::byte* read_base(Buffer b, std::size_t f) const {
+    return b == Buffer::src ? src[f] : b == Buffer::dst ? dst[f] : tmp_base[f];
+  }
+  std::byte* write_base(Buffer b, std::size_t f) const {
+    return b == Buffer::dst ? dst[f] : tmp_base[f];
+  }
+
+  // A message holds each field in turn, each field's section padded to 8 bytes so that every
+  // element stays aligned to its own size whatever mix of types travels together.
+  static std::size_t padded(std::size_t bytes) { return (bytes + 7) & ~std::size_t{7}; }
+  std::size_t message_bytes(const Message& m) const {
+    std::size_t n = 0;
+    for (std::size_t e : es) n += padded(static_cast<std::size_t>(m.count()) * e);
+    return n;
+  }
+  void pack(const Message& m, std::byte* out) const {
+    const std::size_t count = static_cast<std::size_t>(m.count());
+    for (std::size_t f = 0; f < es.size(); ++f) {
+      std::byte* o = out;
+      for (const Block& b : m.blocks) {
+        copy_elements(es[f], o, 1, read_base(b.buffer, f) + b.offset * es[f], b.stride, b.count);
+        o += static_cast<std::size_t>(b.count) * es[f];
+      }
+      out += padded(count * es[f]);
+    }
+  }
+  void unpack(const Message& m, const std::byte* in) const {
+    const std::size_t count = static_cast<std::size_t>(m.count());
+    for (std::size_t f = 0; f < es.size(); ++f) {
+      const std::byte* i = in;
+      for (const Block& b : m.blocks) {
+        copy_elements(es[f], write_base(b.buffer, f) + b.offset * es[f], b.stride, i, 1, b.count);
+        i += static_cast<std::size_t>(b.count) * es[f];
+      }
+      in += padded(count * es[f]);
+    }
+  }
+
+  void start_stage(std::size_t k) {
+    const Stage& stage = schedule.stages[k];
+    StageBuffers& sb = stages[k];
+    double t0 = MPI_Wtime();
+    for (std::size_t i = 0; i < stage.sends.size(); ++i) pack(stage.sends[i], sb.send.data() + sb.send_at[i]);
+    double t1 = MPI_Wtime();
+    timers.pack_s += t1 - t0;
+    if (!sb.requests.empty())
+      check_mpi(MPI_Startall(static_cast<int>(sb.requests.size()), sb.requests.data()), "MPI_Startall");
+    // The local part moves while the messages fly.
+    for (const Copy& c : stage.copies)
+      for (std::size_t f = 0; f < es.size(); ++f)
+        copy_elements(es[f], write_base(c.to.buffer, f) + c.to.offset * es[f], c.to.stride,
+                      read_base(c.from.buffer, f) + c.from.offset * es[f], c.from.stride,
+                      c.from.count);
+    timers.copy_s += MPI_Wtime() - t1;
+  }
+
+  void finish_stage(std::size_t k) {
+    const Stage& stage = schedule.stages[k];
+    StageBuffers& sb = stages[k];
+    double t0 = MPI_Wtime();
+    if (!sb.requests.empty())
+      check_mpi(MPI_Waitall(static_cast<int>(sb.requests.size()), sb.requests.data(),
+                            MPI_STATUSES_IGNORE),
+                "MPI_Waitall");
+    double t1 = MPI_Wtime();
+    for (std::size_t i = 0; i < stage.recvs.size(); ++i) unpack(stage.recvs[i], sb.recv.data() + sb.recv_at[i]);
+    timers.wait_s += t1 - t0;
+    timers.unpack_s += MPI_Wtime() - t1;
+  }
+
+  void fill() const {
+    for (std::size_t f = 0; f < types.size(); ++f)
+      for (const Block& b : schedule.fills) switch (types[f]) {
+          case Type::f64: fill_typed<double>(dst[f], b, schedule.fill_value); break;
+          case Type::f32: fill_typed<float>(dst[f], b, schedule.fill_value); break;
+          case Type::i32: fill_typed<std::int32_t>(dst[f], b, schedule.fill_value); break;
+          case Type::i64: fill_typed<std::int64_t>(dst[f], b, schedule.fill_value); break;
+        }
+  }
+};
+
+Exchange::Exchange(const Schedule& schedule, MPI_Comm comm, std::vector<Type> types)
+    : Exchange(std::make_shared<const Schedule>(schedule), comm, std::move(types)) {}
+
+Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::vector<Type> types)
+    : impl_(std::make_unique<Impl>(std::move(shared))) {
+  Impl& x = *impl_;
+  const Schedule& schedule = x.schedule;
+  x.types = std::move(types);
+  for (Type t : x.types) x.es.push_back(size_of(t));
+  check_mpi(MPI_Comm_dup(comm, &x.comm), "MPI_Comm_dup");
+  MPI_Comm_rank(x.comm, &x.rank);
+  x.src.assign(x.types.size(), nullptr);
+  x.dst.assign(x.types.size(), nullptr);
+  x.tmp_base.assign(x.types.size(), nullptr);
+  std::size_t tmp_bytes = 0;
+  for (std::size_t e : x.es) tmp_bytes += Impl::padded(static_cast<std::size_t>(schedule.tmp_size) * e);
+  x.tmp.resize(tmp_bytes);
+  std::size_t at = 0;
+  for (std::size_t f = 0; f < x.types.size(); ++f) {
+    x.tmp_base[f] = x.tmp.data() + at;
+    at += Impl::padded(static_cast<std::size_t>(schedule.tmp_size) * x.es[f]);
+  }
+
+  auto bytes_of = [&](const Message& m) {
+    const std::size_t n = x.message_bytes(m);
+    if (n > static_cast<std::size_t>(INT_MAX))
+      throw Error("a message of " + std::to_string(n) + " bytes to or from rank " +
+                      std::to_string(m.peer) + " exceeds MPI's int count",
+                  "rank " + std::to_string(x.rank), "move fewer fields in one exchange");
+    return n;
+  };
+  x.stages.resize(schedule.stages.size());
+  for (std::size_t k = 0; k < schedule.stages.size(); ++k) {
+    const Stage& stage = schedule.stages[k];
+    Impl::StageBuffers& sb = x.stages[k];
+    std::size_t ns = 0, nr = 0;
+    for (const Message& m : stage.sends) { sb.send_at.push_back(ns); ns += bytes_of(m); }
+    for (const Message& m : stage.recvs) { sb.recv_at.push_back(nr); nr += bytes_of(m); }
+    sb.send.resize(ns);
+    sb.recv.resize(nr);
+    const int tag = static_cast<int>(k);
+    for (std::size_t i = 0; i < stage.recvs.size(); ++i) {
+      MPI_Request r;
+      check_mpi(MPI_Recv_init(sb.recv.data() + sb.recv_at[i], static_cast<int>(bytes_of(stage.recvs[i])),
+                              MPI_BYTE, stage.recvs[i].peer, tag, x.comm, &r),
+                "MPI_Recv_init");
+      sb.requests.push_back(r);
+    }
+    for (std::size_t i = 0; i < stage.sends.size(); ++i) {
+      MPI_Request r;
+      check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(bytes_of(stage.sends[i])),
+                              MPI_BYTE, stage.sends[i].peer, tag, x.comm, &r),
+                "MPI_Send_init");
+      sb.requests.push_back(r);
+    }
+  }
+}
+
+Exchange::~Exchange() {
+  if (!impl_) return;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (fin) return;
+  if (impl_->in_flight) {
+    try { finish(); } catch (...) {}
+  }
+  for (auto& sb : impl_->stages)
+    for (auto& r : sb.requests) MPI_Request_free(&r);
+  if (impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
+}
+
+Exchange::Exchange(Exchange&&) noexcept = default;
+Exchange& Exchange::operator=(Exchange&&) noexcept = default;
+
+void Exchange::start(std::span<const Field> fields) {
+  Impl& x = *impl_;
+  const std::string here = "rank " + std::to_string(x.rank);
+  if (x.in_flight)
+    throw Error("start() called while an exchange is in flight", here, "call finish() first");
+  if (fields.size() != x.types.size())
+    throw Error("an exchange set up for " + std::to_string(x.types.size()) + " field(s) got " +
+                    std::to_string(fields.size()),
+                here, "pass one field per type given at set-up, in the same order");
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    const Field& fd = fields[f];
+    const std::string where = here + ", field " + std::to_string(f);
+    if (fd.type != x.types[f])
+      throw Error(std::string("field type ") + name_of(fd.type) + " differs from the type " +
+                      name_of(x.types[f]) + " given at set-up",
+                  where);
+    if (fd.src_count < x.schedule.src_size || (x.schedule.src_size > 0 && !fd.src))
+      throw Error("source buffer holds " + std::to_string(fd.src_count) + " elements, the " +
+                      "source decomposition has " + std::to_string(x.schedule.src_size),
+                  where);
+    if (fd.dst_count < x.schedule.dst_size || (x.schedule.dst_size > 0 && !fd.dst))
+      throw Error("destination buffer holds " + std::to_string(fd.dst_count) + " elements, the " +
+                      "destination decomposition has " + std::to_string(x.schedule.dst_size),
+                  where);
+    x.src[f] = static_cast<const std::byte*>(fd.src);
+    x.dst[f] = static_cast<std::byte*>(fd.dst);
+  }
+  x.fill();
+  x.in_flight = true;
+  if (!x.schedule.stages.empty()) x.start_stage(0);
+}
+
+void Exchange::finish() {
+  Impl& x = *impl_;
+  if (!x.in_flight)
+    throw Error("finish() called with no exchange in flight", "rank " + std::to_string(x.rank),
+                "call start() first");
+  x.in_flight = false;
+  for (std::size_t k = 0; k < x.schedule.stages.size(); ++k) {
+    if (k > 0) x.start_stage(k);
+    x.finish_stage(k);
+  }
+  ++x.timers.runs;
+}
+
+const Schedule& Exchange::schedule() const { return impl_->schedule; }
+const std::vector<Type>& Exchange::types() const { return impl_->types; }
+const ExchangeTimers& Exchange::timers() const { return impl_->timers; }
+
+}  // namespace estuary
