@@ -62,6 +62,14 @@ struct PlanStats {
   std::int64_t self_elements_total = 0;  // copied locally, not sent
 };
 
+// Seconds this rank spent in each set-up phase.
+struct PlanTimers {
+  double cut_s = 0;       // cutting runs at directory bucket boundaries
+  double to_dir_s = 0;    // all-to-all of the pieces to the directory
+  double match_s = 0;     // matching sources and destinations in this rank's bucket
+  double replies_s = 0;   // all-to-all of the matched runs back, grouped per peer
+};
+
 class Plan {
  public:
   // Collective over comm. Throws estuary::Error on every rank when any rank finds a fault.
@@ -87,6 +95,7 @@ class Plan {
   const std::vector<Segment>& missing() const { return missing_; }
 
   PlanStats stats() const;  // collective
+  const PlanTimers& timers() const { return timers_; }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -95,6 +104,7 @@ class Plan {
   PlanOptions options_;
   std::vector<PeerSegments> sends_, recvs_;
   std::vector<Segment> missing_;
+  PlanTimers timers_;
 };
 
 }  // namespace estuary

@@ -147,11 +147,18 @@ Plan::Plan(const Decomp& src, const Decomp& dst, MPI_Comm comm, PlanOptions opti
   const Buckets bk{global_size_, p};
 
   // 1. Send pieces to the directory.
-  std::vector<i64> src_counts, dst_counts, cut_counts;
-  std::vector<i64> src_in = detail::alltoallv(comm_, pieces_by_bucket(src, bk, cut_counts),
-                                              cut_counts, src_counts);
-  std::vector<i64> dst_in = detail::alltoallv(comm_, pieces_by_bucket(dst, bk, cut_counts),
-                                              cut_counts, dst_counts);
+  std::vector<i64> src_counts, dst_counts, src_cut, dst_cut;
+  double t = MPI_Wtime();
+  std::vector<i64> src_pieces = pieces_by_bucket(src, bk, src_cut);
+  std::vector<i64> dst_pieces = pieces_by_bucket(dst, bk, dst_cut);
+  timers_.cut_s = MPI_Wtime() - t;
+  t = MPI_Wtime();
+  std::vector<i64> src_in = detail::alltoallv(comm_, src_pieces, src_cut, src_counts);
+  std::vector<i64>().swap(src_pieces);
+  std::vector<i64> dst_in = detail::alltoallv(comm_, dst_pieces, dst_cut, dst_counts);
+  std::vector<i64>().swap(dst_pieces);
+  timers_.to_dir_s = MPI_Wtime() - t;
+  t = MPI_Wtime();
 
   // 2. Match in this rank's bucket. Replies to destinations come out grouped by destination
   // rank (the walk goes rank by rank), so they are stored flat; replies to sources are not.
@@ -230,11 +237,15 @@ Plan::Plan(const Decomp& src, const Decomp& dst, MPI_Comm comm, PlanOptions opti
                   "cover every destination index with a source, or set MissingPolicy::fill");
   });
 
+  timers_.match_s = MPI_Wtime() - t;
+  t = MPI_Wtime();
+
   // 3. Tell both sides.
   std::vector<i64> counts;
   sends_ = group_by_peer(detail::alltoallv(comm_, to_src, counts), p, nullptr);
   std::vector<std::vector<i64>>().swap(to_src);
   recvs_ = group_by_peer(detail::alltoallv(comm_, to_dst, to_dst_counts, counts), p, &missing_);
+  timers_.replies_s = MPI_Wtime() - t;
 }
 
 Plan::~Plan() {
@@ -254,6 +265,7 @@ Plan& Plan::operator=(Plan&& o) noexcept {
     dst_size_ = o.dst_size_;
     global_size_ = o.global_size_;
     options_ = o.options_;
+    timers_ = o.timers_;
     sends_ = std::move(o.sends_);
     recvs_ = std::move(o.recvs_);
     missing_ = std::move(o.missing_);
