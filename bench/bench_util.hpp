@@ -23,8 +23,10 @@ class Args {
       std::string k = argv[i];
       if (k.rfind("--", 0) != 0) continue;
       k = k.substr(2);
-      if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) v_[k] = argv[++i];
-      else v_[k] = "1";
+      // (Values built with std::string(...) rather than assigned from char*: GCC 12's -Wrestrict
+      // misfires on the inlined assignment.)
+      if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) v_[k] = std::string(argv[++i]);
+      else v_[k] = std::string(1, '1');
     }
   }
   std::string str(const std::string& k, const std::string& def) const {
@@ -73,7 +75,12 @@ class Json {
     item(k) << v;
     return *this;
   }
-  std::string str() const { return "{" + o_.str() + "}"; }
+  std::string str() const {
+    std::string s(1, '{');
+    s += o_.str();
+    s += '}';
+    return s;
+  }
  private:
   std::ostringstream& item(const std::string& k) {
     if (!first_) o_ << ", ";

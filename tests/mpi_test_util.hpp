@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 

@@ -287,3 +287,24 @@ TEST(Errors, ErrorCarriesParts) {
   }
   EXPECT_TRUE(etest::all_ok(ok));
 }
+
+// One rank alone passes a bad buffer: it throws at once, and the ranks waiting for its messages
+// throw after ESTUARY_EXCHANGE_TIMEOUT seconds, naming it, instead of hanging.
+TEST(Errors, OneRankFailsOthersTimeOut) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  if (p < 2) return;  // one rank has no peer to wait for
+  setenv("ESTUARY_EXCHANGE_TIMEOUT", "2", 1);
+  const i64 n = 16 * p;  // rank 0's block holds indices of every residue: all ranks expect it
+  const Decomp src = etest::block(n, p, r), dst = etest::cyclic(n, p, r);
+  Redist rd(src, dst, MPI_COMM_WORLD);
+  std::vector<double> a(static_cast<std::size_t>(src.size())), b(static_cast<std::size_t>(dst.size()));
+  const Outcome o = outcome_of([&] {  // the executor, made by the first run, reads the limit
+    if (r == 0) rd.run({Field(Type::f64, a.data(), src.size() - 1, b.data(), dst.size())});
+    else rd.run({Field(a, b)});
+  });
+  unsetenv("ESTUARY_EXCHANGE_TIMEOUT");
+  if (r == 0) expect_error(o, {"field 0", "rank 0"}, "the failing rank");
+  else expect_error(o, {"did not complete", "from rank(s) 0", "rank " + std::to_string(r)},
+                    "a rank left waiting");
+  MPI_Barrier(MPI_COMM_WORLD);
+}

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>

@@ -179,9 +179,12 @@ Plan::Plan(const Decomp& src, const Decomp& dst, MPI_Comm comm, PlanOptions opti
           const std::size_t i = static_cast<std::size_t>(g0 + k * stride - lo);
           if (owner[i] >= 0) {
             if (options_.duplicate == DuplicatePolicy::lowest_rank) continue;
-            throw Error("global index " + std::to_string(g0 + k * stride) +
-                            " is owned by two sources: rank " + std::to_string(owner[i]) +
-                            " and rank " + std::to_string(s),
+            const std::string g = std::to_string(g0 + k * stride);
+            throw Error(owner[i] == s
+                            ? "source rank " + std::to_string(s) + " lists global index " + g +
+                                  " twice"
+                            : "global index " + g + " is owned by two sources: rank " +
+                                  std::to_string(owner[i]) + " and rank " + std::to_string(s),
                         "source decomposition",
                         "give every index one source, or set DuplicatePolicy::lowest_rank");
           }

@@ -2,6 +2,8 @@
 #include "estuary/exchange.hpp"
 
 #include <climits>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -13,6 +15,10 @@ namespace {
 
 using detail::check_mpi;
 using i64 = std::int64_t;
+
+// How long finish() waits for a stage before reporting the missing peers: long enough for any
+// real exchange on a loaded machine, short enough that a broken run ends in minutes.
+constexpr double kDefaultTimeoutS = 600;
 
 // Copies `n` elements of `es` bytes from in[0], in[si], ... to out[0], out[so], ...
 // (strides in elements). Contiguous runs take memcpy; the rest a typed loop the compiler can
@@ -76,6 +82,8 @@ struct Exchange::Impl {
   std::vector<const std::byte*> src;
   std::vector<std::byte*> dst, tmp_base;
   bool in_flight = false;
+  bool broken = false;     // a time-out left requests pending: the exchange cannot be reused
+  double timeout_s = 0;    // see wait_stage()
   ExchangeTimers timers;
 
   const std::byte* read_base(Buffer b, std::size_t f) const {
@@ -134,14 +142,52 @@ struct Exchange::Impl {
     timers.copy_s += MPI_Wtime() - t1;
   }
 
+  // Waits for stage k's messages, at most `timeout_s` seconds (0: forever). A peer that never
+  // sends — it failed before starting, or called a different exchange — becomes an Error
+  // naming the peers still missing instead of a hang.
+  void wait_stage(std::size_t k) {
+    StageBuffers& sb = stages[k];
+    const int n = static_cast<int>(sb.requests.size());
+    if (n == 0) return;
+    if (timeout_s <= 0) {
+      check_mpi(MPI_Waitall(n, sb.requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+      return;
+    }
+    const double deadline = MPI_Wtime() + timeout_s;
+    for (long spin = 0;; ++spin) {
+      int done = 0;
+      check_mpi(MPI_Testall(n, sb.requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+      if (done) return;
+      if (spin % 1024 == 0 && MPI_Wtime() > deadline) break;
+    }
+    const Stage& stage = schedule.stages[k];
+    std::string from, to;
+    for (int i = 0; i < n; ++i) {
+      int done = 0;
+      check_mpi(MPI_Test(&sb.requests[static_cast<std::size_t>(i)], &done, MPI_STATUS_IGNORE),
+                "MPI_Test");
+      if (done) continue;
+      const std::size_t nr = stage.recvs.size();
+      if (static_cast<std::size_t>(i) < nr)
+        from += (from.empty() ? "" : ", ") + std::to_string(stage.recvs[static_cast<std::size_t>(i)].peer);
+      else
+        to += (to.empty() ? "" : ", ") + std::to_string(stage.sends[static_cast<std::size_t>(i) - nr].peer);
+    }
+    broken = true;
+    throw Error("exchange stage " + std::to_string(k) + " did not complete within " +
+                    std::to_string(timeout_s) + " s: nothing arrived from rank(s) " +
+                    (from.empty() ? "-" : from) + "; not delivered to rank(s) " +
+                    (to.empty() ? "-" : to),
+                "rank " + std::to_string(rank),
+                "check that those ranks run the same exchange without an error of their own "
+                "(ESTUARY_EXCHANGE_TIMEOUT sets the limit in seconds, 0 waits forever)");
+  }
+
   void finish_stage(std::size_t k) {
     const Stage& stage = schedule.stages[k];
     StageBuffers& sb = stages[k];
     double t0 = MPI_Wtime();
-    if (!sb.requests.empty())
-      check_mpi(MPI_Waitall(static_cast<int>(sb.requests.size()), sb.requests.data(),
-                            MPI_STATUSES_IGNORE),
-                "MPI_Waitall");
+    wait_stage(k);
     double t1 = MPI_Wtime();
     for (std::size_t i = 0; i < stage.recvs.size(); ++i) unpack(stage.recvs[i], sb.recv.data() + sb.recv_at[i]);
     timers.wait_s += t1 - t0;
@@ -168,6 +214,23 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
   const Schedule& schedule = x.schedule;
   x.types = std::move(types);
   for (Type t : x.types) x.es.push_back(size_of(t));
+  if (const char* env = std::getenv("ESTUARY_EXCHANGE_TIMEOUT")) x.timeout_s = std::atof(env);
+  else x.timeout_s = kDefaultTimeoutS;
+  // A fill value an integer field cannot hold would be undefined behaviour when converted.
+  // Checked whether or not this rank has elements to fill, so every rank throws alike (the
+  // value and the types are the same on all ranks) before the collective set-up below.
+  MPI_Comm_rank(comm, &x.rank);
+  for (std::size_t f = 0; f < x.types.size(); ++f) {
+      const double v = x.schedule.fill_value;
+      const bool fits = x.types[f] == Type::i32 ? (v >= -2147483648.0 && v <= 2147483647.0)
+                        : x.types[f] == Type::i64 ? (v >= -9223372036854775808.0 && v < 9223372036854775808.0)
+                                                  : true;
+      if (!fits || (x.types[f] != Type::f64 && x.types[f] != Type::f32 && v != std::trunc(v)))
+        throw Error("fill value " + std::to_string(v) + " does not fit a " + name_of(x.types[f]) +
+                        " field",
+                    "rank " + std::to_string(x.rank) + ", field " + std::to_string(f),
+                    "choose a fill value the field's type can hold");
+    }
   check_mpi(MPI_Comm_dup(comm, &x.comm), "MPI_Comm_dup");
   MPI_Comm_rank(x.comm, &x.rank);
   x.src.assign(x.types.size(), nullptr);
@@ -236,6 +299,9 @@ Exchange& Exchange::operator=(Exchange&&) noexcept = default;
 void Exchange::start(std::span<const Field> fields) {
   Impl& x = *impl_;
   const std::string here = "rank " + std::to_string(x.rank);
+  if (x.broken)
+    throw Error("this exchange timed out earlier and cannot be reused", here,
+                "create a new Exchange (or Redist)");
   if (x.in_flight)
     throw Error("start() called while an exchange is in flight", here, "call finish() first");
   if (fields.size() != x.types.size())
