@@ -1,8 +1,12 @@
 // bench/redist — moves F fields of n doubles from one decomposition to another, many times.
 //
 //   mpirun -n P build/bench/redist --n N --fields F --src KIND --dst KIND --algorithm p2p
-//          --iterations I
+//          --iterations I [--messages-per-process M] [--cache FILE]
 // KIND: block, cyclic, random, rows2d, transpose2d. Prints one JSON object per line.
+// --messages-per-process M replaces the kinds by paper 001's Algorithm 1 pair on the
+// grid_shape(n) grid: every rank sends M P2P messages. --algorithm: any registered schedule
+// (p2p, butterfly, auto, ...) or adaptive (estuary::AdaptiveRedist: its set-up includes the
+// tuning runs, which move the real fields; --cache FILE, default off, keeps its decision).
 // exchange times are the slowest rank's, per iteration; memcpy_gbps is one process copying the
 // same number of bytes in the same run, the bound a redistribution is compared with.
 #include <mpi.h>
@@ -10,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include "bench_util.hpp"
 #include "heap_meter.hpp"
@@ -26,10 +31,15 @@ int main(int argc, char** argv) {
   const int iterations = static_cast<int>(std::max<std::int64_t>(1, args.num("iterations", 10)));
   const std::string src_kind = args.str("src", "block"), dst_kind = args.str("dst", "transpose2d");
   const std::string algorithm = args.str("algorithm", "p2p");
+  const int messages = static_cast<int>(args.num("messages-per-process", 0));
 
   try {
-    const estuary::Decomp src = estuary::gen::by_name(src_kind, n, rank, ranks);
-    const estuary::Decomp dst = estuary::gen::by_name(dst_kind, n, rank, ranks);
+    const estuary::gen::DecompPair pair =
+        messages > 0 ? estuary::gen::messages_pair(n, messages, rank, ranks)
+                     : estuary::gen::DecompPair{estuary::gen::by_name(src_kind, n, rank, ranks),
+                                                estuary::gen::by_name(dst_kind, n, rank, ranks)};
+    const estuary::Decomp& src = pair.src;
+    const estuary::Decomp& dst = pair.dst;
     std::vector<std::vector<double>> a(fields), b(fields);
     for (int f = 0; f < fields; ++f) {
       const auto idx = src.to_indices();
@@ -53,24 +63,42 @@ int main(int argc, char** argv) {
     double t0 = MPI_Wtime();
     estuary::RedistOptions opt;
     opt.algorithm = algorithm;
-    estuary::Redist redist(src, dst, MPI_COMM_WORLD, opt);
+    std::optional<estuary::Redist> redist;
+    std::optional<estuary::AdaptiveRedist> adaptive;
+    std::optional<estuary::Exchange> ex;
+    if (algorithm == "adaptive") {
+      estuary::AdaptiveOptions ao;
+      ao.cache_file = args.str("cache", "off");
+      adaptive.emplace(src, dst, MPI_COMM_WORLD, ao);
+    } else {
+      redist.emplace(src, dst, MPI_COMM_WORLD, opt);
+    }
     const double plan_s = MPI_Wtime() - t0;
-    estuary::Exchange ex = redist.make_exchange(std::vector<estuary::Type>(fields, estuary::Type::f64));
+    int tuning_runs = 0;
+    for (; adaptive && !adaptive->tuned(); ++tuning_runs) adaptive->run(fl);
+    if (redist) ex.emplace(redist->make_exchange(std::vector<estuary::Type>(fields, estuary::Type::f64)));
+    const estuary::Plan& plan = adaptive ? adaptive->plan() : redist->plan();
+    auto run_once = [&] { adaptive ? adaptive->run(fl) : ex->run(fl); };
     const double setup_s = bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
     const double plan_max_s = bench::max_over_ranks(plan_s, MPI_COMM_WORLD);
     // Peak process memory growth (MPI's buffers included) and peak estuary heap growth.
     const double setup_mb = bench::max_over_ranks(bench::proc_status_mb("VmHWM:") - rss0, MPI_COMM_WORLD);
     const double setup_heap_mb = bench::max_over_ranks(
         (static_cast<double>(bench::heap::peak()) - heap0) / 1048576.0, MPI_COMM_WORLD);
-    const estuary::PlanStats ps = redist.plan().stats();
+    const estuary::PlanStats ps = plan.stats();
+    const estuary::PlanTimers& pt = plan.timers();
+    const double cut_s = bench::max_over_ranks(pt.cut_s, MPI_COMM_WORLD);
+    const double to_dir_s = bench::max_over_ranks(pt.to_dir_s, MPI_COMM_WORLD);
+    const double match_s = bench::max_over_ranks(pt.match_s, MPI_COMM_WORLD);
+    const double replies_s = bench::max_over_ranks(pt.replies_s, MPI_COMM_WORLD);
 
     // Exchanges: warm-up, then the slowest rank's time per iteration.
-    ex.run(fl);
+    run_once();
     std::vector<double> times;
     for (int it = 0; it < iterations; ++it) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double s = MPI_Wtime();
-      ex.run(fl);
+      run_once();
       times.push_back(bench::max_over_ranks(MPI_Wtime() - s, MPI_COMM_WORLD));
     }
     // Correctness: every destination value is its global index (+ field number).
@@ -100,13 +128,19 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       const double med = bench::median(times);
       const double gbps = bytes / med / 1e9, memcpy_gbps = bytes / memcpy_s / 1e9;
-      const estuary::ScheduleStats ss = redist.schedule().stats();
+      const estuary::Schedule& schedule = adaptive ? adaptive->schedule() : redist->schedule();
+      const estuary::ScheduleStats ss = schedule.stats();
       std::cout << bench::Json()
-                       .add("bench", "redist").add("algorithm", redist.schedule().algorithm)
+                       .add("bench", "redist").add("algorithm", algorithm)
+                       .add("choice", adaptive ? adaptive->choice().name() : schedule.algorithm)
+                       .add("tuning_runs", tuning_runs)
                        .add("ranks", ranks).add("n", n).add("fields", fields)
-                       .add("src", src_kind).add("dst", dst_kind)
+                       .add("src", messages > 0 ? "algorithm1" : src_kind).add("dst", messages > 0 ? "algorithm1" : dst_kind)
+                       .add("messages_per_process", messages)
                        .add("bytes_moved", bytes)
                        .add("setup_s", setup_s).add("plan_s", plan_max_s)
+                       .add("plan_cut_s", cut_s).add("plan_to_directory_s", to_dir_s)
+                       .add("plan_match_s", match_s).add("plan_replies_s", replies_s)
                        .add("setup_peak_rss_mb", setup_mb).add("setup_heap_peak_mb", setup_heap_mb)
                        .add("exchange_s_min", *std::min_element(times.begin(), times.end()))
                        .add("exchange_s_median", med)

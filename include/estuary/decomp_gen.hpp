@@ -23,6 +23,20 @@ void grid_shape(std::int64_t n, std::int64_t& nx, std::int64_t& ny);
 // (the transposed distribution).
 Decomp rows2d(std::int64_t n, int rank, int ranks);
 Decomp cols2d(std::int64_t n, int rank, int ranks);
+// Paper 001, Algorithm 1: a source and a destination decomposition of an nx x ny row-major
+// grid such that every source rank sends `messages` P2P messages (1 <= messages <= ranks;
+// clamped). Sources own row strips; each strip is cut into `messages` column pieces and piece c
+// of strip s goes to rank (s + messages - c) mod ranks, so every destination rank also gets
+// `messages` pieces of equal size (balanced), from the strips of the ranks just before it, and
+// no piece stays on its own rank unless messages == ranks. Needs nx >= ranks and
+// ny >= messages for every piece to be non-empty. (The paper gives the algorithm's contract,
+// a requested average number of messages per sender; this construction meets it exactly.)
+struct DecompPair {
+  Decomp src, dst;
+};
+DecompPair messages_pair(std::int64_t nx, std::int64_t ny, int messages, int rank, int ranks);
+// The same on the grid_shape(n) grid.
+DecompPair messages_pair(std::int64_t n, int messages, int rank, int ranks);
 // By name: block, cyclic, random, rows2d, transpose2d (= cols2d). Unknown names throw.
 Decomp by_name(const std::string& kind, std::int64_t n, int rank, int ranks);
 std::vector<std::string> kinds();

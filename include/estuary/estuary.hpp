@@ -1,6 +1,9 @@
 // estuary — the whole C++ API.
 #pragma once
 
+#include "estuary/adaptive.hpp"
+#include "estuary/allreduce.hpp"
+#include "estuary/butterfly.hpp"
 #include "estuary/decomp.hpp"
 #include "estuary/error.hpp"
 #include "estuary/decomp_gen.hpp"

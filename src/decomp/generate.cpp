@@ -98,3 +98,32 @@ Decomp by_name(const std::string& kind, i64 n, int rank, int ranks) {
 }
 
 }  // namespace estuary::gen
+
+// ---- paper 001, Algorithm 1 (see decomp_gen.hpp) ----
+namespace estuary::gen {
+
+DecompPair messages_pair(std::int64_t nx, std::int64_t ny, int messages, int rank, int ranks) {
+  const int m = std::max(1, std::min(messages, std::max(ranks, 1)));
+  const std::int64_t n = nx * ny;
+  const std::int64_t r0 = lo(nx, rank, ranks), r1 = lo(nx, rank + 1, ranks);
+  Decomp src = Decomp::box({nx, ny}, {r0, 0}, {r1 - r0, ny});
+  // Rank `rank` receives piece c of strip s = rank - m + c (mod ranks), c = 0..m-1: the pieces
+  // with s + m - c == rank. Local order: piece by piece, each row by row.
+  std::vector<Stripe> stripes;
+  for (int c = 0; c < m; ++c) {
+    const int s = ((rank - m + c) % ranks + ranks) % ranks;
+    const std::int64_t c0 = lo(ny, c, m), c1 = lo(ny, c + 1, m);
+    if (c1 == c0) continue;
+    for (std::int64_t row = lo(nx, s, ranks); row < lo(nx, s + 1, ranks); ++row)
+      stripes.push_back({row * ny + c0, c1 - c0, 1});
+  }
+  return {std::move(src), Decomp::stripes(n, std::move(stripes))};
+}
+
+DecompPair messages_pair(std::int64_t n, int messages, int rank, int ranks) {
+  std::int64_t nx, ny;
+  grid_shape(n, nx, ny);
+  return messages_pair(nx, ny, messages, rank, ranks);
+}
+
+}  // namespace estuary::gen

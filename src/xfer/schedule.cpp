@@ -10,10 +10,21 @@
 #include "estuary/error.hpp"
 
 namespace estuary {
+
+// Built-in algorithms of other src/xfer files. They fill the map as it is built, on first use,
+// so no static-initialisation order matters and no lock is taken twice.
+void register_alltoall_schedules(std::map<std::string, ScheduleBuilder>& into);
+void register_butterfly_schedules(std::map<std::string, ScheduleBuilder>& into);  // adaptive.cpp
+
 namespace {
 
 std::map<std::string, ScheduleBuilder>& registry() {
-  static std::map<std::string, ScheduleBuilder> r{{"p2p", p2p_schedule}};
+  static std::map<std::string, ScheduleBuilder> r = [] {
+    std::map<std::string, ScheduleBuilder> m{{"p2p", p2p_schedule}};
+    register_alltoall_schedules(m);
+    register_butterfly_schedules(m);
+    return m;
+  }();
   return r;
 }
 std::mutex& registry_mutex() {

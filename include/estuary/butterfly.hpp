@@ -1,0 +1,109 @@
+// Butterfly schedules (paper 001, Sects. 3-4): a plan routed through a power-of-two kernel.
+//
+// The K = 2^L kernel positions are hosted by K distinct ranks. A flow (all elements one rank
+// sends to one other rank) travels in L + 2 hops: sender -> kernel position a (process mapping
+// in), L kernel stages, kernel position d -> receiver (process mapping out). Kernel stage s
+// exchanges between positions i and i ^ 2^s the flows whose destination position differs from i
+// in bit s, so every position has one partner per stage. Flows are forwarded through
+// Buffer::tmp and land in dst exactly where the plan says: results are bit-identical to P2P.
+//
+// Skipping kernel stage s (bit s of a skip mask, paper Sect. 4) merges it into the hop before
+// it: a flow jumps straight from where it was before that hop to where it is after this stage,
+// so one stage has more peers and the schedule one stage fewer. With every kernel stage skipped
+// there is no kernel left and the schedule is P2P. Hops that move nothing on any rank are
+// dropped, so stage numbers agree on all ranks.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "estuary/plan.hpp"
+#include "estuary/schedule.hpp"
+
+namespace estuary {
+namespace butterfly {
+
+// Largest power of two not above n; 1 when n <= 1.
+int kernel_size(int n);
+int log2_exact(int power_of_two);
+// Reverses the low `bits` bits of x.
+int bit_reverse(int x, int bits);
+
+// The paper's load-balancing order: pad `sizes` with zero-size virtual members up to a power of
+// two, then pair the largest remaining group with the smallest, level by level, until one group
+// is left. Returns member indices in that order (-1 for a virtual member). Level-l groups are
+// the consecutive runs of 2^l entries, largest-containing group first at each level.
+std::vector<int> pairing_order(std::span<const std::int64_t> sizes);
+
+// How the members of one side (senders or receivers) sit on the kernel's K positions. Member i
+// uses the positions base[i] | x for every x whose bits lie in free[i]: one position when
+// free[i] == 0, else 2^popcount(free[i]) of them (one-to-many). Never many-to-many.
+struct SideMap {
+  int kernel = 1;
+  std::vector<int> order;  // pairing_order of the side
+  std::vector<int> base;   // per member
+  std::vector<int> free;   // per member
+  std::vector<int> positions(int member) const;
+  std::vector<std::vector<int>> members_by_position() const;
+  bool many_to_many() const;  // true if some position has several members and one of them several positions
+};
+
+// Senders: groups of the pairing order, in order, map onto consecutive positions (many-to-one)
+// when there are at least K padded members; otherwise slot t uses the positions whose low
+// log2(padded) bits equal t (one-to-many), the free high bits chosen per flow by destination.
+SideMap map_senders(std::span<const std::int64_t> sizes, int kernel);
+
+// Receivers: the same grouping, with the group order bit-reversed onto positions (the last
+// kernel stages pair positions that differ in their high bits, so balanced groups must differ
+// there). hosted[i] >= 0 is a position hosted by receiver i's own rank: such a receiver (or its
+// group) is placed there first, heaviest first, because a mapping hop that moves data costs a
+// whole extra pass, more than the balance it buys. The free low bits (one-to-many from the
+// kernel's side) are chosen per flow equal to the flow's start position, so those stages cost
+// nothing.
+SideMap map_receivers(std::span<const std::int64_t> sizes, int kernel, std::span<const int> hosted = {});
+
+// The rank hosting each kernel position: per position its heaviest sender (that sender's data
+// then never leaves its rank to enter the kernel), then the heaviest receivers, then any other
+// rank, lowest first. ranks_* give the comm rank of each member; comm_size >= K.
+std::vector<int> choose_hosts(const SideMap& senders, std::span<const int> sender_ranks,
+                              std::span<const std::int64_t> send_sizes, std::span<const int> receiver_ranks,
+                              std::span<const std::int64_t> recv_sizes, int comm_size);
+
+}  // namespace butterfly
+
+// The collective part of a butterfly set-up, done once per plan: every rank learns the per-rank
+// totals (one allgather of two numbers) and the flows that pass through it (each sender tells
+// the kernel hosts on a flow's path its destination and size: O(messages * log K) numbers), and
+// which hops move data anywhere (one allreduce). Schedules for any skip mask are then built
+// locally. The plan must outlive the routing.
+class ButterflyRouting {
+ public:
+  explicit ButterflyRouting(const Plan& plan);  // collective over plan.comm()
+  int kernel() const { return kernel_; }
+  int kernel_stages() const { return stages_; }  // log2(kernel)
+  const std::vector<int>& hosts() const { return hosts_; }
+  // This rank's schedule with the kernel stages in skip_mask skipped (bits >= stages ignored).
+  Schedule schedule(std::uint64_t skip_mask = 0) const;
+  // The hops [first, last] each stage of schedule(skip_mask) covers: hop 0 maps senders in,
+  // hop s + 1 is kernel stage s, hop L + 1 maps out. Equal lists mean equal schedules.
+  std::vector<std::pair<int, int>> stage_hops(std::uint64_t skip_mask) const;
+
+ private:
+  struct Flow {
+    int from = 0, to = 0;  // sender and receiver ranks
+    std::int64_t count = 0;
+    std::vector<int> at;   // the rank holding it before hop h: at[0] = from, ..., at[L + 2] = to
+  };
+  const Plan* plan_;
+  int kernel_ = 1, stages_ = 0;
+  std::vector<int> hosts_;
+  std::vector<Flow> flows_;         // every flow that touches this rank, sorted by (from, to)
+  std::uint64_t moving_hops_ = 0;   // bit h: hop h moves some flow on some rank
+};
+
+// Collective: ButterflyRouting(plan).schedule(skip_mask), named "butterfly".
+Schedule butterfly_schedule(const Plan& plan, std::uint64_t skip_mask = 0);
+
+}  // namespace estuary
