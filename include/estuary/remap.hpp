@@ -1,0 +1,84 @@
+// Remap — applies a distributed sparse weight matrix to fields: dst = W src.
+//
+// Set-up (collective, once) spreads the links to where they are applied and builds the
+// exchanges; run() then moves and multiplies any number of fields at once, many times.
+//
+// Two choices, as OASIS3-MCT offers them (paper 000, Sect. 2.3):
+//  - order bfb: the source values travel to where the weights of each destination row live,
+//    and each row is summed in the link order of the file (rank order, then local order, for
+//    links given in memory). The result is bit-identical for any rank count and decomposition.
+//  - order sum: each link lives with its source value; partial sums of each row are formed
+//    there, then travel to the row's owners and are added (ascending source rank). Fewer values
+//    may travel, but the rounding depends on the decomposition.
+//  - location dst: the work happens on the ranks that own destination points (bfb: each rank
+//    owns the rows of its destination points, nothing travels after the product; sum: source
+//    values first travel to a block decomposition of the source grid over those ranks).
+//  - location src: the work happens on the ranks that own source points (sum: each link lives
+//    with its source value, nothing travels before the product; bfb: rows live in a block
+//    decomposition of the destination grid over those ranks, and results travel afterwards).
+// Every movement is an estuary Redist, with all fields of a run in one exchange.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "estuary/decomp.hpp"
+#include "estuary/weights.hpp"
+
+namespace estuary {
+
+enum class RemapLocation { src, dst };
+enum class RemapOrder { bfb, sum };
+
+struct RemapOptions {
+  RemapLocation location = RemapLocation::dst;
+  RemapOrder order = RemapOrder::bfb;
+  double unmapped_value = 0.0;  // destination points that no link reaches
+  std::string algorithm;        // schedule of every exchange; empty: ESTUARY_SCHEDULE or p2p
+};
+
+// One field: its source values (laid out as the source Decomp) and destination values.
+struct RemapField {
+  std::span<const double> src;
+  std::span<double> dst;
+};
+
+// Per-rank figures of a Remap (local; no communication).
+struct RemapStats {
+  std::int64_t links = 0;       // links applied on this rank
+  std::int64_t rows = 0;        // rows (bfb) or partial rows (sum) formed here
+  std::int64_t gathered = 0;    // source values received before the product
+  std::int64_t partials = 0;    // values received after the product (partial sums or results)
+  int exchanges = 0;            // Redists per run: 1 or 2
+};
+
+class Remap {
+ public:
+  // Collective. Reads the weight file in slices (read_weights, checked against the sizes of
+  // src and dst) and spreads the links; src and dst decompose the two grids' point numbering.
+  Remap(const std::string& weight_file, const Decomp& src, const Decomp& dst, MPI_Comm comm,
+        RemapOptions options = {});
+  // Collective. `links`: this rank's share of the matrix, any distribution. Their global order
+  // (rank order, then local order) is the bfb summation order.
+  Remap(const Links& links, const Decomp& src, const Decomp& dst, MPI_Comm comm, RemapOptions options = {});
+  ~Remap();
+  Remap(Remap&&) noexcept;
+  Remap& operator=(Remap&&) noexcept;
+
+  // Collective. Every field's src has src.size() values and dst dst.size() values.
+  void run(std::span<const RemapField> fields);
+  void run(std::span<const double> src, std::span<double> dst);
+
+  const RemapOptions& options() const;
+  RemapStats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace estuary

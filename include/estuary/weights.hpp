@@ -1,0 +1,86 @@
+// Interpolation weights: links (destination point, source point, weight) and the SCRIP and
+// ESMF netCDF files that hold them.
+//
+// Links are always distributed: each rank holds a share, and their global order is rank order,
+// then local order. read_weights gives rank r the r-th of p contiguous slices of the file, so
+// the global order of what it returns is the file's order. No rank ever reads the whole file.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estuary/grid.hpp"
+
+namespace estuary {
+
+// One rank's share of a sparse weight matrix, indices 0-based (global grid points).
+struct Links {
+  std::vector<std::int64_t> row;  // destination point (SCRIP dst_address - 1, ESMF row - 1)
+  std::vector<std::int64_t> col;  // source point (SCRIP src_address - 1, ESMF col - 1)
+  std::vector<double> weight;
+
+  std::int64_t size() const { return static_cast<std::int64_t>(row.size()); }
+  void add(std::int64_t r, std::int64_t c, double w) {
+    row.push_back(r);
+    col.push_back(c);
+    weight.push_back(w);
+  }
+};
+
+enum class WeightFormat {
+  scrip,  // src_address, dst_address, remap_matrix(num_links, num_wgts): CDO, SCRIP, YAC, OASIS
+  esmf,   // row, col, S(n_s): ESMF_RegridWeightGen, xESMF
+};
+
+struct WeightFileInfo {
+  std::string path;
+  WeightFormat format = WeightFormat::scrip;
+  std::int64_t src_size = -1;  // SCRIP src_grid_size or ESMF n_a; -1 when the file omits it
+  std::int64_t dst_size = -1;  // SCRIP dst_grid_size or ESMF n_b; -1 when the file omits it
+  std::int64_t links = 0;      // num_links or n_s
+  std::int64_t first = 0;      // position in the file of this rank's first link
+  std::string map_method, normalization;  // global attributes, "" when absent
+};
+
+struct WeightReadOptions {
+  // Sizes of the grids the weights are for: a file saying otherwise, or holding an index
+  // beyond them, is an error. -1: take the file's word (and check indices against it).
+  std::int64_t src_size = -1;
+  std::int64_t dst_size = -1;
+};
+
+struct WeightSlice {
+  Links links;
+  WeightFileInfo info;
+};
+
+// Collective over comm: rank r of p reads links [r*n/p, (r+1)*n/p) with nc_get_vara. The
+// format is recognised from the variable names. Throws estuary::Error on every rank, naming the
+// file and the variable or dimension, for a missing variable, sizes that disagree with each
+// other or with the grids, and indices out of range (with the link's position).
+WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightReadOptions& options = {});
+
+struct WeightWriteOptions {
+  WeightFormat format = WeightFormat::scrip;
+  std::string title = "estuary weights";
+  // CDO applies a SCRIP file only with a map_method starting with Conservative, Bilinear,
+  // Bicubic, Distance, Nearest or Largest (it picks how to use the grids from it), a
+  // normalization of none, fracarea or destarea, and both grids. Empty: not written.
+  std::string map_method;  // e.g. "Distance weighted avg of nearest neighbors"
+  std::string normalization = "none";
+  // SCRIP only: grids written as src_grid_* / dst_grid_* (centres, corners, imask, area, frac;
+  // in radians as SCRIP and CDO write them). Each rank passes the points it holds (together
+  // every point once), or nullptr on every rank to leave them out.
+  const Grid* src_grid = nullptr;
+  const Grid* dst_grid = nullptr;
+};
+
+// Collective over comm: writes every rank's links, in global order (rank order, then local
+// order), as one file. Indices must lie in [0, src_size) and [0, dst_size).
+void write_weights(const std::string& path, const Links& links, std::int64_t src_size,
+                   std::int64_t dst_size, MPI_Comm comm, const WeightWriteOptions& options = {});
+
+}  // namespace estuary

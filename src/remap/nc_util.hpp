@@ -1,0 +1,62 @@
+// netCDF helpers for the remap part: every failure becomes an estuary::Error that names the
+// file and the variable or dimension at fault.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace estuary::detail {
+
+// Throws Error("<netCDF message> ...", "file <path>, <what>") when rc is not NC_NOERR.
+void nc_check(int rc, const std::string& path, const std::string& what);
+
+// An open netCDF file, closed on destruction.
+class NcFile {
+ public:
+  static NcFile open(const std::string& path, bool write = false);
+  // Creates (clobbering) a classic 64-bit-offset file, or CDF5 when `large` (int64 indices).
+  static NcFile create(const std::string& path, bool large = false);
+  ~NcFile();
+  NcFile(NcFile&& o) noexcept : path_(std::move(o.path_)), id_(o.id_) { o.id_ = -1; }
+  NcFile(const NcFile&) = delete;
+  NcFile& operator=(const NcFile&) = delete;
+
+  int id() const { return id_; }
+  const std::string& path() const { return path_; }
+  void close();
+
+  // Reading. find_* return -1 when absent; var() throws naming the missing variable.
+  int find_var(const std::string& name) const;
+  int find_dim(const std::string& name) const;
+  int var(const std::string& name) const;
+  std::int64_t dim_len(int dimid) const;
+  std::int64_t dim_len(const std::string& name) const;  // throws when absent
+  std::vector<std::int64_t> var_shape(int varid) const;  // dimension lengths
+  std::vector<std::string> var_dim_names(int varid) const;
+  std::string text_att(const std::string& name, int varid = -1) const;  // "" when absent
+
+  // Defining (file in define mode after create()).
+  int def_dim(const std::string& name, std::int64_t len);
+  int def_var(const std::string& name, int nc_type, const std::vector<int>& dims);
+  void put_att(const std::string& name, const std::string& text, int varid = -1);
+  void enddef();
+
+ private:
+  NcFile(std::string path, int id) : path_(std::move(path)), id_(id) {}
+  std::string path_;
+  int id_ = -1;
+};
+
+// Runs `body` on each rank of comm in rank order (rank r waits for ranks below it), for
+// writing one file with serial netCDF. Errors are agreed on: every rank throws if one did.
+void in_turns(MPI_Comm comm, const std::function<void()>& body);
+
+// Runs of consecutive values in `idx` (in order): f(first position, first value, count).
+void for_each_consecutive(const std::vector<std::int64_t>& idx,
+                          const std::function<void(std::size_t, std::int64_t, std::int64_t)>& f);
+
+}  // namespace estuary::detail

@@ -1,0 +1,388 @@
+// Remap set-up (where links, source values and partial sums live) and application.
+#include "estuary/remap.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <numeric>
+
+#include "common/mpi_util.hpp"
+#include "estuary/error.hpp"
+#include "estuary/redist.hpp"
+#include "remap/route.hpp"
+
+namespace estuary {
+
+using i64 = std::int64_t;
+using detail::KeyedItems;
+
+namespace {
+
+std::vector<i64> sorted_unique(std::vector<i64> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::size_t position_in(const std::vector<i64>& sorted, i64 value) {
+  return static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), value) - sorted.begin());
+}
+
+// The ranks doing the work (those with points on one side) and this rank's place among them.
+struct Side {
+  int count = 0, index = -1;
+  // Part `index` of `count` blocks of [0, n); empty off the side.
+  std::pair<i64, i64> block(i64 n) const {
+    if (index < 0) return {0, 0};
+    return {static_cast<i64>(index) * n / count, static_cast<i64>(index + 1) * n / count};
+  }
+};
+
+Side work_side(bool mine, MPI_Comm comm) {
+  int rank = 0, p = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &p);
+  std::vector<int> flags(static_cast<std::size_t>(p));
+  int f = mine ? 1 : 0;
+  detail::check_mpi(MPI_Allgather(&f, 1, MPI_INT, flags.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  if (std::none_of(flags.begin(), flags.end(), [](int x) { return x != 0; }))
+    std::fill(flags.begin(), flags.end(), 1);  // nobody has points: everyone shares the (empty) work
+  Side s;
+  for (int r = 0; r < p; ++r)
+    if (flags[static_cast<std::size_t>(r)]) {
+      if (r == rank) s.index = s.count;
+      ++s.count;
+    }
+  return s;
+}
+
+}  // namespace
+
+struct Remap::Impl {
+  RemapOptions opt;
+  MPI_Comm comm = MPI_COMM_NULL;
+  i64 src_n = 0, dst_n = 0;
+  // Before the product: the source values where the links are (null: the source buffer itself).
+  std::unique_ptr<Redist> gather;
+  i64 x_size = 0;
+  // The product: y[r] = sum over k in [ptr[r], ptr[r+1]) of w[k] * x[xi[k]], in k order.
+  std::vector<i64> ptr;
+  std::vector<std::uint32_t> xi;
+  std::vector<double> w;
+  // After the product: bfb/src moves y to dst; sum moves partials y to z, added per row.
+  std::unique_ptr<Redist> after;
+  i64 z_size = 0;
+  std::vector<i64> cptr;      // sum: per unique destination row, its contributions in z
+  std::vector<i64> dst_slot;  // per destination element: its unique row (bfb/dst, sum)
+  bool direct_rows = false;   // bfb/dst, destination elements = unique rows in order
+  std::vector<double> xbuf, ybuf, zbuf, ubuf;
+  RemapStats st;
+
+  // Frees the duplicated communicator also when set-up threw (the Remap was never made).
+  ~Impl() {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (comm != MPI_COMM_NULL && !fin) MPI_Comm_free(&comm);
+  }
+  // The links are consumed: set-up moves them into routing buffers rather than copy them.
+  void setup(Links links, const Decomp& src, const Decomp& dst);
+  void setup_bfb(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst);
+  void setup_sum(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst);
+  RedistOptions redist_options(bool from_src) const {
+    RedistOptions o;
+    o.algorithm = opt.algorithm;
+    // A source decomposition may hold halo copies: any copy is the value, take the lowest rank's.
+    if (from_src) o.plan.duplicate = DuplicatePolicy::lowest_rank;
+    return o;
+  }
+  void set_columns(const std::vector<i64>& col, const std::vector<i64>& x_index_of_sorted_cols,
+                   const std::vector<i64>& sorted_cols);
+};
+
+void Remap::Impl::set_columns(const std::vector<i64>& col, const std::vector<i64>& x_of, const std::vector<i64>& cols) {
+  if (x_size > static_cast<i64>(UINT32_MAX))
+    throw Error("more than 2^32 source values on one rank", detail::world_rank_label(), "use more ranks");
+  xi.resize(col.size());
+  for (std::size_t k = 0; k < col.size(); ++k)
+    xi[k] = static_cast<std::uint32_t>(x_of.empty() ? position_in(cols, col[k]) : x_of[position_in(cols, col[k])]);
+}
+
+void Remap::Impl::setup(Links links, const Decomp& src, const Decomp& dst) {
+  src_n = src.size();
+  dst_n = dst.size();
+  const i64 sizes[2] = {src.global_size(), dst.global_size()};
+  i64 mx[2], mn[2];
+  detail::check_mpi(MPI_Allreduce(sizes, mx, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+  detail::check_mpi(MPI_Allreduce(sizes, mn, 2, MPI_INT64_T, MPI_MIN, comm), "MPI_Allreduce");
+  detail::agree(comm, [&] {
+    if (mx[0] != mn[0] || mx[1] != mn[1])
+      throw Error("ranks disagree on the grid sizes (source " + std::to_string(mn[0]) + ".." + std::to_string(mx[0]) +
+                      ", destination " + std::to_string(mn[1]) + ".." + std::to_string(mx[1]) + ")",
+                  "remap set-up", "every rank must decompose the same two grids");
+    if (links.col.size() != links.row.size() || links.weight.size() != links.row.size())
+      throw Error("links have " + std::to_string(links.row.size()) + " rows, " + std::to_string(links.col.size()) +
+                      " columns and " + std::to_string(links.weight.size()) + " weights",
+                  "remap set-up, " + detail::world_rank_label());
+    for (std::size_t k = 0; k < links.row.size(); ++k)
+      if (links.col[k] < 0 || links.col[k] >= sizes[0] || links.row[k] < 0 || links.row[k] >= sizes[1])
+        throw Error("link " + std::to_string(k) + " maps source point " + std::to_string(links.col[k]) +
+                        " to destination point " + std::to_string(links.row[k]) + ", outside the grids (" +
+                        std::to_string(sizes[0]) + " and " + std::to_string(sizes[1]) + " points)",
+                    "remap set-up, " + detail::world_rank_label());
+  });
+  // Destination elements map to unique rows (a decomposition may repeat a point as a halo).
+  const std::vector<i64> didx = dst.to_indices();
+  const std::vector<i64> udst = sorted_unique(didx);
+  dst_slot.resize(didx.size());
+  for (std::size_t j = 0; j < didx.size(); ++j) dst_slot[j] = static_cast<i64>(position_in(udst, didx[j]));
+  direct_rows = opt.order == RemapOrder::bfb && opt.location == RemapLocation::dst && udst.size() == didx.size() &&
+                std::is_sorted(didx.begin(), didx.end());
+  if (opt.order == RemapOrder::bfb) setup_bfb(std::move(links), src, dst, udst);
+  else setup_sum(std::move(links), src, dst, udst);
+  st.links = static_cast<i64>(w.size());
+  st.rows = static_cast<i64>(ptr.size()) - 1;
+  st.gathered = gather ? x_size : 0;
+  st.partials = opt.order == RemapOrder::sum ? z_size : (after ? dst_n : 0);
+  st.exchanges = (gather ? 1 : 0) + (after ? 1 : 0);
+}
+
+// bfb: each row with all its links in global order, on one rank per row holder.
+void Remap::Impl::setup_bfb(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst) {
+  const i64 na = src.global_size(), nb = dst.global_size();
+  const bool at_dst = opt.location == RemapLocation::dst;
+  const Side side = work_side(at_dst ? dst_n > 0 : src_n > 0, comm);
+  const auto [rlo, rhi] = side.block(nb);
+  std::vector<i64> rows;
+  if (at_dst) rows = udst;
+  else {
+    rows.resize(static_cast<std::size_t>(rhi - rlo));
+    std::iota(rows.begin(), rows.end(), rlo);
+  }
+  KeyedItems items;
+  items.key = std::move(links.row);
+  items.ints.push_back(std::move(links.col));
+  items.reals.push_back(std::move(links.weight));
+  KeyedItems got = detail::route_by_key(std::move(items), nb, rows, comm, ptr, opt.algorithm);
+  w = std::move(got.reals[0]);
+  const std::vector<i64> cols = sorted_unique(got.ints[0]);
+  x_size = static_cast<i64>(cols.size());
+  set_columns(got.ints[0], {}, cols);
+  // Every column a link uses must have a holder: the Plan finds any that has none.
+  try {
+    gather = std::make_unique<Redist>(src, Decomp::indices(na, cols), comm, redist_options(true));
+  } catch (const MpiError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error("the weights use source points that no rank holds: " + e.fault(), "remap set-up",
+                "the source decomposition must hold every source point the weights use");
+  }
+  if (!at_dst)
+    after = std::make_unique<Redist>(Decomp::stripes(nb, {{rlo, rhi - rlo, 1}}), dst, comm, redist_options(false));
+}
+
+// sum: each link with one copy of its source value; partial rows travel to the row holders.
+void Remap::Impl::setup_sum(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst) {
+  const i64 na = src.global_size(), nb = dst.global_size();
+  std::vector<i64> cols;  // the source points whose links live here, sorted
+  std::vector<i64> x_of;  // their positions in x (the source buffer at src; empty: as in cols)
+  std::vector<i64> unheld;  // at dst: columns of this rank's block that no rank holds
+  if (opt.location == RemapLocation::src) {
+    // Each point goes to one of its holders, the lowest rank, which Redist's duplicate rule
+    // tells every holder: ask for my own points, each carrying its provider's rank.
+    const std::vector<i64> sidx = src.to_indices(), usrc = sorted_unique(sidx);
+    std::vector<std::int32_t> me(sidx.size()), provider(usrc.size());
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    std::fill(me.begin(), me.end(), rank);
+    Redist(src, Decomp::indices(na, usrc), comm, redist_options(true)).run({Field(me, provider)});
+    std::vector<i64> first(usrc.size(), -1);
+    for (std::size_t k = sidx.size(); k-- > 0;) first[position_in(usrc, sidx[k])] = static_cast<i64>(k);
+    for (std::size_t u = 0; u < usrc.size(); ++u)
+      if (provider[u] == rank) {
+        cols.push_back(usrc[u]);
+        x_of.push_back(first[u]);
+      }
+    x_size = src_n;
+  } else {
+    const Side side = work_side(dst_n > 0, comm);
+    const auto [clo, chi] = side.block(na);
+    cols.resize(static_cast<std::size_t>(chi - clo));
+    std::iota(cols.begin(), cols.end(), clo);
+    x_size = chi - clo;
+    // Points no rank holds are allowed (a model may leave out land) as long as no link uses
+    // them: the gather fills them, and the links are checked below.
+    RedistOptions ro = redist_options(true);
+    ro.plan.missing = MissingPolicy::fill;
+    gather = std::make_unique<Redist>(src, Decomp::stripes(na, {{clo, chi - clo, 1}}), comm, ro);
+    for (const Segment& seg : gather->plan().missing())
+      for (i64 k = 0; k < seg.count; ++k) unheld.push_back(clo + seg.offset + k * seg.stride);
+    std::sort(unheld.begin(), unheld.end());
+  }
+  // Links to their columns' holders, with their global positions for a fixed order per row.
+  i64 first_link = 0, m = links.size();
+  detail::check_mpi(MPI_Exscan(&m, &first_link, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Exscan");
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) first_link = 0;
+  KeyedItems items;
+  items.key = std::move(links.col);
+  items.ints.push_back(std::move(links.row));
+  items.ints.emplace_back(static_cast<std::size_t>(m));
+  std::iota(items.ints[1].begin(), items.ints[1].end(), first_link);
+  items.reals.push_back(std::move(links.weight));
+  std::vector<i64> offs;
+  KeyedItems got = detail::route_by_key(std::move(items), na, cols, comm, offs, opt.algorithm);
+  // A link whose column no rank holds reached nobody (at src) or an unheld column (at dst).
+  i64 arrived = static_cast<i64>(got.size()), total_arrived = 0, total = 0, bad = -1;
+  for (std::size_t k = 0; k < got.size() && bad < 0 && !unheld.empty(); ++k)
+    if (std::binary_search(unheld.begin(), unheld.end(), got.key[k])) bad = got.key[k];
+  detail::check_mpi(MPI_Allreduce(&arrived, &total_arrived, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce");
+  detail::check_mpi(MPI_Allreduce(&m, &total, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce");
+  detail::agree(comm, [&] {
+    if (bad >= 0 || total_arrived != total)
+      throw Error("the weights use source points that no rank holds" +
+                      (bad >= 0 ? " (source point " + std::to_string(bad) + ")"
+                                : " (" + std::to_string(total - total_arrived) + " links)"),
+                  "remap set-up", "the source decomposition must hold every source point the weights use");
+  });
+  // Partial rows: links grouped by row, each row in global link order.
+  std::vector<std::size_t> ord(got.size());
+  std::iota(ord.begin(), ord.end(), std::size_t{0});
+  const std::vector<i64>&row = got.ints[0], &pos = got.ints[1];
+  std::sort(ord.begin(), ord.end(), [&](std::size_t a, std::size_t b) {
+    return row[a] != row[b] ? row[a] < row[b] : pos[a] < pos[b];
+  });
+  std::vector<i64> prow, lcol(ord.size());
+  w.resize(ord.size());
+  ptr.assign(1, 0);
+  for (std::size_t k = 0; k < ord.size(); ++k) {
+    if (k == 0 || row[ord[k]] != row[ord[k - 1]]) {
+      if (k > 0) ptr.push_back(static_cast<i64>(k));
+      prow.push_back(row[ord[k]]);
+    }
+    lcol[k] = got.key[ord[k]];
+    w[k] = got.reals[0][ord[k]];
+  }
+  if (!ord.empty()) ptr.push_back(static_cast<i64>(ord.size()));
+  set_columns(lcol, x_of, cols);
+  // Contributions (one per partial row and rank) to the holders of each destination row.
+  i64 np = static_cast<i64>(prow.size()), c0 = 0, ctotal = 0;
+  detail::check_mpi(MPI_Exscan(&np, &c0, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Exscan");
+  if (rank == 0) c0 = 0;
+  detail::check_mpi(MPI_Allreduce(&np, &ctotal, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce");
+  KeyedItems contrib;
+  contrib.key = prow;
+  contrib.ints = {std::vector<i64>(prow.size())};
+  std::iota(contrib.ints[0].begin(), contrib.ints[0].end(), c0);
+  KeyedItems where = detail::route_by_key(std::move(contrib), nb, udst, comm, cptr, opt.algorithm);
+  z_size = static_cast<i64>(where.size());
+  after = std::make_unique<Redist>(Decomp::stripes(ctotal, {{c0, np, 1}}), Decomp::indices(ctotal, where.ints[0]),
+                                   comm, redist_options(false));
+}
+
+Remap::Remap(const std::string& weight_file, const Decomp& src, const Decomp& dst, MPI_Comm comm,
+             RemapOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->opt = std::move(options);
+  detail::check_mpi(MPI_Comm_dup(comm, &impl_->comm), "MPI_Comm_dup");
+  WeightReadOptions ro;
+  ro.src_size = src.global_size();
+  ro.dst_size = dst.global_size();
+  WeightSlice slice = read_weights(weight_file, impl_->comm, ro);
+  impl_->setup(std::move(slice.links), src, dst);
+}
+
+Remap::Remap(const Links& links, const Decomp& src, const Decomp& dst, MPI_Comm comm, RemapOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->opt = std::move(options);
+  detail::check_mpi(MPI_Comm_dup(comm, &impl_->comm), "MPI_Comm_dup");
+  impl_->setup(links, src, dst);
+}
+
+Remap::~Remap() = default;
+Remap::Remap(Remap&&) noexcept = default;
+Remap& Remap::operator=(Remap&&) noexcept = default;
+
+const RemapOptions& Remap::options() const { return impl_->opt; }
+RemapStats Remap::stats() const { return impl_->st; }
+
+void Remap::run(std::span<const double> src, std::span<double> dst) {
+  const RemapField f{src, dst};
+  run(std::span<const RemapField>(&f, 1));
+}
+
+void Remap::run(std::span<const RemapField> fields) {
+  Impl& im = *impl_;
+  // Ranks must agree on the number of fields (the exchanges carry them all) and each field must
+  // fit the decompositions; a fault anywhere makes every rank throw instead of hang.
+  const int count[2] = {static_cast<int>(fields.size()), -static_cast<int>(fields.size())};
+  int most[2] = {0, 0};
+  detail::check_mpi(MPI_Allreduce(count, most, 2, MPI_INT, MPI_MAX, im.comm), "MPI_Allreduce");
+  detail::agree(im.comm, [&] {
+    if (most[0] != -most[1])
+      throw Error("ranks run different numbers of fields (" + std::to_string(-most[1]) + " to " +
+                      std::to_string(most[0]) + ")",
+                  "remap run, " + detail::world_rank_label(), "every rank passes the same fields");
+    for (std::size_t f = 0; f < fields.size(); ++f)
+      if (static_cast<i64>(fields[f].src.size()) != im.src_n || static_cast<i64>(fields[f].dst.size()) != im.dst_n)
+        throw Error("field " + std::to_string(f) + " has " + std::to_string(fields[f].src.size()) + " source and " +
+                        std::to_string(fields[f].dst.size()) + " destination values, the decompositions " +
+                        std::to_string(im.src_n) + " and " + std::to_string(im.dst_n),
+                    "remap run, " + detail::world_rank_label());
+  });
+  if (fields.empty()) return;  // on every rank alike
+  const std::size_t nf = fields.size(), nx = static_cast<std::size_t>(im.x_size);
+  const std::size_t ny = im.ptr.size() - 1, nz = static_cast<std::size_t>(im.z_size);
+  std::vector<Field> moves;
+  if (im.gather) {
+    im.xbuf.resize(nf * nx);
+    for (std::size_t f = 0; f < nf; ++f)
+      moves.emplace_back(Type::f64, fields[f].src.data(), im.src_n, im.xbuf.data() + f * nx, im.x_size);
+    im.gather->run(moves);
+  }
+  // bfb at dst with the destination in ascending order (a block, say): rows are the elements,
+  // so the product goes straight into the field.
+  const bool direct = im.direct_rows;
+  if (!direct) im.ybuf.resize(nf * ny);
+  const double unmapped = im.opt.unmapped_value;
+  for (std::size_t f = 0; f < nf; ++f) {
+    const double* x = im.gather ? im.xbuf.data() + f * nx : fields[f].src.data();
+    double* y = direct ? fields[f].dst.data() : im.ybuf.data() + f * ny;
+    for (std::size_t r = 0; r < ny; ++r) {
+      const i64 b = im.ptr[r], e = im.ptr[r + 1];
+      double s = 0.0;
+      for (i64 k = b; k < e; ++k) s += im.w[static_cast<std::size_t>(k)] * x[im.xi[static_cast<std::size_t>(k)]];
+      y[r] = b == e ? unmapped : s;
+    }
+  }
+  if (direct) return;
+  moves.clear();
+  if (im.opt.order == RemapOrder::bfb && im.after) {  // rows in blocks: results to their owners
+    for (std::size_t f = 0; f < nf; ++f)
+      moves.emplace_back(Type::f64, im.ybuf.data() + f * ny, static_cast<i64>(ny), fields[f].dst.data(), im.dst_n);
+    im.after->run(moves);
+    return;
+  }
+  const double* rows = im.ybuf.data();  // bfb at dst: one value per unique destination row
+  std::size_t nu = ny;
+  if (im.opt.order == RemapOrder::sum) {  // partial sums to the row holders, added in rank order
+    im.zbuf.resize(nf * nz);
+    for (std::size_t f = 0; f < nf; ++f)
+      moves.emplace_back(Type::f64, im.ybuf.data() + f * ny, static_cast<i64>(ny), im.zbuf.data() + f * nz, im.z_size);
+    im.after->run(moves);
+    nu = im.cptr.size() - 1;
+    im.ubuf.resize(nf * nu);
+    for (std::size_t f = 0; f < nf; ++f)
+      for (std::size_t r = 0; r < nu; ++r) {
+        const i64 b = im.cptr[r], e = im.cptr[r + 1];
+        double s = 0.0;
+        for (i64 k = b; k < e; ++k) s += im.zbuf[f * nz + static_cast<std::size_t>(k)];
+        im.ubuf[f * nu + r] = b == e ? unmapped : s;
+      }
+    rows = im.ubuf.data();
+  }
+  for (std::size_t f = 0; f < nf; ++f)
+    for (std::size_t j = 0; j < im.dst_slot.size(); ++j)
+      fields[f].dst[j] = rows[f * nu + static_cast<std::size_t>(im.dst_slot[j])];
+}
+
+}  // namespace estuary

@@ -1,0 +1,299 @@
+// SCRIP and ESMF weight files: parallel slice reading with validation, and writing in turns.
+#include "estuary/weights.hpp"
+
+#include <netcdf.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <numeric>
+
+#include "common/mpi_util.hpp"
+#include "estuary/error.hpp"
+#include "remap/nc_util.hpp"
+
+namespace estuary {
+
+using i64 = std::int64_t;
+using detail::NcFile;
+
+namespace {
+
+struct Names {
+  const char* col;
+  const char* row;
+  const char* weight;
+  const char* links;     // dimension of the link variables, as the format names it
+  const char* src_size;  // dimension giving the source grid size
+  const char* dst_size;
+};
+constexpr Names kScrip{"src_address", "dst_address", "remap_matrix", "num_links", "src_grid_size", "dst_grid_size"};
+constexpr Names kEsmf{"col", "row", "S", "n_s", "n_a", "n_b"};
+
+std::string var_at(const std::string& path, const std::string& var) { return "file " + path + ", variable " + var; }
+
+// A grid-size dimension, trying the format's name first and then the other format's.
+i64 grid_size_dim(const NcFile& f, const char* name, const char* other) {
+  for (const char* n : {name, other}) {
+    const int d = f.find_dim(n);
+    if (d >= 0) return f.dim_len(d);
+  }
+  return -1;
+}
+
+// Reads [lo, lo+n) of a 1-D integer variable (int32 or int64 in the file) as int64, through a
+// bounded buffer of netCDF's long long.
+void read_slice(const NcFile& f, int var, const std::string& name, i64 lo, i64 n, i64* out) {
+  constexpr i64 kChunk = i64{1} << 20;
+  std::vector<long long> buf(static_cast<std::size_t>(std::min(n, kChunk)));
+  for (i64 at = 0; at < n; at += kChunk) {
+    const i64 m = std::min(kChunk, n - at);
+    const std::size_t start[1] = {static_cast<std::size_t>(lo + at)}, count[1] = {static_cast<std::size_t>(m)};
+    detail::nc_check(nc_get_vara_longlong(f.id(), var, start, count, buf.data()), f.path(), "variable " + name);
+    std::copy_n(buf.begin(), m, out + at);
+  }
+}
+
+// Checks 1-based indices against [1, limit] (limit < 0: no upper bound) and makes them 0-based.
+void to_zero_based(std::vector<i64>& v, i64 limit, i64 first, const std::string& path, const std::string& var,
+                   const std::string& limit_name) {
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    if (v[k] < 1 || (limit >= 0 && v[k] > limit))
+      throw Error(var + " of link " + std::to_string(first + static_cast<i64>(k)) + " (0-based position) is " +
+                      std::to_string(v[k]) + ", outside [1, " + (limit >= 0 ? std::to_string(limit) : "inf") +
+                      "]" + (limit_name.empty() ? "" : " (" + limit_name + ")"),
+                  var_at(path, var), "indices are 1-based and must lie within the grid");
+    --v[k];
+  }
+}
+
+}  // namespace
+
+WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightReadOptions& opt) {
+  int rank = 0, p = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &p);
+  WeightSlice out;
+  WeightFileInfo& info = out.info;
+  info.path = path;
+  detail::agree(comm, [&] {
+    const NcFile f = NcFile::open(path);
+    const bool scrip = f.find_var(kScrip.col) >= 0 || f.find_var(kScrip.row) >= 0 || f.find_var(kScrip.weight) >= 0;
+    const bool esmf = f.find_var(kEsmf.col) >= 0 || f.find_var(kEsmf.row) >= 0 || f.find_var(kEsmf.weight) >= 0;
+    if (!scrip && !esmf)
+      throw Error("no weights: neither SCRIP (src_address, dst_address, remap_matrix) nor ESMF (row, col, S) "
+                  "variables",
+                  var_at(path, "src_address"), "give a weight file written by CDO, SCRIP, ESMF, xESMF or YAC");
+    info.format = scrip ? WeightFormat::scrip : WeightFormat::esmf;
+    const Names& nm = scrip ? kScrip : kEsmf;
+    const Names& other = scrip ? kEsmf : kScrip;
+    const int vc = f.var(nm.col), vr = f.var(nm.row), vw = f.var(nm.weight);
+
+    // Shapes: both address variables 1-D of one length; weights 1-D or (links, num_wgts).
+    const std::vector<i64> sc = f.var_shape(vc), sr = f.var_shape(vr), sw = f.var_shape(vw);
+    if (sc.size() != 1) throw Error(std::string(nm.col) + " must be 1-D", var_at(path, nm.col));
+    const i64 n = sc[0];
+    if (sr.size() != 1 || sr[0] != n)
+      throw Error(std::string(nm.row) + " has " + (sr.size() == 1 ? std::to_string(sr[0]) : "non-1-D") +
+                      " values, " + nm.col + " has " + std::to_string(n),
+                  var_at(path, nm.row), "the address variables must have one value per link");
+    if (sw.empty() || sw.size() > 2 || sw[0] != n || (sw.size() == 2 && sw[1] < 1))
+      throw Error(std::string(nm.weight) + " has shape (" +
+                      (sw.empty() ? std::string() : std::to_string(sw[0])) +
+                      (sw.size() > 1 ? ", " + std::to_string(sw[1]) : std::string()) + "), expected (" +
+                      std::to_string(n) + (scrip ? ", num_wgts)" : ")"),
+                  var_at(path, nm.weight), "the weights must have one value per link");
+    info.links = n;
+    info.src_size = grid_size_dim(f, nm.src_size, other.src_size);
+    info.dst_size = grid_size_dim(f, nm.dst_size, other.dst_size);
+    info.map_method = f.text_att("map_method");
+    info.normalization = f.text_att("normalization");
+
+    // Grid sizes: the file's word against the caller's grids.
+    for (int side = 0; side < 2; ++side) {
+      const i64 file = side == 0 ? info.src_size : info.dst_size, want = side == 0 ? opt.src_size : opt.dst_size;
+      if (file >= 0 && want >= 0 && file != want)
+        throw Error(std::string("the file's ") + (side == 0 ? "source" : "destination") + " grid has " +
+                        std::to_string(file) + " points, the " + (side == 0 ? "source" : "destination") +
+                        " decomposition " + std::to_string(want),
+                    "file " + path + ", dimension " +
+                        (f.find_dim(side == 0 ? nm.src_size : nm.dst_size) >= 0 ? (side == 0 ? nm.src_size : nm.dst_size)
+                                                                                 : (side == 0 ? other.src_size : other.dst_size)),
+                    "use weights generated for these two grids");
+    }
+
+    // This rank's slice, read directly into the link arrays.
+    const i64 lo = static_cast<i64>(rank) * n / p, hi = static_cast<i64>(rank + 1) * n / p, m = hi - lo;
+    info.first = lo;
+    Links& L = out.links;
+    L.col.resize(static_cast<std::size_t>(m));
+    L.row.resize(static_cast<std::size_t>(m));
+    L.weight.resize(static_cast<std::size_t>(m));
+    if (m > 0) {
+      read_slice(f, vc, nm.col, lo, m, L.col.data());
+      read_slice(f, vr, nm.row, lo, m, L.row.data());
+      const std::size_t start[2] = {static_cast<std::size_t>(lo), 0}, count[2] = {static_cast<std::size_t>(m), 1};
+      detail::nc_check(nc_get_vara_double(f.id(), vw, start, count, L.weight.data()), path,
+                       std::string("variable ") + nm.weight);
+    }
+    const i64 src_lim = opt.src_size >= 0 ? opt.src_size : info.src_size;
+    const i64 dst_lim = opt.dst_size >= 0 ? opt.dst_size : info.dst_size;
+    to_zero_based(L.col, src_lim, lo, path, nm.col, opt.src_size >= 0 ? "source grid size" : nm.src_size);
+    to_zero_based(L.row, dst_lim, lo, path, nm.row, opt.dst_size >= 0 ? "destination grid size" : nm.dst_size);
+    for (std::size_t k = 0; k < L.weight.size(); ++k)
+      if (!std::isfinite(L.weight[k]))
+        throw Error(std::string(nm.weight) + " of link " + std::to_string(lo + static_cast<i64>(k)) +
+                        " (0-based position) is not finite",
+                    var_at(path, nm.weight));
+  });
+  return out;
+}
+
+namespace {
+
+// Defines one side's grid variables (SCRIP weight file layout, as CDO writes it).
+void define_grid(NcFile& f, const std::string& side, const Grid& g, int nctype_int) {
+  const int dsize = f.find_dim(side + "_grid_size");
+  const int drank = f.def_dim(side + "_grid_rank", static_cast<i64>(g.dims.size()));
+  f.def_var(side + "_grid_dims", nctype_int, {drank});
+  const int dcorn = g.ncorner > 0 ? f.def_dim(side + "_grid_corners", g.ncorner) : -1;
+  for (const char* v : {"center_lat", "center_lon"})
+    f.put_att("units", "radians", f.def_var(side + "_grid_" + v, NC_DOUBLE, {dsize}));
+  if (g.ncorner > 0)
+    for (const char* v : {"corner_lat", "corner_lon"})
+      f.put_att("units", "radians", f.def_var(side + "_grid_" + v, NC_DOUBLE, {dsize, dcorn}));
+  f.put_att("units", "unitless", f.def_var(side + "_grid_imask", NC_INT, {dsize}));
+  f.put_att("units", "square radians", f.def_var(side + "_grid_area", NC_DOUBLE, {dsize}));
+  f.put_att("units", "unitless", f.def_var(side + "_grid_frac", NC_DOUBLE, {dsize}));
+}
+
+// Writes the points of `g` this rank holds into the side's grid variables, converted as SCRIP
+// stores them: radians, an integer mask, and fraction 1 on valid points.
+void write_grid_points(NcFile& f, const std::string& side, const Grid& g) {
+  constexpr double rad = 3.14159265358979323846 / 180.0;
+  const std::size_t n = static_cast<std::size_t>(g.size()), nc = static_cast<std::size_t>(std::max(g.ncorner, 0));
+  std::vector<double> lat(n), lon(n), clat(n * nc), clon(n * nc), frac(n, 1.0), area = g.area;
+  std::vector<int> mask(n, 1);
+  for (std::size_t k = 0; k < n; ++k) {
+    lat[k] = g.lat[k] * rad;
+    lon[k] = g.lon[k] * rad;
+    if (!g.valid(static_cast<i64>(k))) mask[k] = 0, frac[k] = 0.0;
+  }
+  for (std::size_t k = 0; k < n * nc; ++k) {
+    clat[k] = g.corner_lat[k] * rad;
+    clon[k] = g.corner_lon[k] * rad;
+  }
+  if (area.empty() && nc >= 3) {
+    Grid copy = g;
+    copy.compute_areas();
+    area = std::move(copy.area);
+  }
+  area.resize(n, 0.0);
+  std::vector<i64> idx = g.points;
+  if (idx.empty()) {
+    idx.resize(n);
+    std::iota(idx.begin(), idx.end(), i64{0});
+  }
+  detail::for_each_consecutive(idx, [&](std::size_t at, i64 first, i64 count) {
+    const std::size_t start[2] = {static_cast<std::size_t>(first), 0}, cnt[2] = {static_cast<std::size_t>(count), nc};
+    auto put = [&](const char* name, const std::vector<double>& v, std::size_t per) {
+      const std::string var = side + "_grid_" + name;
+      detail::nc_check(nc_put_vara_double(f.id(), f.var(var), start, cnt, v.data() + at * per), f.path(),
+                       "variable " + var);
+    };
+    put("center_lat", lat, 1);
+    put("center_lon", lon, 1);
+    if (nc > 0) {
+      put("corner_lat", clat, nc);
+      put("corner_lon", clon, nc);
+    }
+    put("area", area, 1);
+    put("frac", frac, 1);
+    const std::string var = side + "_grid_imask";
+    detail::nc_check(nc_put_vara_int(f.id(), f.var(var), start, cnt, mask.data() + at), f.path(), "variable " + var);
+  });
+}
+
+}  // namespace
+
+void write_weights(const std::string& path, const Links& links, i64 src_size, i64 dst_size, MPI_Comm comm,
+                   const WeightWriteOptions& opt) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const bool scrip = opt.format == WeightFormat::scrip;
+  const Names& nm = scrip ? kScrip : kEsmf;
+  detail::agree(comm, [&] {
+    if (links.col.size() != links.row.size() || links.weight.size() != links.row.size())
+      throw Error("links have " + std::to_string(links.row.size()) + " rows, " + std::to_string(links.col.size()) +
+                      " columns and " + std::to_string(links.weight.size()) + " weights",
+                  "file " + path + ", " + detail::world_rank_label());
+    for (std::size_t k = 0; k < links.row.size(); ++k)
+      if (links.col[k] < 0 || links.col[k] >= src_size || links.row[k] < 0 || links.row[k] >= dst_size)
+        throw Error("link " + std::to_string(k) + " (" + std::to_string(links.row[k]) + ", " +
+                        std::to_string(links.col[k]) + ") is outside the grids (" + std::to_string(dst_size) +
+                        " x " + std::to_string(src_size) + ")",
+                    "file " + path + ", " + detail::world_rank_label());
+    for (const Grid* g : {opt.src_grid, opt.dst_grid})
+      if (g) g->check();
+  });
+  i64 m = links.size(), first = 0, total = 0;
+  detail::check_mpi(MPI_Exscan(&m, &first, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Exscan");
+  if (rank == 0) first = 0;
+  detail::check_mpi(MPI_Allreduce(&m, &total, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce");
+  int grids = scrip && opt.src_grid && opt.dst_grid ? 1 : 0, all_grids = 0;
+  detail::check_mpi(MPI_Allreduce(&grids, &all_grids, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  const bool large = std::max({src_size, dst_size, total}) > INT_MAX;
+  const int itype = large ? NC_INT64 : NC_INT;
+
+  detail::in_turns(comm, [&] {
+    if (rank == 0) {
+      NcFile f = NcFile::create(path, large);
+      f.def_dim(nm.src_size, src_size);
+      f.def_dim(nm.dst_size, dst_size);
+      const int dl = f.def_dim(nm.links, total);
+      if (all_grids) {
+        define_grid(f, "src", *opt.src_grid, itype);
+        define_grid(f, "dst", *opt.dst_grid, itype);
+      }
+      f.def_var(nm.col, itype, {dl});
+      f.def_var(nm.row, itype, {dl});
+      if (scrip) f.def_var(nm.weight, NC_DOUBLE, {dl, f.def_dim("num_wgts", 1)});
+      else f.def_var(nm.weight, NC_DOUBLE, {dl});
+      f.put_att("title", opt.title);
+      if (!opt.map_method.empty()) f.put_att("map_method", opt.map_method);
+      f.put_att("normalization", opt.normalization);
+      if (scrip) {  // CDO requires these to apply a file
+        f.put_att("conventions", "SCRIP");
+        f.put_att("source_grid", all_grids ? opt.src_grid->name : "unknown");
+        f.put_att("dest_grid", all_grids ? opt.dst_grid->name : "unknown");
+      }
+      f.enddef();
+      if (all_grids)
+        for (const Grid* g : {opt.src_grid, opt.dst_grid}) {
+          std::vector<long long> dims(g->dims.begin(), g->dims.end());
+          const std::string var = g == opt.src_grid ? "src_grid_dims" : "dst_grid_dims";
+          detail::nc_check(nc_put_var_longlong(f.id(), f.var(var), dims.data()), path, "variable " + var);
+        }
+      f.close();
+    }
+    NcFile f = NcFile::open(path, true);
+    if (m > 0) {
+      const std::size_t start[2] = {static_cast<std::size_t>(first), 0}, count[2] = {static_cast<std::size_t>(m), 1};
+      std::vector<long long> one_based(static_cast<std::size_t>(m));
+      for (auto [var, src] : {std::pair{nm.col, &links.col}, std::pair{nm.row, &links.row}}) {
+        for (std::size_t k = 0; k < one_based.size(); ++k) one_based[k] = (*src)[k] + 1;
+        detail::nc_check(nc_put_vara_longlong(f.id(), f.var(var), start, count, one_based.data()), path,
+                         std::string("variable ") + var);
+      }
+      detail::nc_check(nc_put_vara_double(f.id(), f.var(nm.weight), start, count, links.weight.data()), path,
+                       std::string("variable ") + nm.weight);
+    }
+    if (all_grids) {
+      write_grid_points(f, "src", *opt.src_grid);
+      write_grid_points(f, "dst", *opt.dst_grid);
+    }
+    f.close();
+  });
+}
+
+}  // namespace estuary

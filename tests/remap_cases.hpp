@@ -1,0 +1,57 @@
+// The grid pairs and CDO weight methods the remap tests use, shared by the data fixture
+// (remap_cdo_data, which runs CDO once before the MPI tests) and test_remap.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "estuary/grid.hpp"
+
+namespace rtest {
+
+// The grids, small versions of each kind (a masked tripolar grid among them).
+inline std::vector<std::pair<std::string, estuary::GridGen>> grids() {
+  using estuary::GridGen;
+  return {{"ll", GridGen::lonlat(36, 18)},       {"tri", GridGen::tripolar(36, 24)},
+          {"tril", GridGen::tripolar(30, 20).with_land()}, {"rg", GridGen::reduced_gaussian(8)},
+          {"gg", GridGen::gaussian(32, 16)},     {"cs", GridGen::cubed_sphere(5)}};
+}
+
+inline estuary::GridGen grid(const std::string& name) {
+  for (const auto& [n, g] : grids())
+    if (n == name) return g;
+  return estuary::GridGen::lonlat(1, 1);
+}
+
+struct Case {
+  std::string src, dst, method;  // grid names; CDO operator gencon, gendis or genbil
+  std::string name() const { return src + "_" + dst + "_" + method; }
+};
+
+// genbil needs a logically rectangular source (lon-lat, Gaussian or curvilinear).
+inline std::vector<Case> cases() {
+  return {{"ll", "tri", "gencon"}, {"ll", "tri", "gendis"}, {"ll", "tri", "genbil"},
+          {"tril", "ll", "gencon"}, {"tril", "ll", "gendis"}, {"tril", "ll", "genbil"},
+          {"rg", "cs", "gencon"},  {"rg", "cs", "gendis"},  {"gg", "rg", "genbil"},
+          {"gg", "rg", "gencon"},  {"cs", "gg", "gendis"},  {"cs", "gg", "gencon"}};
+}
+
+// Field k at a point: smooth, between 0.5 and 3.5 (so relative differences mean something).
+inline double field(int k, double lon_deg, double lat_deg) {
+  const double lo = lon_deg * M_PI / 180, la = lat_deg * M_PI / 180;
+  return 2.0 + std::cos(la) * std::cos(la) * std::cos((k + 2) * lo) + 0.5 * std::sin(3 * la + k);
+}
+
+// File names inside the data directory.
+inline std::string grid_file(const std::string& dir, const std::string& g) { return dir + "/grid_" + g + ".nc"; }
+inline std::string field_file(const std::string& dir, const std::string& g) { return dir + "/field_" + g + ".nc"; }
+inline std::string weight_file(const std::string& dir, const Case& c) { return dir + "/w_" + c.name() + ".nc"; }
+inline std::string cdo_out_file(const std::string& dir, const Case& c) { return dir + "/cdo_" + c.name() + ".nc"; }
+// The weights of a case as estuary wrote them (with grids), and CDO's result with those.
+inline std::string rewritten_file(const std::string& dir, const Case& c) { return dir + "/est_" + c.name() + ".nc"; }
+inline std::string cdo_rewritten_out(const std::string& dir, const Case& c) { return dir + "/cdo_est_" + c.name() + ".nc"; }
+
+constexpr double kMissing = -9e33;  // CDO's missing value for unmapped destination points
+
+}  // namespace rtest

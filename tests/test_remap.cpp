@@ -1,0 +1,307 @@
+// Remap against CDO and against the serial product: CDO-generated conservative, distance and
+// bilinear weights for pairs of test grids, applied on 1-8 ranks with every location and order
+// and several decompositions (halos and empty ranks included).
+//  - CDO's own `cdo remap` result: relative difference <= 1e-12;
+//  - bfb: bit-identical to the serial product in file order, so across rank counts and
+//    decompositions; sum: within 1e-13 relative.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <random>
+#include <sstream>
+
+#include "estuary/error.hpp"
+#include "estuary/remap.hpp"
+#include "estuary/schedule.hpp"
+#include "remap_test_util.hpp"
+
+using estuary::Remap;
+using estuary::RemapOptions;
+using rtest::i64;
+
+namespace {
+
+struct Loaded {
+  rtest::Case c;
+  rtest::Matrix m;
+  std::vector<double> x, cdo, ref;  // source field, CDO's result, serial reference
+};
+
+Loaded load(const rtest::Case& c) {
+  Loaded l{c, rtest::read_matrix(rtest::weight_file(rtest::kData, c)), rtest::read_field(rtest::field_file(rtest::kData, c.src)),
+           rtest::read_field(rtest::cdo_out_file(rtest::kData, c)), {}};
+  l.ref = rtest::reference(l.m, l.x, rtest::kMissing);
+  return l;
+}
+
+// Runs one Remap of a loaded case and checks it against CDO and the reference.
+bool check_case(const Loaded& l, const rtest::Mode& mode, const std::string& sk, const std::string& dk,
+                std::ostringstream& why) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const estuary::Decomp src = rtest::decomp(sk, l.m.na, p, r), dst = rtest::decomp(dk, l.m.nb, p, r);
+  RemapOptions opt;
+  opt.location = mode.location;
+  opt.order = mode.order;
+  opt.unmapped_value = rtest::kMissing;
+  try {
+    Remap rm(rtest::weight_file(rtest::kData, l.c), src, dst, MPI_COMM_WORLD, opt);
+    const std::vector<double> xs = rtest::pick(l.x, src);
+    std::vector<double> y(static_cast<std::size_t>(dst.size()), -1.0);
+    rm.run(xs, y);
+    const double tol = mode.order == estuary::RemapOrder::bfb ? 0.0 : 1e-13;
+    std::ostringstream w1, w2;
+    const bool ok_ref = rtest::close_to(y, l.ref, dst, tol, w1);
+    const bool ok_cdo = rtest::close_to(y, l.cdo, dst, 1e-12, w2);
+    if (!ok_ref) why << "vs reference: " << w1.str();
+    if (!ok_cdo) why << "vs CDO: " << w2.str();
+    return ok_ref && ok_cdo;
+  } catch (const std::exception& e) {
+    why << "threw: " << e.what() << "\n";
+    return false;
+  }
+}
+
+}  // namespace
+
+TEST(Remap, DataFromCdo) {
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData
+                                   << ": run the fixture test_remap_data first (ctest -R remap)";
+  // The reference itself agrees with CDO, unmapped points included (CDO's missing value).
+  for (const rtest::Case& c : rtest::cases()) {
+    const Loaded l = load(c);
+    ASSERT_EQ(static_cast<i64>(l.x.size()), l.m.na) << c.name();
+    ASSERT_EQ(static_cast<i64>(l.cdo.size()), l.m.nb) << c.name();
+    ASSERT_GT(l.m.w.size(), 0u) << c.name();
+    std::ostringstream why;
+    const estuary::Decomp all = estuary::Decomp::stripes(l.m.nb, {{0, l.m.nb, 1}});
+    EXPECT_TRUE(rtest::close_to(l.ref, l.cdo, all, 1e-12, why)) << c.name() << ": " << why.str();
+  }
+}
+
+TEST(Remap, MatchesCdoEveryCase) {
+  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  const auto pairs = rtest::decomp_pairs();
+  const auto cases = rtest::cases();
+  const auto modes = rtest::modes();
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    const Loaded l = load(cases[ci]);
+    // One bfb and one sum mode per case, rotating: each mode meets six cases, each with another
+    // decomposition pair (EveryDecompositionPairAndMode runs them all on one case).
+    for (std::size_t mi : {ci % modes.size(), (ci + 2) % modes.size()}) {
+      const auto& [sk, dk] = pairs[(ci + mi) % pairs.size()];
+      std::ostringstream why;
+      const bool ok = check_case(l, modes[mi], sk, dk, why);
+      EXPECT_TRUE(ok) << cases[ci].name() << " " << modes[mi].name() << " " << sk << "->" << dk << " rank "
+                      << etest::world_rank() << ": " << why.str();
+      EXPECT_TRUE(etest::all_ok(ok));
+    }
+  }
+}
+
+TEST(Remap, EveryDecompositionPairAndMode) {
+  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  // Conservative weights (many links per row), every decomposition pair (halos, empty ranks),
+  // every location and order: bfb stays bit-identical to the serial product.
+  for (const rtest::Case& c : {rtest::Case{"ll", "tri", "gencon"}}) {
+    const Loaded l = load(c);
+    for (const auto& [sk, dk] : rtest::decomp_pairs())
+      for (const rtest::Mode& mode : rtest::modes()) {
+        std::ostringstream why;
+        const bool ok = check_case(l, mode, sk, dk, why);
+        EXPECT_TRUE(ok) << c.name() << " " << mode.name() << " " << sk << "->" << dk << ": " << why.str();
+        EXPECT_TRUE(etest::all_ok(ok));
+      }
+  }
+}
+
+TEST(Remap, SeveralFieldsShareOneExchange) {
+  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  const int p = etest::world_size(), r = etest::world_rank();
+  const rtest::Case c{"rg", "cs", "gencon"};
+  const rtest::Matrix m = rtest::read_matrix(rtest::weight_file(rtest::kData, c));
+  const estuary::Grid sg = rtest::grid(c.src).make();
+  const estuary::Decomp src = rtest::decomp("random", m.na, p, r), dst = rtest::decomp("halo", m.nb, p, r);
+  bool ok = true;
+  for (const rtest::Mode& mode : rtest::modes()) {
+    RemapOptions opt;
+    opt.location = mode.location;
+    opt.order = mode.order;
+    Remap rm(rtest::weight_file(rtest::kData, c), src, dst, MPI_COMM_WORLD, opt);
+    const int want_exchanges = (mode.order == estuary::RemapOrder::bfb) == (mode.location == estuary::RemapLocation::dst) ? 1 : 2;
+    EXPECT_EQ(rm.stats().exchanges, want_exchanges) << mode.name();
+    std::vector<std::vector<double>> xs(3), ys(3), single(3);
+    std::vector<estuary::RemapField> fields;
+    for (int k = 0; k < 3; ++k) {
+      std::vector<double> global(static_cast<std::size_t>(m.na));
+      for (std::size_t g = 0; g < global.size(); ++g) global[g] = rtest::field(k, sg.lon[g], sg.lat[g]);
+      xs[k] = rtest::pick(global, src);
+      ys[k].assign(static_cast<std::size_t>(dst.size()), 0.0);
+      single[k].assign(ys[k].size(), 0.0);
+      rm.run(xs[k], single[k]);
+      std::ostringstream why;
+      const std::vector<double> ref = rtest::reference(m, global, 0.0);
+      const bool close = rtest::close_to(single[k], ref, dst, mode.order == estuary::RemapOrder::bfb ? 0 : 1e-13, why);
+      EXPECT_TRUE(close) << mode.name() << " field " << k << ": " << why.str();
+      ok = ok && close;
+    }
+    for (int k = 0; k < 3; ++k) fields.push_back({xs[k], ys[k]});
+    for (int rep = 0; rep < 2; ++rep) {  // the same exchange, run again
+      rm.run(fields);
+      for (int k = 0; k < 3; ++k)
+        for (std::size_t j = 0; j < ys[k].size(); ++j) ok = ok && etest::same_bits(ys[k][j], single[k][j]);
+    }
+    EXPECT_TRUE(ok) << mode.name();
+  }
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
+TEST(Remap, LinksInMemory) {
+  // Arbitrary links (repeated pairs, negative weights, rows without links, unused columns),
+  // spread unevenly: their global order is rank order, then local order.
+  const int p = etest::world_size(), r = etest::world_rank();
+  const i64 na = 53, nb = 41, L = 400;
+  std::mt19937_64 rng(5);
+  rtest::Matrix m{na, nb, {}, {}, {}};
+  for (i64 k = 0; k < L; ++k) {
+    m.dst.push_back(static_cast<i64>(rng() % (nb - 3)));  // the last three rows stay unmapped
+    m.src.push_back(static_cast<i64>(rng() % na));
+    m.w.push_back(static_cast<double>(static_cast<i64>(rng() % 2001) - 1000) / 997.0);
+  }
+  std::vector<i64> weights(static_cast<std::size_t>(p));
+  for (int k = 0; k < p; ++k) weights[static_cast<std::size_t>(k)] = 1 + (k * 7) % 5;
+  const auto [lo, hi] = etest::weighted_range(L, weights, r);
+  estuary::Links mine;
+  for (i64 k = lo; k < hi; ++k) mine.add(m.dst[static_cast<std::size_t>(k)], m.src[static_cast<std::size_t>(k)], m.w[static_cast<std::size_t>(k)]);
+  std::vector<double> x(static_cast<std::size_t>(na));
+  for (std::size_t g = 0; g < x.size(); ++g) x[g] = 1.0 + 0.1 * static_cast<double>(g) + 1.0 / (3.0 + static_cast<double>(g));
+  const std::vector<double> ref = rtest::reference(m, x, -5.0);
+  rtest::Matrix abs_m = m;
+  for (double& w : abs_m.w) w = std::abs(w);
+  const std::vector<double> scale = rtest::reference(abs_m, x, 5.0);  // x > 0
+  bool ok = true;
+  const auto pairs = rtest::decomp_pairs();
+  const auto modes = rtest::modes();
+  for (std::size_t pi = 0; pi < pairs.size(); ++pi)
+    for (std::size_t mi : {pi % modes.size(), (pi + 1) % modes.size()}) {  // every mode thrice
+      const auto& [sk, dk] = pairs[pi];
+      const rtest::Mode& mode = modes[mi];
+      const estuary::Decomp src = rtest::decomp(sk, na, p, r), dst = rtest::decomp(dk, nb, p, r);
+      RemapOptions opt;
+      opt.location = mode.location;
+      opt.order = mode.order;
+      opt.unmapped_value = -5.0;
+      Remap rm(mine, src, dst, MPI_COMM_WORLD, opt);
+      std::vector<double> y(static_cast<std::size_t>(dst.size()));
+      rm.run(rtest::pick(x, src), y);
+      std::ostringstream why;
+      bool good = true;
+      if (mode.order == estuary::RemapOrder::bfb) {
+        good = rtest::close_to(y, ref, dst, 0, why);
+      } else {  // mixed signs cancel: measure the sum order's rounding against sum |w x|
+        const std::vector<i64> idx = dst.to_indices();
+        for (std::size_t j = 0; j < idx.size(); ++j) {
+          const std::size_t g = static_cast<std::size_t>(idx[j]);
+          good = good && std::abs(y[j] - ref[g]) <= 1e-13 * scale[g];
+        }
+      }
+      EXPECT_TRUE(good) << mode.name() << " " << sk << "->" << dk << ": " << why.str();
+      ok = ok && good;
+    }
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
+TEST(Remap, BadLinksAndFieldsAreErrors) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  estuary::Links bad;
+  if (r == p - 1) bad.add(3, 99, 1.0);  // column 99 of a 10-point source
+  bool threw = false;
+  try {
+    Remap rm(bad, estuary::gen::block(10, r, p), estuary::gen::block(8, r, p), MPI_COMM_WORLD);
+  } catch (const estuary::Error& e) {
+    threw = std::string(e.what()).find("99") != std::string::npos;
+  }
+  EXPECT_TRUE(threw);
+  EXPECT_TRUE(etest::all_ok(threw));
+  // Source points no rank holds: fine when no link uses them, an error naming the cause when
+  // one does, in every mode.
+  for (const rtest::Mode& mode : rtest::modes()) {
+    RemapOptions opt;
+    opt.location = mode.location;
+    opt.order = mode.order;
+    estuary::Links links;
+    if (r == 0)
+      for (i64 k = 0; k < 7; ++k) links.add(k, k, 1.0);  // source points 7-9 unused, row 7 unmapped
+    std::vector<i64> held;  // all but 7, cyclic
+    for (i64 g = r; g < 10; g += p)
+      if (g != 7) held.push_back(g);
+    const estuary::Decomp src = estuary::Decomp::indices(10, held), dst = estuary::gen::block(8, r, p);
+    bool ok = true;
+    try {
+      Remap fine(links, src, dst, MPI_COMM_WORLD, opt);
+      std::vector<double> x(held.size(), 2.0), y(static_cast<std::size_t>(dst.size()));
+      fine.run(x, y);
+      const std::vector<i64> rows = dst.to_indices();
+      for (std::size_t j = 0; j < y.size(); ++j) ok = ok && y[j] == (rows[j] < 7 ? 2.0 : 0.0);
+    } catch (const std::exception& e) {
+      ok = false;
+      ADD_FAILURE() << mode.name() << ": " << e.what();
+    }
+    if (r == 0) links.add(7, 7, 1.0);
+    bool named = false;
+    try {
+      Remap broken(links, src, dst, MPI_COMM_WORLD, opt);
+    } catch (const estuary::Error& e) {
+      named = std::string(e.what()).find("no rank holds") != std::string::npos;
+    }
+    EXPECT_TRUE(ok && named) << mode.name();
+    EXPECT_TRUE(etest::all_ok(ok && named)) << mode.name();
+  }
+  // A field of the wrong length on one rank: every rank throws, nobody hangs.
+  estuary::Links good;
+  if (r == 0) good.add(0, 0, 1.0);
+  Remap rm(good, estuary::gen::block(10, r, p), estuary::gen::block(8, r, p), MPI_COMM_WORLD);
+  std::vector<double> x(static_cast<std::size_t>(estuary::gen::block(10, r, p).size()) + (r == 0 ? 1 : 0));
+  std::vector<double> y(static_cast<std::size_t>(estuary::gen::block(8, r, p).size()));
+  EXPECT_THROW(rm.run(x, y), estuary::Error);
+  // Different numbers of fields on different ranks: every rank throws too.
+  x.resize(static_cast<std::size_t>(estuary::gen::block(10, r, p).size()));
+  std::vector<estuary::RemapField> fields(r == 0 && p > 1 ? 2 : 1, estuary::RemapField{x, y});
+  if (p > 1) EXPECT_THROW(rm.run(fields), estuary::Error);
+  rm.run(x, y);  // and the Remap still works
+  EXPECT_EQ(r == 0 ? y[0] : 0.0, 0.0);  // x is all zero
+}
+
+TEST(Remap, EveryScheduleGivesTheSameBits) {
+  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  // The exchanges follow RemapOptions::algorithm; the result must not depend on it, in either
+  // order (a fixed decomposition fixes the sum order too).
+  const int p = etest::world_size(), r = etest::world_rank();
+  const rtest::Case c{"cs", "gg", "gendis"};
+  const rtest::Matrix m = rtest::read_matrix(rtest::weight_file(rtest::kData, c));
+  const estuary::Decomp src = rtest::decomp("random", m.na, p, r), dst = rtest::decomp("cyclic", m.nb, p, r);
+  const std::vector<double> x = rtest::pick(rtest::read_field(rtest::field_file(rtest::kData, c.src)), src);
+  bool ok = true;
+  for (const rtest::Mode& mode : {rtest::modes()[0], rtest::modes()[2]}) {
+    std::vector<double> first;
+    for (const std::string& alg : estuary::schedule_names()) {
+      // Multi-stage and all-to-all kinds, as registered (adaptive ones time transfers: slow).
+      if (alg != "p2p" && alg != "butterfly" && alg != "bruck" && alg != "ring-k") continue;
+      RemapOptions opt;
+      opt.location = mode.location;
+      opt.order = mode.order;
+      opt.algorithm = alg;
+      try {
+        Remap rm(rtest::weight_file(rtest::kData, c), src, dst, MPI_COMM_WORLD, opt);
+        std::vector<double> y(static_cast<std::size_t>(dst.size()));
+        rm.run(x, y);
+        if (first.empty()) first = y;
+        for (std::size_t j = 0; j < y.size(); ++j) ok = ok && etest::same_bits(y[j], first[j]);
+        EXPECT_TRUE(ok) << mode.name() << " with " << alg;
+      } catch (const std::exception& e) {
+        ok = false;
+        ADD_FAILURE() << mode.name() << " with " << alg << ": " << e.what();
+      }
+    }
+  }
+  EXPECT_TRUE(etest::all_ok(ok));
+}

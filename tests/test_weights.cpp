@@ -1,0 +1,262 @@
+// Weight files: slices read in parallel, SCRIP and ESMF (and xESMF's dimension-less variant)
+// written and read back, CDO applying what estuary wrote, and every malformed file raising an
+// estuary::Error that names the file and the variable on every rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <netcdf.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "estuary/error.hpp"
+#include "estuary/remap.hpp"
+#include "estuary/weights.hpp"
+#include "remap_test_util.hpp"
+
+using rtest::i64;
+
+namespace {
+
+// A directory made by rank 0, shared with every rank, removed at the end (collectively).
+struct SharedDir {
+  std::string path;
+  SharedDir() {
+    char p[64] = "/tmp/estuary_weights_XXXXXX";
+    if (etest::world_rank() == 0 && !mkdtemp(p)) p[0] = '\0';
+    MPI_Bcast(p, sizeof p, MPI_CHAR, 0, MPI_COMM_WORLD);
+    path = p;
+  }
+  ~SharedDir() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::error_code ec;
+    if (etest::world_rank() == 0 && !path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
+// A netCDF file of named dimensions and variables (values as doubles, stored as `type`).
+struct NcVar {
+  std::string name;
+  std::vector<std::string> dims;
+  std::vector<double> values;
+  nc_type type = NC_INT;
+};
+
+void write_nc(const std::string& path, const std::map<std::string, std::size_t>& dims, const std::vector<NcVar>& vars,
+              int format = NC_64BIT_OFFSET) {
+  int nc = -1;
+  ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER | format, &nc), NC_NOERR) << path;
+  std::map<std::string, int> ids;
+  for (const auto& [name, len] : dims) nc_def_dim(nc, name.c_str(), len, &ids[name]);
+  std::vector<int> vids;
+  for (const NcVar& v : vars) {
+    std::vector<int> d;
+    for (const std::string& n : v.dims) d.push_back(ids[n]);
+    int id = -1;
+    nc_def_var(nc, v.name.c_str(), v.type, static_cast<int>(d.size()), d.data(), &id);
+    vids.push_back(id);
+  }
+  nc_enddef(nc);
+  for (std::size_t k = 0; k < vars.size(); ++k)
+    if (!vars[k].values.empty()) nc_put_var_double(nc, vids[k], vars[k].values.data());
+  nc_close(nc);
+}
+
+// Runs `f` expecting an estuary::Error on this rank whose text holds every one of `words`.
+bool raises(const std::function<void()>& f, const std::vector<std::string>& words, std::string& text) {
+  try {
+    f();
+  } catch (const estuary::Error& e) {
+    text = e.what();
+    for (const std::string& w : words)
+      if (text.find(w) == std::string::npos) return false;
+    return true;
+  } catch (const std::exception& e) {
+    text = std::string("not an estuary::Error: ") + e.what();
+    return false;
+  }
+  text = "no error";
+  return false;
+}
+
+std::vector<double> seq(std::size_t n, double first, double step = 1) {
+  std::vector<double> v(n);
+  for (std::size_t k = 0; k < n; ++k) v[k] = first + step * static_cast<double>(k);
+  return v;
+}
+
+}  // namespace
+
+TEST(Weights, ParallelSlicesAreTheFileInOrder) {
+  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  const int p = etest::world_size(), r = etest::world_rank();
+  for (const rtest::Case& c : rtest::cases()) {
+    const std::string path = rtest::weight_file(rtest::kData, c);
+    const rtest::Matrix m = rtest::read_matrix(path);
+    const estuary::WeightSlice s = estuary::read_weights(path, MPI_COMM_WORLD);
+    const i64 n = static_cast<i64>(m.w.size()), lo = r * n / p, hi = (r + 1) * n / p;
+    EXPECT_EQ(s.info.format, estuary::WeightFormat::scrip);
+    EXPECT_EQ(s.info.links, n);
+    EXPECT_EQ(s.info.src_size, m.na);
+    EXPECT_EQ(s.info.dst_size, m.nb);
+    EXPECT_EQ(s.info.first, lo);
+    EXPECT_FALSE(s.info.map_method.empty());
+    ASSERT_EQ(s.links.size(), hi - lo) << c.name();
+    bool same = true;
+    for (i64 k = lo; k < hi; ++k) {
+      const std::size_t g = static_cast<std::size_t>(k), l = static_cast<std::size_t>(k - lo);
+      same = same && s.links.row[l] == m.dst[g] && s.links.col[l] == m.src[g] && etest::same_bits(s.links.weight[l], m.w[g]);
+    }
+    EXPECT_TRUE(same) << c.name();
+  }
+}
+
+TEST(Weights, EsmfAndScripWrittenInParallelReadBack) {
+  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  const int p = etest::world_size(), r = etest::world_rank();
+  const SharedDir tmp;
+  const std::string& dir = tmp.path;
+  const rtest::Case c{"tril", "ll", "gencon"};
+  const std::string cdo_file = rtest::weight_file(rtest::kData, c);
+  const rtest::Matrix m = rtest::read_matrix(cdo_file);
+  const estuary::WeightSlice s = estuary::read_weights(cdo_file, MPI_COMM_WORLD);
+  // Written by every rank (its slice), then read back whole: the same links in the same order.
+  for (estuary::WeightFormat fmt : {estuary::WeightFormat::esmf, estuary::WeightFormat::scrip}) {
+    estuary::WeightWriteOptions wo;
+    wo.format = fmt;
+    const std::string path = dir + (fmt == estuary::WeightFormat::esmf ? "/esmf.nc" : "/scrip.nc");
+    estuary::write_weights(path, s.links, m.na, m.nb, MPI_COMM_WORLD, wo);
+    const estuary::WeightSlice back = estuary::read_weights(path, MPI_COMM_SELF);
+    EXPECT_EQ(back.info.format, fmt);
+    EXPECT_EQ(back.info.src_size, m.na);
+    EXPECT_EQ(back.info.dst_size, m.nb);
+    EXPECT_EQ(back.links.col, m.src);
+    EXPECT_EQ(back.links.row, m.dst);
+    EXPECT_EQ(back.links.weight, m.w);
+  }
+  // xESMF saves row, col and S alone, without n_a and n_b, here as netCDF-4 int64.
+  if (r == 0) {
+    std::vector<double> row, col;
+    for (std::size_t k = 0; k < m.w.size(); ++k) {
+      row.push_back(static_cast<double>(m.dst[k] + 1));
+      col.push_back(static_cast<double>(m.src[k] + 1));
+    }
+    write_nc(dir + "/xesmf.nc", {{"n_s", m.w.size()}},
+             {{"row", {"n_s"}, row, NC_INT64}, {"col", {"n_s"}, col, NC_INT64}, {"S", {"n_s"}, m.w, NC_DOUBLE}},
+             NC_NETCDF4);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // The three files give bit-identical remaps.
+  const estuary::Decomp src = rtest::decomp("cyclic", m.na, p, r), dst = rtest::decomp("halo", m.nb, p, r);
+  const std::vector<double> x = rtest::pick(rtest::read_field(rtest::field_file(rtest::kData, c.src)), src);
+  std::vector<std::vector<double>> ys;
+  for (const std::string& f : {cdo_file, dir + "/esmf.nc", dir + "/scrip.nc", dir + "/xesmf.nc"}) {
+    estuary::Remap rm(f, src, dst, MPI_COMM_WORLD);
+    ys.emplace_back(static_cast<std::size_t>(dst.size()));
+    rm.run(x, ys.back());
+  }
+  bool ok = true;
+  for (std::size_t k = 1; k < ys.size(); ++k)
+    for (std::size_t j = 0; j < ys[0].size(); ++j) ok = ok && etest::same_bits(ys[k][j], ys[0][j]);
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
+TEST(Weights, CdoAppliesWhatEstuaryWrote) {
+  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  // The fixture rewrote every CDO file with write_weights (grids included) and had CDO apply
+  // it: CDO's result equals CDO's result with its own file.
+  for (const rtest::Case& c : rtest::cases()) {
+    const std::vector<double> a = rtest::read_field(rtest::cdo_out_file(rtest::kData, c));
+    const std::vector<double> b = rtest::read_field(rtest::cdo_rewritten_out(rtest::kData, c));
+    ASSERT_EQ(a.size(), b.size()) << c.name();
+    ASSERT_FALSE(a.empty()) << c.name();
+    bool same = true;
+    for (std::size_t j = 0; j < a.size(); ++j) same = same && etest::same_bits(a[j], b[j]);
+    EXPECT_TRUE(same) << c.name();
+  }
+}
+
+TEST(Weights, MalformedFilesRaiseErrorsNamingFileAndVariable) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const SharedDir tmp;
+  const std::string& dir = tmp.path;
+  const std::size_t n = 23;  // links: the last one sits in the last rank's slice
+  const i64 na = 10, nb = 7;
+  std::vector<double> src = seq(n, 1, 0), dst = seq(n, 1, 0), w = seq(n, 0.5, 0.01);
+  for (std::size_t k = 0; k < n; ++k) {
+    src[k] = 1 + static_cast<double>(k % na);
+    dst[k] = 1 + static_cast<double>(k % nb);
+  }
+  const std::map<std::string, std::size_t> sd{{"src_grid_size", na}, {"dst_grid_size", nb}, {"num_links", n}, {"num_wgts", 1}};
+  const std::map<std::string, std::size_t> ed{{"n_a", na}, {"n_b", nb}, {"n_s", n}};
+  const NcVar sa{"src_address", {"num_links"}, src}, da{"dst_address", {"num_links"}, dst};
+  const NcVar rm{"remap_matrix", {"num_links", "num_wgts"}, w, NC_DOUBLE};
+  const NcVar er{"row", {"n_s"}, dst}, ec{"col", {"n_s"}, src}, es{"S", {"n_s"}, w, NC_DOUBLE};
+  auto with = [](std::vector<double> v, std::size_t at, double x) { v[at] = x; return v; };
+  struct Bad {
+    std::string file, variable;  // what the error must name
+    std::function<void(const std::string&)> make;
+    i64 src_size = na, dst_size = nb;
+  };
+  std::vector<Bad> bad = {
+      {"no_src.nc", "src_address", [&](const std::string& f) { write_nc(f, sd, {da, rm}); }},
+      {"no_dst.nc", "dst_address", [&](const std::string& f) { write_nc(f, sd, {sa, rm}); }},
+      {"no_matrix.nc", "remap_matrix", [&](const std::string& f) { write_nc(f, sd, {sa, da}); }},
+      {"esmf_no_S.nc", "variable S", [&](const std::string& f) { write_nc(f, ed, {er, ec}); }},
+      {"esmf_no_col.nc", "variable col", [&](const std::string& f) { write_nc(f, ed, {er, es}); }},
+      {"nothing.nc", "src_address", [&](const std::string& f) { write_nc(f, sd, {}); }},
+      {"short_dst.nc", "dst_address", [&](const std::string& f) {
+         auto d = sd;
+         d["other"] = n - 1;
+         write_nc(f, d, {sa, {"dst_address", {"other"}, seq(n - 1, 1, 0)}, rm});
+       }},
+      {"short_matrix.nc", "remap_matrix", [&](const std::string& f) {
+         auto d = sd;
+         d["other"] = n + 2;
+         write_nc(f, d, {sa, da, {"remap_matrix", {"other", "num_wgts"}, seq(n + 2, 1), NC_DOUBLE}});
+       }},
+      {"wrong_src_size.nc", "src_grid_size", [&](const std::string& f) { write_nc(f, sd, {sa, da, rm}); }, na + 5, nb},
+      {"wrong_n_b.nc", "n_b", [&](const std::string& f) { write_nc(f, ed, {er, ec, es}); }, na, nb - 1},
+      {"src_too_big.nc", "src_address", [&](const std::string& f) {
+         write_nc(f, sd, {{"src_address", {"num_links"}, with(src, n - 1, na + 1)}, da, rm});
+       }},
+      {"dst_zero.nc", "dst_address", [&](const std::string& f) {
+         write_nc(f, sd, {sa, {"dst_address", {"num_links"}, with(dst, 0, 0)}, rm});
+       }},
+      {"row_negative.nc", "variable row", [&](const std::string& f) {
+         write_nc(f, ed, {{"row", {"n_s"}, with(dst, n / 2, -3)}, ec, es});
+       }},
+      {"nan_weight.nc", "remap_matrix", [&](const std::string& f) {
+         write_nc(f, sd, {sa, da, {"remap_matrix", {"num_links", "num_wgts"}, with(w, n - 2, std::nan("")), NC_DOUBLE}});
+       }},
+      {"missing_file.nc", "missing_file.nc", [](const std::string&) {}},
+      {"not_netcdf.nc", "not_netcdf.nc", [](const std::string& f) { std::ofstream(f) << "no netCDF here\n"; }},
+  };
+  if (r == 0)
+    for (const Bad& b : bad) b.make(dir + "/" + b.file);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (const Bad& b : bad) {
+    const std::string path = dir + "/" + b.file;
+    // Both ways in: the reader, and a Remap built from the file.
+    std::string text;
+    estuary::WeightReadOptions ro;
+    ro.src_size = b.src_size;
+    ro.dst_size = b.dst_size;
+    bool ok = raises([&] { estuary::read_weights(path, MPI_COMM_WORLD, ro); }, {path, b.variable}, text);
+    EXPECT_TRUE(ok) << b.file << " (read_weights): " << text;
+    ok = raises([&] {
+      estuary::Remap rm(path, estuary::gen::block(b.src_size, r, p), estuary::gen::block(b.dst_size, r, p), MPI_COMM_WORLD);
+    }, {b.variable}, text) && ok;
+    EXPECT_TRUE(ok) << b.file << " (Remap): " << text;
+    EXPECT_TRUE(etest::all_ok(ok)) << b.file;
+  }
+  // Out-of-range links are refused by the writer too.
+  estuary::Links links;
+  if (r == p - 1) links.add(nb, 0, 1.0);
+  std::string text;
+  const bool ok = raises([&] { estuary::write_weights(dir + "/out.nc", links, na, nb, MPI_COMM_WORLD); }, {"out.nc"}, text);
+  EXPECT_TRUE(ok) << text;
+  EXPECT_TRUE(etest::all_ok(ok));
+}
