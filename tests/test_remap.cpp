@@ -79,7 +79,7 @@ TEST(Remap, DataFromCdo) {
 }
 
 TEST(Remap, MatchesCdoEveryCase) {
-  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
   const auto pairs = rtest::decomp_pairs();
   const auto cases = rtest::cases();
   const auto modes = rtest::modes();
@@ -99,7 +99,7 @@ TEST(Remap, MatchesCdoEveryCase) {
 }
 
 TEST(Remap, EveryDecompositionPairAndMode) {
-  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
   // Conservative weights (many links per row), every decomposition pair (halos, empty ranks),
   // every location and order: bfb stays bit-identical to the serial product.
   for (const rtest::Case& c : {rtest::Case{"ll", "tri", "gencon"}}) {
@@ -115,7 +115,7 @@ TEST(Remap, EveryDecompositionPairAndMode) {
 }
 
 TEST(Remap, SeveralFieldsShareOneExchange) {
-  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
   const int p = etest::world_size(), r = etest::world_rank();
   const rtest::Case c{"rg", "cs", "gencon"};
   const rtest::Matrix m = rtest::read_matrix(rtest::weight_file(rtest::kData, c));
@@ -266,13 +266,15 @@ TEST(Remap, BadLinksAndFieldsAreErrors) {
   // Different numbers of fields on different ranks: every rank throws too.
   x.resize(static_cast<std::size_t>(estuary::gen::block(10, r, p).size()));
   std::vector<estuary::RemapField> fields(r == 0 && p > 1 ? 2 : 1, estuary::RemapField{x, y});
-  if (p > 1) EXPECT_THROW(rm.run(fields), estuary::Error);
+  if (p > 1) {
+    EXPECT_THROW(rm.run(fields), estuary::Error);
+  }
   rm.run(x, y);  // and the Remap still works
   EXPECT_EQ(r == 0 ? y[0] : 0.0, 0.0);  // x is all zero
 }
 
 TEST(Remap, EveryScheduleGivesTheSameBits) {
-  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
   // The exchanges follow RemapOptions::algorithm; the result must not depend on it, in either
   // order (a fixed decomposition fixes the sum order too).
   const int p = etest::world_size(), r = etest::world_rank();

@@ -90,7 +90,7 @@ std::vector<double> seq(std::size_t n, double first, double step = 1) {
 }  // namespace
 
 TEST(Weights, ParallelSlicesAreTheFileInOrder) {
-  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
   const int p = etest::world_size(), r = etest::world_rank();
   for (const rtest::Case& c : rtest::cases()) {
     const std::string path = rtest::weight_file(rtest::kData, c);
@@ -114,7 +114,7 @@ TEST(Weights, ParallelSlicesAreTheFileInOrder) {
 }
 
 TEST(Weights, EsmfAndScripWrittenInParallelReadBack) {
-  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
   const int p = etest::world_size(), r = etest::world_rank();
   const SharedDir tmp;
   const std::string& dir = tmp.path;
@@ -164,7 +164,7 @@ TEST(Weights, EsmfAndScripWrittenInParallelReadBack) {
 }
 
 TEST(Weights, CdoAppliesWhatEstuaryWrote) {
-  if (!rtest::data_ready()) GTEST_SKIP() << "no CDO data";
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
   // The fixture rewrote every CDO file with write_weights (grids included) and had CDO apply
   // it: CDO's result equals CDO's result with its own file.
   for (const rtest::Case& c : rtest::cases()) {
