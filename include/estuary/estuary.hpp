@@ -8,6 +8,8 @@
 #include "estuary/error.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/exchange.hpp"
+#include "estuary/conserv.hpp"
+#include "estuary/globalsum.hpp"
 #include "estuary/grid.hpp"
 #include "estuary/plan.hpp"
 #include "estuary/redist.hpp"
