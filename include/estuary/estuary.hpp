@@ -16,4 +16,5 @@
 #include "estuary/remap.hpp"
 #include "estuary/schedule.hpp"
 #include "estuary/types.hpp"
+#include "estuary/weightgen.hpp"
 #include "estuary/weights.hpp"

@@ -1,0 +1,273 @@
+// Distance-weighted (n-nearest-neighbour) weight generation against CDO's gendis:
+//  - for every gendis case of the remap fixture, estuary's links equal CDO's (same (src, dst)
+//    pairs, weights within 1e-10), the masked tripolar source included;
+//  - the links are bit-identical for any number of ranks and any source or destination
+//    decomposition (empty ranks included), and to a serial run;
+//  - the nearest_unmasked rule gives each point the n nearest unmasked points (brute force, CDO's
+//    distance and tie order);
+//  - generated weights written with write_weights read back as the same links, and CDO applies
+//    the written file.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+#include <sstream>
+#include <tuple>
+
+#include "estuary/error.hpp"
+#include "estuary/weightgen.hpp"
+#include "remap_test_util.hpp"
+
+using estuary::Links;
+using rtest::i64;
+
+namespace {
+
+struct Link {
+  i64 dst, src;
+  double w;
+  bool operator<(const Link& o) const { return std::tie(dst, src) < std::tie(o.dst, o.src); }
+};
+
+// Every rank's links, on every rank, sorted by (dst, src).
+std::vector<Link> gather_sorted(const Links& l, MPI_Comm comm = MPI_COMM_WORLD) {
+  int p = 1;
+  MPI_Comm_size(comm, &p);
+  const int n = static_cast<int>(l.size());
+  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p), 0);
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+  for (int r = 1; r < p; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  const int total = displs[p - 1] + counts[p - 1];
+  std::vector<i64> row(static_cast<std::size_t>(total)), col(row.size());
+  std::vector<double> w(row.size());
+  MPI_Allgatherv(l.row.data(), n, MPI_INT64_T, row.data(), counts.data(), displs.data(), MPI_INT64_T, comm);
+  MPI_Allgatherv(l.col.data(), n, MPI_INT64_T, col.data(), counts.data(), displs.data(), MPI_INT64_T, comm);
+  MPI_Allgatherv(l.weight.data(), n, MPI_DOUBLE, w.data(), counts.data(), displs.data(), MPI_DOUBLE, comm);
+  std::vector<Link> out;
+  for (std::size_t k = 0; k < row.size(); ++k) out.push_back({row[k], col[k], w[k]});
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<Link> sorted(const rtest::Matrix& m) {
+  std::vector<Link> out;
+  for (std::size_t k = 0; k < m.w.size(); ++k) out.push_back({m.dst[k], m.src[k], m.w[k]});
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Same pairs, weights within tol (0: same bits); the first difference appended to why.
+bool same_links(const std::vector<Link>& got, const std::vector<Link>& want, double tol, std::ostringstream& why) {
+  if (got.size() != want.size()) why << got.size() << " links, want " << want.size() << "; ";
+  for (std::size_t k = 0; k < std::min(got.size(), want.size()); ++k) {
+    const Link &a = got[k], &b = want[k];
+    const bool ok = a.dst == b.dst && a.src == b.src &&
+                    (tol == 0 ? etest::same_bits(a.w, b.w) : std::abs(a.w - b.w) <= tol);
+    if (!ok) {
+      why.precision(17);
+      why << "link " << k << ": (dst " << a.dst << ", src " << a.src << ", w " << a.w << "), want (dst " << b.dst
+          << ", src " << b.src << ", w " << b.w << ")";
+      return false;
+    }
+  }
+  return got.size() == want.size();
+}
+
+std::vector<rtest::Case> gendis_cases() {
+  std::vector<rtest::Case> out;
+  for (const rtest::Case& c : rtest::cases())
+    if (c.method == "gendis") out.push_back(c);
+  return out;
+}
+
+// Decompositions without repeats (a point held twice would get its links twice).
+std::vector<std::string> kinds() { return {"block", "cyclic", "random", "rank0", "last reversed"}; }
+
+}  // namespace
+
+TEST(WeightGen, MatchesCdoGendis) {
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData
+                                   << ": run the fixture test_remap_data first (ctest -R remap)";
+  const int p = etest::world_size(), r = etest::world_rank();
+  const auto cs = gendis_cases();
+  ASSERT_GE(cs.size(), 4u);
+  for (std::size_t ci = 0; ci < cs.size(); ++ci) {
+    const rtest::Case& c = cs[ci];
+    const estuary::GridGen sg = rtest::grid(c.src), dg = rtest::grid(c.dst);
+    const std::string dk = kinds()[ci % kinds().size()];
+    const estuary::Grid dst = dg.make(rtest::decomp(dk, dg.size(), p, r));
+    const std::vector<Link> got = gather_sorted(estuary::distance_weights(sg, dst, MPI_COMM_WORLD));
+    const std::vector<Link> want = sorted(rtest::read_matrix(rtest::weight_file(rtest::kData, c)));
+    ASSERT_FALSE(want.empty()) << c.name();
+    std::ostringstream why;
+    EXPECT_TRUE(same_links(got, want, 1e-10, why)) << c.name() << " dst " << dk << ": " << why.str();
+  }
+}
+
+TEST(WeightGen, MaskedSourceGetsNoLinks) {
+  // tril has land: CDO takes the 4 nearest points and drops those on land, so some points get
+  // fewer links and some none; no link ever starts on land.
+  const int p = etest::world_size(), r = etest::world_rank();
+  const estuary::GridGen sg = rtest::grid("tril"), dg = rtest::grid("ll");
+  const estuary::Grid whole = sg.make();
+  const estuary::Grid dst = dg.make(estuary::gen::block(dg.size(), r, p));
+  const std::vector<Link> got = gather_sorted(estuary::distance_weights(sg, dst, MPI_COMM_WORLD));
+  std::vector<int> per_dst(static_cast<std::size_t>(dg.size()), 0);
+  for (const Link& l : got) {
+    EXPECT_TRUE(whole.valid(l.src)) << "link from masked source point " << l.src;
+    ++per_dst[static_cast<std::size_t>(l.dst)];
+  }
+  EXPECT_GT(std::count(per_dst.begin(), per_dst.end(), 0), 0);
+  EXPECT_GT(std::count(per_dst.begin(), per_dst.end(), 2), 0);
+  EXPECT_GT(std::count(per_dst.begin(), per_dst.end(), 4), 0);
+  // Weights of each point add up to 1.
+  std::vector<double> sum(per_dst.size(), 0.0);
+  for (const Link& l : got) sum[static_cast<std::size_t>(l.dst)] += l.w;
+  for (std::size_t j = 0; j < sum.size(); ++j)
+    if (per_dst[j] > 0) {
+      EXPECT_NEAR(sum[j], 1.0, 1e-14) << "dst " << j;
+    }
+}
+
+TEST(WeightGen, SameOnAnyRanksAndDecompositions) {
+  // Serial reference on every rank (MPI_COMM_SELF, whole grids), against the parallel result
+  // for each source and destination decomposition: bit-identical.
+  const int p = etest::world_size(), r = etest::world_rank();
+  for (const rtest::Case& c : gendis_cases()) {
+    const estuary::GridGen sg = rtest::grid(c.src), dg = rtest::grid(c.dst);
+    const std::vector<Link> serial =
+        gather_sorted(estuary::distance_weights(sg.make(), dg.make(), MPI_COMM_SELF), MPI_COMM_SELF);
+    for (const std::string sk : {"block", "cyclic", "halo", "rank0"})
+      for (const std::string& dk : kinds()) {
+        const estuary::Grid src = sg.make(rtest::decomp(sk, sg.size(), p, r));
+        const estuary::Grid dst = dg.make(rtest::decomp(dk, dg.size(), p, r));
+        const std::vector<Link> got = gather_sorted(estuary::distance_weights(src, dst, MPI_COMM_WORLD));
+        std::ostringstream why;
+        EXPECT_TRUE(same_links(got, serial, 0.0, why)) << c.name() << " src " << sk << " dst " << dk << ": " << why.str();
+      }
+  }
+}
+
+TEST(WeightGen, NearestUnmaskedRule) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const estuary::GridGen sg = rtest::grid("tril"), dg = rtest::grid("ll");
+  const estuary::Grid whole = sg.make(), dall = dg.make();
+  estuary::DistanceWeightOptions opt;
+  opt.neighbors = 5;
+  opt.mask_rule = estuary::SourceMaskRule::nearest_unmasked;
+  const estuary::Grid dst = dg.make(estuary::gen::cyclic(dg.size(), r, p));
+  const std::vector<Link> got = gather_sorted(estuary::distance_weights(sg, dst, MPI_COMM_WORLD, opt));
+  ASSERT_EQ(static_cast<i64>(got.size()), 5 * dg.size());
+  auto xyz = [](double lon, double lat) {
+    const double lo = lon * M_PI / 180, la = lat * M_PI / 180;
+    return std::array<double, 3>{std::cos(la) * std::cos(lo), std::cos(la) * std::sin(lo), std::sin(la)};
+  };
+  for (i64 j = 0; j < dg.size(); ++j) {
+    const auto q = xyz(dall.lon[static_cast<std::size_t>(j)], dall.lat[static_cast<std::size_t>(j)]);
+    std::vector<std::pair<double, i64>> d;  // brute force over the unmasked points
+    for (i64 s = 0; s < whole.size(); ++s)
+      if (whole.valid(s)) {
+        const auto v = xyz(whole.lon[static_cast<std::size_t>(s)], whole.lat[static_cast<std::size_t>(s)]);
+        // CDO's distance: the squared chord rounded to single precision (equal distances then
+        // tie exactly, and the smaller index comes first).
+        const double d2 = (v[0] - q[0]) * (v[0] - q[0]) + (v[1] - q[1]) * (v[1] - q[1]) + (v[2] - q[2]) * (v[2] - q[2]);
+        d.push_back({std::sqrt(static_cast<double>(static_cast<float>(d2))), s});
+      }
+    std::sort(d.begin(), d.end());
+    std::vector<i64> want, have;
+    double inv = 0;
+    for (int k = 0; k < 5; ++k) {
+      want.push_back(d[static_cast<std::size_t>(k)].second);
+      inv += 1 / d[static_cast<std::size_t>(k)].first;
+    }
+    std::sort(want.begin(), want.end());
+    for (int k = 0; k < 5; ++k) {
+      const Link& l = got[static_cast<std::size_t>(5 * j + k)];
+      ASSERT_EQ(l.dst, j);
+      have.push_back(l.src);
+      const auto it = std::find_if(d.begin(), d.end(), [&](const auto& e) { return e.second == l.src; });
+      ASSERT_NE(it, d.end());
+      EXPECT_NEAR(l.w, (1 / it->first) / inv, 1e-15) << "dst " << j << " src " << l.src;
+    }
+    EXPECT_EQ(have, want) << "dst " << j;
+  }
+}
+
+TEST(WeightGen, WrittenFileReadsBackAndCdoAppliesIt) {
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
+  const int p = etest::world_size(), r = etest::world_rank();
+  const rtest::Case c{"rg", "cs", "gendis"};
+  const estuary::GridGen sg = rtest::grid(c.src), dg = rtest::grid(c.dst);
+  const estuary::Grid src = sg.make(estuary::gen::block(sg.size(), r, p));
+  const estuary::Grid dst = dg.make(estuary::gen::block(dg.size(), r, p));
+  const Links links = estuary::distance_weights(src, dst, MPI_COMM_WORLD);
+  const std::string path = rtest::kData + "/wgen_" + c.name() + "_np" + std::to_string(p) + ".nc";
+  estuary::WeightWriteOptions wo;
+  wo.map_method = "Distance weighted avg of nearest neighbors";
+  wo.src_grid = &src;
+  wo.dst_grid = &dst;
+  estuary::write_weights(path, links, sg.size(), dg.size(), MPI_COMM_WORLD, wo);
+  MPI_Barrier(MPI_COMM_WORLD);
+  // File order with a block destination: destination by destination, as CDO orders its links.
+  const rtest::Matrix m = rtest::read_matrix(path);
+  const rtest::Matrix cdo = rtest::read_matrix(rtest::weight_file(rtest::kData, c));
+  EXPECT_EQ(m.dst, cdo.dst);
+  std::ostringstream why;
+  EXPECT_TRUE(same_links(sorted(m), sorted(cdo), 1e-10, why)) << why.str();
+  // CDO applies estuary's file (a file that does not fit would make CDO warn and regenerate).
+  bool ok = true;
+  if (r == 0) {
+    const std::string out = rtest::kData + "/cdo_wgen_np" + std::to_string(p) + ".nc";
+    const std::string err = rtest::kData + "/cdo_wgen_np" + std::to_string(p) + ".txt";
+    const std::string cmd = "cdo -s -O -b F64 remap," + rtest::grid_file(rtest::kData, c.dst) + "," + path +
+                            " -setgrid," + rtest::grid_file(rtest::kData, c.src) + " " +
+                            rtest::field_file(rtest::kData, c.src) + " " + out + " 2>" + err +
+                            " && ! grep -i 'not used' " + err;
+    ok = std::system(cmd.c_str()) == 0;
+    EXPECT_TRUE(ok) << cmd;
+    if (ok) {
+      const std::vector<double> got = rtest::read_field(out), want = rtest::read_field(rtest::cdo_out_file(rtest::kData, c));
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t j = 0; j < got.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-12 * std::abs(want[j])) << j;
+    }
+  }
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
+TEST(WeightGen, Errors) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const estuary::GridGen sg = rtest::grid("rg"), dg = rtest::grid("cs");
+  const estuary::Grid dst = dg.make(estuary::gen::block(dg.size(), r, p));
+  estuary::DistanceWeightOptions opt;
+  opt.neighbors = 0;
+  EXPECT_THROW(estuary::distance_weights(sg, dst, MPI_COMM_WORLD, opt), estuary::Error);
+  // Rank 0 holds no source point: point 0 is then held by nobody when it is rank 0's share.
+  const estuary::Grid part = sg.make(r == 0 ? estuary::Decomp::empty(sg.size()) : estuary::gen::block(sg.size(), r - 1, std::max(p - 1, 1)));
+  if (p > 1) {
+    EXPECT_NO_THROW(estuary::distance_weights(part, dst, MPI_COMM_WORLD));
+  }
+  const estuary::Grid none = sg.make(estuary::Decomp::empty(sg.size()));
+  EXPECT_THROW(estuary::distance_weights(none, dst, MPI_COMM_WORLD), estuary::Error);
+}
+
+TEST(WeightGen, MaskedDestinationGetsNoLinks) {
+  // Masked destination points are skipped (CDO: tgtGrid mask); the others keep the links they
+  // get without the mask.
+  const int p = etest::world_size(), r = etest::world_rank();
+  const estuary::GridGen sg = rtest::grid("ll"), land = rtest::grid("tril"), sea = estuary::GridGen::tripolar(30, 20);
+  const estuary::Grid whole = land.make();
+  const std::vector<Link> masked =
+      gather_sorted(estuary::distance_weights(sg, land.make(estuary::gen::cyclic(land.size(), r, p)), MPI_COMM_WORLD));
+  const std::vector<Link> all =
+      gather_sorted(estuary::distance_weights(sg, sea.make(estuary::gen::block(sea.size(), r, p)), MPI_COMM_WORLD));
+  std::vector<Link> want;
+  for (const Link& l : all)
+    if (whole.valid(l.dst)) want.push_back(l);
+  ASSERT_LT(want.size(), all.size());
+  std::ostringstream why;
+  EXPECT_TRUE(same_links(masked, want, 0.0, why)) << why.str();
+}
