@@ -16,15 +16,6 @@
 
 namespace {
 
-std::vector<std::int64_t> parse_list(const std::string& s) {
-  std::vector<std::int64_t> v;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) v.push_back(static_cast<std::int64_t>(std::stod(item)));
-  return v;
-}
-
 // Per-iteration times of `call`, each the slowest rank's (one reduction at the end, so the
 // timing loop itself holds no extra collective but the barrier).
 std::vector<double> time_calls(int iterations, const std::function<void()>& call) {
@@ -50,7 +41,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   bench::Args args(argc, argv);
-  const std::vector<std::int64_t> counts = parse_list(args.str("counts", "1,3,64,1024,65536"));
+  const std::vector<std::int64_t> counts = args.nums("counts", "1,3,64,1024,65536");
   const int iterations = static_cast<int>(std::max<std::int64_t>(1, args.num("iterations", 200)));
   const int kmin = static_cast<int>(args.num("kmin", 2)), kmax = static_cast<int>(args.num("kmax", 8));
 

@@ -33,6 +33,15 @@ class Args {
     auto it = v_.find(k);
     return it == v_.end() ? def : it->second;
   }
+  // A comma-separated list of numbers ("1e5,1e6"), or `def` when the key is absent.
+  std::vector<std::int64_t> nums(const std::string& k, const std::string& def) const {
+    std::vector<std::int64_t> v;
+    std::stringstream in(str(k, def));
+    std::string item;
+    while (std::getline(in, item, ','))
+      if (!item.empty()) v.push_back(static_cast<std::int64_t>(std::stod(item)));
+    return v;
+  }
   std::int64_t num(const std::string& k, std::int64_t def) const {
     auto it = v_.find(k);
     return it == v_.end() ? def : static_cast<std::int64_t>(std::stod(it->second));

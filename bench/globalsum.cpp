@@ -16,25 +16,13 @@
 #include "bench_util.hpp"
 #include "estuary/globalsum.hpp"
 
-namespace {
-
-std::vector<std::int64_t> parse_sizes(const std::string& s) {
-  std::vector<std::int64_t> v;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) v.push_back(static_cast<std::int64_t>(std::stod(item)));
-  return v;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   bench::Args args(argc, argv);
-  const std::vector<std::int64_t> sizes = parse_sizes(args.str("sizes", "1e5,1e6,1e7"));
+  const std::vector<std::int64_t> sizes = args.nums("sizes", "1e5,1e6,1e7");
   const int nfields = static_cast<int>(std::max<std::int64_t>(1, args.num("fields", 1)));
   const int iterations = static_cast<int>(std::max<std::int64_t>(1, args.num("iterations", 20)));
 
