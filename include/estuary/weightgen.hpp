@@ -1,5 +1,6 @@
 // Weight generation on the sphere: n-nearest-neighbour inverse-distance weights (OASIS DISTWGT,
-// CDO remapdis/gendis), computed in parallel for the destination points each rank holds.
+// CDO remapdis/gendis) and bilinear weights (SCRIP, CDO remapbil/genbil; see bilinear_weights),
+// computed in parallel for the destination points each rank holds.
 //
 // Distances are chord lengths between unit vectors (CDO's k-d tree metric), so the n nearest
 // are also the n nearest by great-circle distance; as in CDO 2.1, the squared chord is rounded
@@ -47,5 +48,30 @@ Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Di
 
 // As above with the source grid given by its recipe: each rank builds a contiguous block.
 Links distance_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const DistanceWeightOptions& options = {});
+
+// Bilinear weights (SCRIP, CDO remapbil/genbil) for a logically rectangular source grid
+// (src.dims = {nx, ny}: lon-lat, Gaussian or curvilinear such as tripolar), computed as CDO 2.1
+// does for a curvilinear source:
+//  - the source point nearest to the destination point (CDO's distance, ties to the smaller
+//    index) names up to four candidate quads of centres (i,j),(i+1,j),(i+1,j+1),(i,j+1) around
+//    it, tried in CDO's order with SCRIP's cross-product test in lon/lat (radians, longitudes
+//    brought into one 2 pi interval; the grid wraps in i when it is cyclic);
+//  - in the quad found, SCRIP's Newton iteration (at most 100 steps, to 1e-10) gives the
+//    bilinear coordinates (x, y) and the weights (1-x)(1-y), x(1-y), xy, (1-x)y;
+//  - a quad with a masked corner gives the point no links;
+//  - when no quad holds the point (near the poles, beyond the grid's edge) and `extrapolate`
+//    is set, or when the iteration fails, the point gets CDO's fallback: the 4 nearest source
+//    points weighted by 1/(d + 1e-14), masked ones kept with weight 0 (none at all when all 4
+//    are masked). (A failed iteration uses |latitude| as the weight, as CDO does.)
+// Each point's 4 links are stored in increasing source index, zero weights included, as CDO
+// writes them. The result depends only on the points, not on the ranks or decompositions.
+struct BilinearWeightOptions {
+  bool extrapolate = true;  // CDO's default for a global source grid
+};
+
+// Collective over comm; `src` and `dst` as for distance_weights. Throws estuary::Error (on every
+// rank) when the source grid is not two-dimensional, and as distance_weights does.
+Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
+Links bilinear_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
 
 }  // namespace estuary

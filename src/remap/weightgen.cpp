@@ -1,5 +1,6 @@
-// n-nearest-neighbour inverse-distance weights (CDO remapdis/gendis, OASIS DISTWGT): the source
-// centres gathered on every rank into a 3-D k-d tree, searched for this rank's destination points.
+// n-nearest-neighbour inverse-distance weights (CDO remapdis/gendis, OASIS DISTWGT) and bilinear
+// weights (CDO remapbil/genbil, SCRIP): the source centres gathered on every rank into a 3-D k-d
+// tree, searched for this rank's destination points.
 #include "estuary/weightgen.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/mpi_util.hpp"
@@ -147,13 +149,41 @@ bool distance_is_less(double d, double dx, i64 a, i64 ax) {
   return d + kCmpTol < dx || (a < ax && std::fabs(d - dx) < kCmpTol);
 }
 
+// The nn nearest points of `tree` to q in CDO's order (addr[i] INT64_MAX, dist[i] DBL_MAX when
+// the tree has fewer): CDO's distance, ties within 1e-12 in increasing index.
+void nearest(const KdTree& tree, const std::vector<Vec3>& xyz, const Vec3& q, std::size_t nn, std::vector<i64>& cand,
+             std::vector<i64>& addr, std::vector<double>& dist) {
+  // Everything that may be among the nn nearest under CDO's tolerant order.
+  // (float rounding of the squared distance moves it by at most 2^-24 relative.)
+  const double dn = std::sqrt(tree.kth_sq_dist(q, nn)) * (1 + 1e-6) + 2 * kCmpTol;
+  cand.clear();
+  tree.within(q, dn * dn, cand);
+  std::sort(cand.begin(), cand.end());
+  addr.assign(nn, INT64_MAX);
+  dist.assign(nn, DBL_MAX);
+  for (i64 c : cand) {  // knnWeightsType::storeDistance, in increasing index
+    const double d = cdo_distance(sq_dist(q, xyz[static_cast<std::size_t>(c)]));
+    for (std::size_t i = 0; i < nn; ++i)
+      if (distance_is_less(d, dist[i], c, addr[i])) {
+        for (std::size_t j = nn - 1; j > i; --j) {
+          addr[j] = addr[j - 1];
+          dist[j] = dist[j - 1];
+        }
+        addr[i] = c;
+        dist[i] = d;
+        break;
+      }
+  }
+}
+
 // Every source point, gathered from the ranks' shares: unit vectors and mask by global index.
 struct SourcePoints {
   std::vector<Vec3> xyz;
   std::vector<char> valid;
+  std::vector<double> lon, lat;  // degrees, by global index
 };
 
-SourcePoints gather_source(const Grid& src, MPI_Comm comm) {
+SourcePoints gather_source(const Grid& src, MPI_Comm comm, const char* where = "distance_weights") {
   int p = 1;
   MPI_Comm_size(comm, &p);
   const int n = static_cast<int>(src.size());
@@ -164,7 +194,7 @@ SourcePoints gather_source(const Grid& src, MPI_Comm comm) {
     displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
     total += counts[static_cast<std::size_t>(r)];
   }
-  if (total > INT32_MAX / 2) throw Error("source grid too large to gather", "distance_weights");
+  if (total > INT32_MAX / 2) throw Error("source grid too large to gather", where);
   // Global index times 2 plus the mask bit, and lon, lat interleaved.
   std::vector<i64> key(static_cast<std::size_t>(n));
   std::vector<double> ll(2 * static_cast<std::size_t>(n));
@@ -189,22 +219,26 @@ SourcePoints gather_source(const Grid& src, MPI_Comm comm) {
   const auto ng = static_cast<std::size_t>(src.global_size);
   s.xyz.resize(ng);
   s.valid.assign(ng, 0);
+  s.lon.assign(ng, 0.0);
+  s.lat.assign(ng, 0.0);
   std::vector<char> seen(ng, 0);
   for (std::size_t k = 0; k < all_key.size(); ++k) {
     const i64 g = all_key[k] / 2;
     if (g < 0 || g >= src.global_size)
       throw Error("source point index " + std::to_string(g) + " outside the grid of " +
                       std::to_string(src.global_size) + " points",
-                  "distance_weights");
+                  where);
     const auto u = static_cast<std::size_t>(g);
     if (seen[u]) continue;  // a repeat (halo): the first holder's copy
     seen[u] = 1;
     s.xyz[u] = unit_vector(all_ll[2 * k], all_ll[2 * k + 1]);
     s.valid[u] = static_cast<char>(all_key[k] & 1);
+    s.lon[u] = all_ll[2 * k];
+    s.lat[u] = all_ll[2 * k + 1];
   }
   for (std::size_t u = 0; u < ng; ++u)
     if (!seen[u])
-      throw Error("source point " + std::to_string(u) + " is held by no rank", "distance_weights",
+      throw Error("source point " + std::to_string(u) + " is held by no rank", where,
                   "pass each rank's share of the source grid so that together they cover it");
   return s;
 }
@@ -245,27 +279,7 @@ Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Di
     if (!dst.valid(k)) continue;
     const auto u = static_cast<std::size_t>(k);
     const Vec3 q = unit_vector(dst.lon[u], dst.lat[u]);
-    // Everything that may be among the nn nearest under CDO's tolerant order.
-    // (float rounding of the squared distance moves it by at most 2^-24 relative.)
-    const double dn = std::sqrt(tree.kth_sq_dist(q, nn)) * (1 + 1e-6) + 2 * kCmpTol;
-    cand.clear();
-    tree.within(q, dn * dn, cand);
-    std::sort(cand.begin(), cand.end());
-    std::fill(addr.begin(), addr.end(), INT64_MAX);
-    std::fill(dist.begin(), dist.end(), DBL_MAX);
-    for (i64 c : cand) {  // knnWeightsType::storeDistance, in increasing index
-      const double d = cdo_distance(sq_dist(q, s.xyz[static_cast<std::size_t>(c)]));
-      for (std::size_t i = 0; i < nn; ++i)
-        if (distance_is_less(d, dist[i], c, addr[i])) {
-          for (std::size_t j = nn - 1; j > i; --j) {
-            addr[j] = addr[j - 1];
-            dist[j] = dist[j - 1];
-          }
-          addr[i] = c;
-          dist[i] = d;
-          break;
-        }
-    }
+    nearest(tree, s.xyz, q, nn, cand, addr, dist);
     // checkDistance, then computeWeights: 1/d over the unmasked, normalised by their sum.
     double total = 0.0;
     std::size_t kept = 0;
@@ -289,6 +303,227 @@ Links distance_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const
   MPI_Comm_rank(comm, &r);
   const Grid part = src.make(gen::block(src.size(), r, p));
   return distance_weights(part, dst, comm, options);
+}
+
+// ---- bilinear (CDO 2.1 remap_bilinear.cc with gridSearchSquareCurv2d) ----
+
+namespace {
+
+constexpr double kPi = M_PI, kPi2 = 2.0 * M_PI, kPih = 0.5 * M_PI;
+
+// CDO's coordinates: degrees to radians, longitudes into [0, 2 pi], latitudes clamped.
+double cdo_lon(double deg) {
+  double r = deg * (M_PI / 180.0);
+  if (r > kPi2) r -= kPi2;
+  if (r < 0.0) r += kPi2;
+  return r;
+}
+double cdo_lat(double deg) { return std::clamp(deg * (M_PI / 180.0), -kPih, kPih); }
+
+// SCRIP's test: do the cross products of each side with the vector to the point all have one
+// sign (zero within 1e-20 fitting either)? Brings lons into one 2 pi interval, as CDO does.
+bool quad_cross_products(double plon, double plat, double (&lons)[4], const double (&lats)[4]) {
+  double v = lons[0] - plon;
+  if (v > kPi) lons[0] -= kPi2;
+  else if (v < -kPi) lons[0] += kPi2;
+  for (int n = 1; n < 4; ++n) {
+    v = lons[n] - lons[0];
+    if (v > kPi) lons[n] -= kPi2;
+    else if (v < -kPi) lons[n] += kPi2;
+  }
+  constexpr double kCrossEps = 1e-20;
+  int scross[4] = {0, 0, 0, 0}, last = 0, n = 0;
+  for (n = 0; n < 4; ++n) {
+    const int next = (n + 1) % 4;
+    const double v1lat = lats[next] - lats[n];
+    double v1lon = lons[next] - lons[n];
+    const double v2lat = plat - lats[n];
+    double v2lon = plon - lons[n];
+    if (v1lon > 3.0 * kPih) v1lon -= kPi2;
+    else if (v1lon < -3.0 * kPih) v1lon += kPi2;
+    if (v2lon > 3.0 * kPih) v2lon -= kPi2;
+    else if (v2lon < -3.0 * kPih) v2lon += kPi2;
+    const double cross = v1lon * v2lat - v2lon * v1lat;
+    scross[n] = cross < -kCrossEps ? -1 : cross > kCrossEps ? 1 : 0;
+    if (n == 0) last = scross[n];
+    if ((scross[n] < 0 && last > 0) || (scross[n] > 0 && last < 0)) break;
+    last = scross[n];
+  }
+  if (n < 4) return false;
+  return (scross[0] >= 0 && scross[1] >= 0 && scross[2] >= 0 && scross[3] >= 0) ||
+         (scross[0] <= 0 && scross[1] <= 0 && scross[2] <= 0 && scross[3] <= 0);
+}
+
+struct Quad {
+  i64 idx[4];
+  double lon[4], lat[4];
+};
+
+// CDO's limit_dphi_bounds.
+void limit_dphi(double& d) {
+  if (d > 3.0 * kPih) d -= kPi2;
+  if (d < -3.0 * kPih) d += kPi2;
+}
+
+// SCRIP's Newton iteration for the bilinear coordinates; (-1, -1) when it does not converge.
+std::pair<double, double> find_weights(double plon, double plat, const Quad& q) {
+  constexpr double kConverge = 1e-10;
+  constexpr long kMaxIter = 100;
+  const double dth1 = q.lat[1] - q.lat[0], dth2 = q.lat[3] - q.lat[0], dth3 = q.lat[2] - q.lat[1] - dth2;
+  double dph1 = q.lon[1] - q.lon[0], dph2 = q.lon[3] - q.lon[0], dph3 = q.lon[2] - q.lon[1];
+  limit_dphi(dph1);
+  limit_dphi(dph2);
+  limit_dphi(dph3);
+  dph3 -= dph2;
+  double x = 0.5, y = 0.5;
+  long iter = 0;
+  for (iter = 0; iter < kMaxIter; ++iter) {
+    const double dthp = plat - q.lat[0] - dth1 * x - dth2 * y - dth3 * x * y;
+    double dphp = plon - q.lon[0];
+    limit_dphi(dphp);
+    dphp -= dph1 * x + dph2 * y + dph3 * x * y;
+    const double m1 = dth1 + dth3 * y, m2 = dth2 + dth3 * x, m3 = dph1 + dph3 * y, m4 = dph2 + dph3 * x;
+    const double det = m1 * m4 - m2 * m3;
+    const double di = (dthp * m4 - dphp * m2) / det, dj = (dphp * m1 - dthp * m3) / det;
+    if (std::fabs(di) < kConverge && std::fabs(dj) < kConverge) break;
+    x += di;
+    y += dj;
+  }
+  if (iter >= kMaxIter) x = y = -1.0;
+  return {x, y};
+}
+
+// CDO's gridIsCircular for the first row: one more step of the first longitude increment
+// after the last point comes back to the first point.
+bool is_cyclic(const std::vector<double>& lon_deg, i64 nx) {
+  if (nx < 2) return false;
+  const double d1 = lon_deg[1] - lon_deg[0];
+  double span = lon_deg[static_cast<std::size_t>(nx - 1)] - lon_deg[0] + d1;
+  span = std::fmod(std::fabs(span), 360.0);
+  return std::fabs(d1) > 0 && std::min(span, 360.0 - span) < 1e-3 * std::fabs(d1);
+}
+
+}  // namespace
+
+Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options) {
+  SourcePoints s;
+  detail::agree(comm, [&] {
+    src.check();
+    dst.check();
+    if (src.dims.size() != 2 || src.dims[0] * src.dims[1] != src.global_size)
+      throw Error("the source grid is not two-dimensional (grid_dims {nx, ny})", "bilinear_weights",
+                  "bilinear weights need a logically rectangular source: lon-lat, Gaussian or curvilinear");
+    i64 sizes[2] = {src.global_size, -src.global_size};
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+    if (sizes[0] != -sizes[1]) throw Error("the ranks disagree on the source grid size", "bilinear_weights");
+  });
+  detail::agree(comm, [&] { s = gather_source(src, comm, "bilinear_weights"); });
+
+  const i64 nx = src.dims[0], ny = src.dims[1];
+  const std::size_t ng = s.xyz.size();
+  std::vector<double> clon(ng), clat(ng);
+  for (std::size_t u = 0; u < ng; ++u) {
+    clon[u] = cdo_lon(s.lon[u]);
+    clat[u] = cdo_lat(s.lat[u]);
+  }
+  const bool cyclic = is_cyclic(s.lon, nx);
+  std::vector<i64> all(ng);
+  std::iota(all.begin(), all.end(), i64{0});
+  const KdTree tree(s.xyz, std::move(all));
+
+  // point_in_quad: the quad with lower-left corner (i, j), if it holds the point.
+  auto point_in_quad = [&](i64 i, i64 j, double plon, double plat, Quad& q) {
+    const i64 ip1 = i < nx - 1 ? i + 1 : cyclic ? 0 : i;
+    const i64 jp1 = j < ny - 1 ? j + 1 : j;
+    if (i == ip1 || j == jp1) return false;
+    q.idx[0] = j * nx + i;
+    q.idx[1] = j * nx + ip1;
+    q.idx[2] = jp1 * nx + ip1;
+    q.idx[3] = jp1 * nx + i;
+    for (int k = 0; k < 4; ++k) {
+      q.lon[k] = clon[static_cast<std::size_t>(q.idx[k])];
+      q.lat[k] = clat[static_cast<std::size_t>(q.idx[k])];
+    }
+    return quad_cross_products(plon, plat, q.lon, q.lat);
+  };
+
+  Links out;
+  out.row.reserve(4 * static_cast<std::size_t>(dst.size()));
+  out.col.reserve(out.row.capacity());
+  out.weight.reserve(out.row.capacity());
+  std::vector<i64> cand, addr;
+  std::vector<double> dist;
+  for (i64 k = 0; k < dst.size() && ng > 0; ++k) {
+    if (!dst.valid(k)) continue;
+    const auto u = static_cast<std::size_t>(k);
+    const double plon = cdo_lon(dst.lon[u]), plat = cdo_lat(dst.lat[u]);
+    const Vec3 p = unit_vector(dst.lon[u], dst.lat[u]);
+    // gridSearchSquareCurv2d: the quads around the nearest source point.
+    nearest(tree, s.xyz, p, 1, cand, addr, dist);
+    Quad q{};
+    int result = 0;
+    for (int kk = 0; kk < 4 && result == 0; ++kk) {
+      i64 j = addr[0] / nx, i = addr[0] - j * nx;
+      if (kk == 0 || kk == 2) i = i > 0 ? i - 1 : cyclic ? nx - 1 : 0;
+      if (kk == 0 || kk == 1) j = j > 0 ? j - 1 : 0;
+      if (point_in_quad(i, j, plon, plat, q)) result = 1;
+    }
+    double w[4] = {0, 0, 0, 0};
+    double fallback[4] = {0, 0, 0, 0};  // CDO's srcLats: latitudes, or normalised 1/distance
+    if (result == 0 && options.extrapolate && ng >= 4) {
+      nearest(tree, s.xyz, p, 4, cand, addr, dist);
+      double total = 0.0;
+      for (int n = 0; n < 4; ++n) {
+        q.idx[n] = addr[static_cast<std::size_t>(n)];
+        fallback[n] = 1.0 / (dist[static_cast<std::size_t>(n)] + 1e-14);
+        total += fallback[n];
+      }
+      for (double& f : fallback) f /= total;
+      result = -1;
+    }
+    if (result > 0) {  // remap_check_mask_indices
+      for (int n = 0; n < 4; ++n)
+        if (!s.valid[static_cast<std::size_t>(q.idx[n])]) result = 0;
+    }
+    if (result > 0) {
+      const auto [x, y] = find_weights(plon, plat, q);
+      if (x >= 0.0 && y >= 0.0) {
+        w[0] = (1.0 - x) * (1.0 - y);
+        w[1] = x * (1.0 - y);
+        w[2] = x * y;
+        w[3] = (1.0 - x) * y;
+      } else {
+        for (int n = 0; n < 4; ++n) fallback[n] = q.lat[n];
+        result = -1;
+      }
+    }
+    if (result < 0) {  // num_src_points, renormalize_weights
+      int count = 4;
+      for (int n = 0; n < 4; ++n)
+        if (!s.valid[static_cast<std::size_t>(q.idx[n])]) {
+          --count;
+          fallback[n] = 0.0;
+        }
+      if (count == 0) continue;
+      const double sum = std::fabs(fallback[0]) + std::fabs(fallback[1]) + std::fabs(fallback[2]) + std::fabs(fallback[3]);
+      for (int n = 0; n < 4; ++n) w[n] = std::fabs(fallback[n]) / sum;
+    }
+    if (result == 0) continue;
+    // Stored in increasing source index, as CDO's store_weightlinks does.
+    int order[4] = {0, 1, 2, 3};
+    std::sort(order, order + 4, [&](int a, int b) { return q.idx[a] < q.idx[b]; });
+    const i64 row = dst.global_index(k);
+    for (int n : order) out.add(row, q.idx[n], w[n]);
+  }
+  return out;
+}
+
+Links bilinear_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options) {
+  int p = 1, r = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &r);
+  const Grid part = src.make(gen::block(src.size(), r, p));
+  return bilinear_weights(part, dst, comm, options);
 }
 
 }  // namespace estuary
