@@ -70,6 +70,14 @@ class Conserv {
   // order of `fields`, with the method of this Conserv (for diagnostics and tests).
   std::vector<std::pair<double, double>> integrals(std::span<const RemapField> fields);
 
+  // Split-phase form, for coupling, where the source and destination ranks reach the
+  // correction at different times (As and Ad were summed at construction, over `comm`).
+  // source_integrals: collective over src_comm (the ranks holding source points); Ss of each
+  // field. correct: collective over dst_comm (the ranks holding destination points); forms Sd
+  // and corrects each dst in place with the Ss given. Together they equal apply().
+  std::vector<double> source_integrals(std::span<const std::span<const double>> src, MPI_Comm src_comm);
+  void correct(ConservMode mode, std::span<const double> ss, std::span<const std::span<double>> dst,
+               MPI_Comm dst_comm);
   double src_area() const;  // As
   double dst_area() const;  // Ad
   SumMethod method() const;

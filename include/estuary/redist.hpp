@@ -40,6 +40,10 @@ class Redist {
   void start(std::initializer_list<Field> fields) { start(std::span<const Field>(fields)); }
   void finish();
 
+  // Collective: sets up the executor for this list of field types now. The first run with a
+  // new list does it implicitly, which is collective too; callers whose ranks reach run() or
+  // start() at different times (the coupler's split-phase transfers) prepare at set-up.
+  Exchange& prepare(std::vector<Type> types);
   // An executor of its own, for callers that keep several exchanges in flight.
   Exchange make_exchange(std::vector<Type> types) const;
 

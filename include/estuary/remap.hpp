@@ -73,6 +73,20 @@ class Remap {
   void run(std::span<const RemapField> fields);
   void run(std::span<const double> src, std::span<double> dst);
 
+  // Split-phase form, for coupling, where the two sides reach the exchange at different times.
+  // start() does the source side's share (products at src, moves among the source ranks) and
+  // starts the one move that crosses from source to destination ranks; finish() completes that
+  // move and does the destination side's share. Ranks holding source points call start, ranks
+  // holding destination points call finish (a rank holding both calls both, start first); no
+  // call waits for ranks of the other side beyond the crossing move itself. The buffers of
+  // `fields` must be the same in both calls and stay valid in between. Needs a single-stage
+  // schedule (p2p, the default): a staged one forwards through ranks that may be busy elsewhere.
+  void start(std::span<const RemapField> fields);
+  void finish(std::span<const RemapField> fields);
+  // Collective: sets up the executors for `nfields` fields, which start() and finish() need
+  // (they are not collective and cannot set up anything).
+  void prepare(int nfields);
+
   const RemapOptions& options() const;
   RemapStats stats() const;
 

@@ -55,6 +55,27 @@ Side make_side(const ConservSide& s, SumMethod method, const char* which) {
   return out;
 }
 
+// Σ value·area over the valid points of one side, per field, over comm.
+std::vector<double> side_integrals(const Side& side, std::span<const std::span<const double>> v, MPI_Comm comm,
+                                   SumMethod method, std::vector<double>& buf, const char* which) {
+  const std::size_t nf = v.size(), n = static_cast<std::size_t>(side.n);
+  buf.resize(nf * n);
+  std::vector<std::span<const double>> p(nf);
+  for (std::size_t f = 0; f < nf; ++f) {
+    if (v[f].size() != n)
+      throw Error("field " + std::to_string(f) + " has " + std::to_string(v[f].size()) + " values, the " + which +
+                      " side " + std::to_string(n),
+                  "Conserv", "pass fields laid out as the decomposition of that side");
+    double* q = buf.data() + f * n;
+    for (std::size_t i = 0; i < n; ++i) q[i] = side.valid[i] ? v[f][i] * side.wts[i] : 0.0;
+    p[f] = {q, n};
+  }
+  std::vector<double> out(nf);
+  global_sums(p, out, comm, method, method == SumMethod::gather ? std::span<const std::int64_t>(side.index)
+                                                                 : std::span<const std::int64_t>());
+  return out;
+}
+
 }  // namespace
 
 const char* name_of(ConservMode m) {
@@ -82,6 +103,9 @@ struct Conserv::Impl {
   Side src, dst;
   double as = 0.0, ad = 0.0;
   std::vector<double> buf;  // products value·area of all fields, side by side
+  void check_areas(ConservMode mode) const;
+  // dst ← corrected dst for one field with integrals ss, sd (see the header's formulas).
+  void correct_one(ConservMode mode, double ss, double sd, std::span<double> y, std::size_t f) const;
 
   // Ss, Sd of every field (2 per field: out[2f] = Ss, out[2f+1] = Sd).
   std::vector<double> sums(std::span<const RemapField> fields) {
@@ -163,36 +187,53 @@ std::vector<std::pair<double, double>> Conserv::integrals(std::span<const RemapF
 
 void Conserv::apply(ConservMode mode, std::span<const RemapField> fields) {
   Impl& m = *impl_;
-  const double as = m.as, ad = m.ad;
-  const std::string where = std::string("CONSERV ") + name_of(mode) + " with " + name_of(m.method);
+  m.check_areas(mode);
+  const std::vector<double> s = m.sums(fields);
+  for (std::size_t f = 0; f < fields.size(); ++f) m.correct_one(mode, s[2 * f], s[2 * f + 1], fields[f].dst, f);
+}
+
+std::vector<double> Conserv::source_integrals(std::span<const std::span<const double>> src, MPI_Comm src_comm) {
+  return side_integrals(impl_->src, src, src_comm, impl_->method, impl_->buf, "source");
+}
+
+void Conserv::correct(ConservMode mode, std::span<const double> ss, std::span<const std::span<double>> dst,
+                      MPI_Comm dst_comm) {
+  Impl& m = *impl_;
+  m.check_areas(mode);
+  if (ss.size() != dst.size())
+    throw Error(std::to_string(ss.size()) + " source integrals for " + std::to_string(dst.size()) + " fields",
+                "Conserv::correct");
+  std::vector<std::span<const double>> d(dst.begin(), dst.end());
+  const std::vector<double> sd = side_integrals(m.dst, d, dst_comm, m.method, m.buf, "destination");
+  for (std::size_t f = 0; f < dst.size(); ++f) m.correct_one(mode, ss[f], sd[f], dst[f], f);
+}
+
+void Conserv::Impl::check_areas(ConservMode mode) const {
+  const std::string where = std::string("CONSERV ") + name_of(mode) + " with " + name_of(method);
   if ((mode == ConservMode::global || mode == ConservMode::basbal) && ad == 0.0)
     throw Error("the valid destination area sums to zero", where, "check the destination areas and mask");
   if ((mode == ConservMode::basbal || mode == ConservMode::baspos) && as == 0.0)
     throw Error("the valid source area sums to zero", where, "check the source areas and mask");
+}
 
-  const std::vector<double> s = m.sums(fields);
-  const std::size_t nd = static_cast<std::size_t>(m.dst.n);
-  for (std::size_t f = 0; f < fields.size(); ++f) {
-    const double ss = s[2 * f], sd = s[2 * f + 1];
-    const std::span<double> y = fields[f].dst;
-    const bool additive = mode == ConservMode::global || mode == ConservMode::basbal;
-    double z = 0.0;
-    if (additive) {
-      z = mode == ConservMode::global ? (sd - ss) / ad : (sd - ss * (ad / as)) / ad;
-      for (std::size_t i = 0; i < nd; ++i)
-        if (m.dst.valid[i]) y[i] -= z;
-    } else {
-      if (sd == 0.0) {
-        if (ss != 0.0)
-          throw Error("the destination integral is zero, the source one " + str(ss) + " is not",
-                      where + ", field " + std::to_string(f), "a multiplicative correction cannot restore it: use GLOBAL or BASBAL");
-        continue;
-      }
-      z = mode == ConservMode::glbpos ? ss / sd : (ss / sd) * (ad / as);
-      for (std::size_t i = 0; i < nd; ++i)
-        if (m.dst.valid[i]) y[i] *= z;
-    }
+void Conserv::Impl::correct_one(ConservMode mode, double ss, double sd, std::span<double> y, std::size_t f) const {
+  const std::size_t nd = static_cast<std::size_t>(dst.n);
+  if (mode == ConservMode::global || mode == ConservMode::basbal) {
+    const double z = mode == ConservMode::global ? (sd - ss) / ad : (sd - ss * (ad / as)) / ad;
+    for (std::size_t i = 0; i < nd; ++i)
+      if (dst.valid[i]) y[i] -= z;
+    return;
   }
+  if (sd == 0.0) {
+    if (ss != 0.0)
+      throw Error("the destination integral is zero, the source one " + str(ss) + " is not",
+                  std::string("CONSERV ") + name_of(mode) + " with " + name_of(method) + ", field " + std::to_string(f),
+                  "a multiplicative correction cannot restore it: use GLOBAL or BASBAL");
+    return;
+  }
+  const double z = mode == ConservMode::glbpos ? ss / sd : (ss / sd) * (ad / as);
+  for (std::size_t i = 0; i < nd; ++i)
+    if (dst.valid[i]) y[i] *= z;
 }
 
 void Conserv::apply(ConservMode mode, std::span<const double> src, std::span<double> dst) {

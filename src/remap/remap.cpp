@@ -96,6 +96,15 @@ struct Remap::Impl {
   }
   void set_columns(const std::vector<i64>& col, const std::vector<i64>& x_index_of_sorted_cols,
                    const std::vector<i64>& sorted_cols);
+  // The steps of run(), shared with the split-phase start()/finish().
+  void check_sizes(std::span<const RemapField> fields, const char* where) const;
+  void check_split(std::span<const RemapField> fields, const char* where);
+  std::vector<Field> gather_moves(std::span<const RemapField> fields);
+  std::vector<Field> after_moves(std::span<const RemapField> fields);
+  void product(std::span<const RemapField> fields);
+  void finalize(std::span<const RemapField> fields);
+  bool started = false;     // split phase: start() called, finish() not yet
+  std::size_t nfields = 0;  // split phase: the field count of the first call
 };
 
 void Remap::Impl::set_columns(const std::vector<i64>& col, const std::vector<i64>& x_of, const std::vector<i64>& cols) {
@@ -322,67 +331,142 @@ void Remap::run(std::span<const RemapField> fields) {
       throw Error("ranks run different numbers of fields (" + std::to_string(-most[1]) + " to " +
                       std::to_string(most[0]) + ")",
                   "remap run, " + detail::world_rank_label(), "every rank passes the same fields");
-    for (std::size_t f = 0; f < fields.size(); ++f)
-      if (static_cast<i64>(fields[f].src.size()) != im.src_n || static_cast<i64>(fields[f].dst.size()) != im.dst_n)
-        throw Error("field " + std::to_string(f) + " has " + std::to_string(fields[f].src.size()) + " source and " +
-                        std::to_string(fields[f].dst.size()) + " destination values, the decompositions " +
-                        std::to_string(im.src_n) + " and " + std::to_string(im.dst_n),
-                    "remap run, " + detail::world_rank_label());
+    im.check_sizes(fields, "remap run");
   });
   if (fields.empty()) return;  // on every rank alike
-  const std::size_t nf = fields.size(), nx = static_cast<std::size_t>(im.x_size);
-  const std::size_t ny = im.ptr.size() - 1, nz = static_cast<std::size_t>(im.z_size);
-  std::vector<Field> moves;
-  if (im.gather) {
-    im.xbuf.resize(nf * nx);
-    for (std::size_t f = 0; f < nf; ++f)
-      moves.emplace_back(Type::f64, fields[f].src.data(), im.src_n, im.xbuf.data() + f * nx, im.x_size);
-    im.gather->run(moves);
+  if (im.gather) im.gather->run(im.gather_moves(fields));
+  im.product(fields);
+  if (im.direct_rows) return;
+  if (im.after) im.after->run(im.after_moves(fields));
+  im.finalize(fields);
+}
+
+void Remap::start(std::span<const RemapField> fields) {
+  Impl& im = *impl_;
+  im.check_split(fields, "Remap::start");
+  if (im.started)
+    throw Error("start called twice without finish", "Remap::start, " + detail::world_rank_label(),
+                "call finish before the next start");
+  if (im.opt.location == RemapLocation::dst) {
+    im.gather->start(im.gather_moves(fields));  // the crossing move: sources to the link holders
+  } else {
+    if (im.gather) im.gather->run(im.gather_moves(fields));  // bfb: among the source ranks
+    im.product(fields);
+    im.after->start(im.after_moves(fields));  // the crossing move: results or partial sums
   }
-  // bfb at dst with the destination in ascending order (a block, say): rows are the elements,
-  // so the product goes straight into the field.
-  const bool direct = im.direct_rows;
-  if (!direct) im.ybuf.resize(nf * ny);
-  const double unmapped = im.opt.unmapped_value;
+  im.started = true;
+}
+
+void Remap::finish(std::span<const RemapField> fields) {
+  Impl& im = *impl_;
+  im.check_split(fields, "Remap::finish");
+  const bool started = im.started;
+  im.started = false;
+  if (im.opt.location == RemapLocation::dst) {
+    if (!started) im.gather->start(im.gather_moves(fields));
+    im.gather->finish();
+    im.product(fields);
+    if (im.direct_rows) return;
+    if (im.after) im.after->run(im.after_moves(fields));  // sum: among the destination ranks
+  } else {
+    if (!started) im.after->start(im.after_moves(fields));
+    im.after->finish();
+  }
+  im.finalize(fields);
+}
+
+void Remap::prepare(int nfields) {
+  const std::vector<Type> types(static_cast<std::size_t>(nfields), Type::f64);
+  for (Redist* r : {impl_->gather.get(), impl_->after.get()})
+    if (r) r->prepare(types);
+  impl_->nfields = static_cast<std::size_t>(nfields);
+}
+
+void Remap::Impl::check_sizes(std::span<const RemapField> fields, const char* where) const {
+  for (std::size_t f = 0; f < fields.size(); ++f)
+    if (static_cast<i64>(fields[f].src.size()) != src_n || static_cast<i64>(fields[f].dst.size()) != dst_n)
+      throw Error("field " + std::to_string(f) + " has " + std::to_string(fields[f].src.size()) + " source and " +
+                      std::to_string(fields[f].dst.size()) + " destination values, the decompositions " +
+                      std::to_string(src_n) + " and " + std::to_string(dst_n),
+                  std::string(where) + ", " + detail::world_rank_label());
+}
+
+void Remap::Impl::check_split(std::span<const RemapField> fields, const char* where) {
+  check_sizes(fields, where);
+  if (fields.empty()) throw Error("no fields given", where);
+  if (nfields != 0 && fields.size() != nfields)
+    throw Error("called with " + std::to_string(fields.size()) + " fields, the first call had " +
+                    std::to_string(nfields),
+                where, "pass the same fields to every start and finish");
+  nfields = fields.size();
+  for (const Redist* r : {gather.get(), after.get()})
+    if (r && r->schedule().stages.size() > 1)
+      throw Error("the split-phase remap needs a single-stage schedule, not \"" + opt.algorithm + "\"", where,
+                  "use the p2p algorithm for coupling");
+}
+
+std::vector<Field> Remap::Impl::gather_moves(std::span<const RemapField> fields) {
+  const std::size_t nf = fields.size(), nx = static_cast<std::size_t>(x_size);
+  xbuf.resize(nf * nx);
+  std::vector<Field> moves;
+  for (std::size_t f = 0; f < nf; ++f)
+    moves.emplace_back(Type::f64, fields[f].src.data(), src_n, xbuf.data() + f * nx, x_size);
+  return moves;
+}
+
+std::vector<Field> Remap::Impl::after_moves(std::span<const RemapField> fields) {
+  const std::size_t nf = fields.size(), ny = ptr.size() - 1, nz = static_cast<std::size_t>(z_size);
+  ybuf.resize(nf * ny);
+  std::vector<Field> moves;
+  if (opt.order == RemapOrder::bfb) {  // rows in blocks: results to their owners
+    for (std::size_t f = 0; f < nf; ++f)
+      moves.emplace_back(Type::f64, ybuf.data() + f * ny, static_cast<i64>(ny), fields[f].dst.data(), dst_n);
+  } else {  // partial sums to the row holders
+    zbuf.resize(nf * nz);
+    for (std::size_t f = 0; f < nf; ++f)
+      moves.emplace_back(Type::f64, ybuf.data() + f * ny, static_cast<i64>(ny), zbuf.data() + f * nz, z_size);
+  }
+  return moves;
+}
+
+// y[r] = sum of the row's links, in link order; into the field itself when rows are elements.
+void Remap::Impl::product(std::span<const RemapField> fields) {
+  const std::size_t nf = fields.size(), nx = static_cast<std::size_t>(x_size), ny = ptr.size() - 1;
+  if (!direct_rows) ybuf.resize(nf * ny);
   for (std::size_t f = 0; f < nf; ++f) {
-    const double* x = im.gather ? im.xbuf.data() + f * nx : fields[f].src.data();
-    double* y = direct ? fields[f].dst.data() : im.ybuf.data() + f * ny;
+    const double* x = gather ? xbuf.data() + f * nx : fields[f].src.data();
+    double* y = direct_rows ? fields[f].dst.data() : ybuf.data() + f * ny;
     for (std::size_t r = 0; r < ny; ++r) {
-      const i64 b = im.ptr[r], e = im.ptr[r + 1];
+      const i64 b = ptr[r], e = ptr[r + 1];
       double s = 0.0;
-      for (i64 k = b; k < e; ++k) s += im.w[static_cast<std::size_t>(k)] * x[im.xi[static_cast<std::size_t>(k)]];
-      y[r] = b == e ? unmapped : s;
+      for (i64 k = b; k < e; ++k) s += w[static_cast<std::size_t>(k)] * x[xi[static_cast<std::size_t>(k)]];
+      y[r] = b == e ? opt.unmapped_value : s;
     }
   }
-  if (direct) return;
-  moves.clear();
-  if (im.opt.order == RemapOrder::bfb && im.after) {  // rows in blocks: results to their owners
-    for (std::size_t f = 0; f < nf; ++f)
-      moves.emplace_back(Type::f64, im.ybuf.data() + f * ny, static_cast<i64>(ny), fields[f].dst.data(), im.dst_n);
-    im.after->run(moves);
-    return;
-  }
-  const double* rows = im.ybuf.data();  // bfb at dst: one value per unique destination row
-  std::size_t nu = ny;
-  if (im.opt.order == RemapOrder::sum) {  // partial sums to the row holders, added in rank order
-    im.zbuf.resize(nf * nz);
-    for (std::size_t f = 0; f < nf; ++f)
-      moves.emplace_back(Type::f64, im.ybuf.data() + f * ny, static_cast<i64>(ny), im.zbuf.data() + f * nz, im.z_size);
-    im.after->run(moves);
-    nu = im.cptr.size() - 1;
-    im.ubuf.resize(nf * nu);
+}
+
+// After the last move: sum adds the partial sums per row (ascending source rank); then each
+// destination element takes its row's value. bfb at src moved the results into place already.
+void Remap::Impl::finalize(std::span<const RemapField> fields) {
+  if (opt.order == RemapOrder::bfb && after) return;
+  const std::size_t nf = fields.size(), nz = static_cast<std::size_t>(z_size);
+  const double* rows = ybuf.data();  // bfb at dst: one value per unique destination row
+  std::size_t nu = ptr.size() - 1;
+  if (opt.order == RemapOrder::sum) {
+    nu = cptr.empty() ? 0 : cptr.size() - 1;
+    ubuf.resize(nf * nu);
     for (std::size_t f = 0; f < nf; ++f)
       for (std::size_t r = 0; r < nu; ++r) {
-        const i64 b = im.cptr[r], e = im.cptr[r + 1];
+        const i64 b = cptr[r], e = cptr[r + 1];
         double s = 0.0;
-        for (i64 k = b; k < e; ++k) s += im.zbuf[f * nz + static_cast<std::size_t>(k)];
-        im.ubuf[f * nu + r] = b == e ? unmapped : s;
+        for (i64 k = b; k < e; ++k) s += zbuf[f * nz + static_cast<std::size_t>(k)];
+        ubuf[f * nu + r] = b == e ? opt.unmapped_value : s;
       }
-    rows = im.ubuf.data();
+    rows = ubuf.data();
   }
   for (std::size_t f = 0; f < nf; ++f)
-    for (std::size_t j = 0; j < im.dst_slot.size(); ++j)
-      fields[f].dst[j] = rows[f * nu + static_cast<std::size_t>(im.dst_slot[j])];
+    for (std::size_t j = 0; j < dst_slot.size(); ++j)
+      fields[f].dst[j] = rows[f * nu + static_cast<std::size_t>(dst_slot[j])];
 }
 
 }  // namespace estuary

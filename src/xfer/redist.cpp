@@ -10,6 +10,10 @@ Redist::Redist(const Decomp& src, const Decomp& dst, MPI_Comm comm, RedistOption
 Exchange& Redist::exchange_for(std::span<const Field> fields) {
   std::vector<Type> types;
   for (const Field& f : fields) types.push_back(f.type);
+  return prepare(std::move(types));
+}
+
+Exchange& Redist::prepare(std::vector<Type> types) {
   auto it = exchanges_.find(types);
   if (it == exchanges_.end())
     it = exchanges_.emplace(types, Exchange(schedule_, plan_.comm(), types)).first;

@@ -1,0 +1,134 @@
+// The coupler: components exchange fields through put and get, as in OASIS3-MCT (paper 000).
+//
+// Every rank of the coupled run (MPI_COMM_WORLD, or the communicator given) belongs to exactly
+// one component; one executable may hold several components (ranks choose their name), and the
+// components may be in separate executables launched together (mpirun -n 2 ./atm : -n 3 ./ocn).
+// The call sequence is OASIS's:
+//
+//   estuary::Component comp("ocean");                  // collective over the world
+//   MPI_Comm local = comp.comm();                      // the component's own ranks
+//   int part = comp.def_partition(decomp);             // the points this rank holds
+//   comp.def_grid("torc", part, grid);                 // optional: lon, lat, corners, mask, area
+//   int sst = comp.def_var("SST", part, Direction::out);
+//   comp.enddef();                                     // collective: builds every coupling
+//   for (t = 0; t < runtime; t += dt) { comp.put(sst, t, values); comp.get(...); }
+//   comp.terminate();                                  // collective: restarts, timers
+//
+// The configuration (YAML or namcouple, see couple_config.hpp) says which fields move where,
+// how often, with what lag and transformations. Partitions, grids and fields are defined by
+// the ranks that hold them (a grid may live on a subset of the component's ranks).
+//
+// Time: model seconds since the start of this run. A put at time t acts when t + lag is a
+// multiple of the coupling period: what LOCTRANS made of the puts since the last action is
+// transformed and sent, and the get at t + lag receives it. A put whose t + lag reaches the
+// run length is kept for the next run (restart). Puts never block more than one coupling
+// period ahead of the receiver; gets block until their data is there, at most the time-out
+// (configuration `timeout`, or ESTUARY_COUPLE_TIMEOUT), after which the run stops with an
+// error naming the field, the time, the partner component and the last time it put the field.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "estuary/couple_config.hpp"
+#include "estuary/decomp.hpp"
+#include "estuary/grid.hpp"
+
+namespace estuary {
+
+// The info codes OASIS3-MCT returns from put and get (same values), so ported models keep their
+// checks.
+enum class Info : int {
+  ok = 0,             // nothing done at this time
+  recvd = 3,          // get: received from the partner
+  sent = 4,           // put: sent to the partner
+  loctrans = 5,       // put: only accumulated (LOCTRANS) for a later coupling time
+  torest = 6,         // put: kept in the restart file for the next run
+  output = 7,         // put: written to the output file (OUTPUT)
+  sentout = 8,        // put: sent and written (EXPOUT)
+  torestout = 9,      // put: kept for restart and written (EXPOUT)
+  fromrest = 10,      // get: from the restart file of the previous run
+  input = 11,         // get: read from the input file (INPUT)
+  recvout = 12,       // get: received and written (EXPOUT)
+  fromrestout = 13,   // get: from the restart file and written (EXPOUT)
+};
+const char* name_of(Info i);  // "Sent", "Recvd", ... as OASIS names them
+
+enum class Direction { in, out };
+
+struct ComponentOptions {
+  // The configuration file. Empty: $ESTUARY_CONFIG, else "estuary.yaml" in the working
+  // directory if it exists, else "namcouple" (OASIS's name).
+  std::string config;
+  // Where restart, output and log files are read and written ("" = working directory).
+  std::string directory;
+  // The world of the coupled run: every rank of it constructs exactly one Component.
+  MPI_Comm world = MPI_COMM_WORLD;
+};
+
+// The OASIS partition forms, from OASIS's ig_paral arrays with 0-based offsets:
+// serial {0, 0, gsize}, apple {1, offset, size}, box {2, offset, nx, ny, global_nx},
+// orange {3, nseg, off1, len1, off2, len2, ...}, points {4, npts, idx1, idx2, ...}.
+// Throws estuary::Error naming the form and the entry at fault.
+Decomp oasis_partition(std::span<const std::int64_t> ig_paral, std::int64_t global_size);
+
+// Per-field timers (seconds, this rank) and counts, for the summary at terminate.
+struct FieldTimers {
+  std::string field;
+  int puts = 0, gets = 0, exchanges = 0;
+  double put_s = 0, get_s = 0, wait_s = 0, remap_s = 0;
+};
+
+class Component {
+ public:
+  // Collective over options.world.
+  explicit Component(const std::string& name, ComponentOptions options = {});
+  // Terminates if terminate() was not called (errors then go to stderr, not thrown).
+  ~Component();
+  Component(const Component&) = delete;
+  Component& operator=(const Component&) = delete;
+
+  const std::string& name() const;
+  MPI_Comm comm() const;  // the component's ranks
+
+  // Local (this rank's share): returns an id. `name` matches the partition across ranks; the
+  // default names partitions by the order of definition.
+  int def_partition(const Decomp& points, const std::string& name = "");
+  // Local: the grid's cells at the partition's points, in its local order (lon, lat required;
+  // corners, mask, area optional; dims {nx, ny} or {n}). Needed for SCRIPR (centres, mask)
+  // and CONSERV (area, mask).
+  void def_grid(const std::string& name, int partition, Grid grid);
+  // Local: a coupling field on a partition; `bundle` values per point (a bundle moves as one
+  // field with an extra, slowest dimension: value (point i, member b) at b*size + i).
+  int def_var(const std::string& name, int partition, Direction direction, int bundle = 1);
+  // Collective over the world: reads the configuration, matches every field with it, checks
+  // that both sides agree, sets up every mapping and transfer, reads restarts.
+  void enddef();
+
+  // `values`: bundle * (partition size) values. Returns what was done (OASIS's info code).
+  Info put(int var, double time, std::span<const double> values);
+  Info get(int var, double time, std::span<double> values);
+
+  // Collective over the world: finishes the transfers in flight, writes restarts (lagged
+  // fields, partial LOCTRANS accumulations) and the timer summary.
+  void terminate();
+
+  const CouplingSetup& setup() const;  // after enddef
+  std::vector<FieldTimers> timers() const;
+  // Target side of a CONSERV coupling: the source integral (sum of value x area over valid
+  // points) of the last get of this field (of its first bundle member), 0 before any; for
+  // diagnostics such as the demo's conservation error.
+  double last_source_integral(int var) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace estuary

@@ -1,0 +1,148 @@
+// The coupler's configuration: which fields move between which components, how often, with
+// which transformations. Read from a YAML file (estuary's own format) or an OASIS3-MCT 4.0
+// `namcouple` file; both give the same CouplingSetup, so a run set up either way behaves alike.
+//
+// Times are model seconds since the start of the run (OASIS's convention). A coupling's
+// transformations run in OASIS's order whatever the order they are listed in:
+//   source side:  LOCTRANS → CHECKIN → BLASOLD → (mapping: MAPPING or SCRIPR)
+//   target side:  → CONSERV → BLASNEW → CHECKOUT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "estuary/conserv.hpp"
+#include "estuary/globalsum.hpp"
+#include "estuary/remap.hpp"
+
+namespace estuary {
+
+// OASIS field status (namcouple line 1, last word). IGNORED and IGNOUT are OASIS's old names
+// for EXPORTED and EXPOUT and are read as those.
+enum class FieldStatus {
+  exported,  // moved from the source component to the target component
+  expout,    // moved, and both sides' values are also written to files (debugging)
+  input,     // the target reads the field from a file; there is no source component
+  output,    // the source writes the field to a file; there is no target component
+};
+
+// LOCTRANS: what the source sends at a coupling time from the puts since the previous one.
+enum class LocTrans {
+  instant,  // the value put at the coupling time (puts in between are ignored)
+  accumul,  // the sum of the puts since the previous coupling time, this one included
+  average,  // their mean
+  t_min,    // their point-wise minimum
+  t_max,    // their point-wise maximum
+};
+
+enum class Periodicity { periodic, regional };  // namcouple line 3: P or R
+
+// One side's grid as a coupling names it (namcouple lines 2 and 3).
+struct GridRef {
+  std::string name;             // e.g. "torc" (refers to a grid the component defines)
+  std::int64_t nx = 0, ny = 0;  // 0 when not given (YAML may leave them out)
+  Periodicity periodicity = Periodicity::regional;
+  int overlap = 0;              // overlapping longitude columns of a periodic grid
+  bool operator==(const GridRef&) const = default;
+};
+
+// MAPPING: apply a weight file (SCRIP or ESMF layout).
+struct MappingSpec {
+  std::string file;
+  RemapLocation location = RemapLocation::src;  // OASIS's default
+  RemapOrder order = RemapOrder::bfb;           // "opt" is read as sum
+  bool operator==(const MappingSpec&) const = default;
+};
+
+// SCRIPR: weights generated at set-up. OASIS's configuration line, e.g.
+// "DISTWGT LR SCALAR LATLON 1 4", "BILINEAR LR SCALAR LATLON 1",
+// "CONSERV LR SCALAR LATLON 1 FRACNNEI FIRST".
+struct ScriprSpec {
+  std::string method;        // DISTWGT, BILINEAR, CONSERV (others are rejected when read)
+  std::string grid_type;     // LR, D, U
+  std::string field_type;    // SCALAR
+  std::string restriction;   // LATLON or LATITUDE
+  int bins = 1;
+  int neighbors = 4;         // DISTWGT only
+  std::string normalization; // CONSERV only: FRACAREA, DESTAREA, FRACNNEI
+  std::string order;         // CONSERV only: FIRST or SECOND
+  bool operator==(const ScriprSpec&) const = default;
+};
+
+// CONSERV: a global correction after the mapping (estuary::Conserv).
+struct ConservSpec {
+  ConservMode mode = ConservMode::global;
+  // OASIS's "bfb" is read as gather, "opt" as lsum8; estuary's own names (gather, lsum8,
+  // lsum16, ddpdd, reprosum) are accepted too. Default when absent: gather (OASIS: bfb).
+  SumMethod method = SumMethod::gather;
+  bool operator==(const ConservSpec&) const = default;
+};
+
+// BLASOLD (source, before the mapping) and BLASNEW (target, after it): x ← scale·x + add.
+// OASIS's line "scale nterms" followed by nterms lines "CONSTANT value" (only CONSTANT terms
+// are supported; their values add up).
+struct BlasSpec {
+  double scale = 1.0;
+  double add = 0.0;
+  bool operator==(const BlasSpec&) const = default;
+};
+
+// One coupling: a namcouple $STRINGS entry, or one item of the YAML list.
+struct CouplingConfig {
+  // Colon-separated lists on namcouple line 1 (multi-field coupling): fields at the same
+  // position correspond. One name each for a single field.
+  std::vector<std::string> src_fields, dst_fields;
+  double period = 0.0;          // coupling period, seconds (> 0)
+  std::string restart_file;     // namcouple line 1 field 6 (empty when absent)
+  std::string input_file;       // INPUT/OUTPUT: the file read or written (empty otherwise)
+  FieldStatus status = FieldStatus::exported;
+  GridRef src_grid, dst_grid;
+  double lag = 0.0;             // LAG=, seconds (may be negative, as in OASIS)
+  int seq = 0;                  // SEQ= (accepted, not needed by estuary's scheduling)
+  std::vector<std::string> transforms;  // names as listed, upper case: "LOCTRANS", "MAPPING", ...
+  std::optional<LocTrans> loctrans;
+  std::optional<MappingSpec> mapping;
+  std::optional<ScriprSpec> scripr;
+  std::optional<ConservSpec> conserv;
+  std::optional<BlasSpec> blasold, blasnew;
+  bool checkin = false, checkout = false;
+  // YAML only (namcouple has no such thing): the components on either side. Empty: found at
+  // end of definition from which component defines the field.
+  std::string src_component, dst_component;
+  // Where it was read (for messages); not part of the comparison.
+  std::string origin;  // "namcouple:42"
+  bool operator==(const CouplingConfig& o) const;  // every member but `origin`
+};
+
+struct CouplingSetup {
+  std::string path;          // the file read
+  double runtime = 0.0;      // $RUNTIME, seconds (> 0)
+  int log_level = 0;         // $NLOGPRT (first number)
+  bool no_restart = false;   // $NNOREST T: fields without a restart file start from zero
+  std::string map_decomposition;  // $NMAPDEC (e.g. "decomp_1d"), accepted, recorded
+  std::string weight_option;      // $NWGTOPT (e.g. "abort_on_bad_index"), accepted, recorded
+  // Seconds a get (or a put waiting for its previous exchange) may wait before the run is
+  // stopped as deadlocked. YAML "timeout"; namcouple has none: the default, which the
+  // environment variable ESTUARY_COUPLE_TIMEOUT overrides in both cases.
+  double timeout = 600.0;
+  std::vector<CouplingConfig> couplings;
+  // Notes for the log: obsolete namcouple blocks accepted and ignored, and the like.
+  std::vector<std::string> notes;
+  bool operator==(const CouplingSetup& o) const;  // runtime, levels, options and couplings
+};
+
+// Reads an OASIS3-MCT namcouple file. Throws estuary::Error naming the file and line and what
+// was expected there.
+CouplingSetup read_namcouple(const std::string& path);
+// Reads estuary's YAML configuration (see docs/configuration.md). Errors name the file, line
+// and key.
+CouplingSetup read_coupling_yaml(const std::string& path);
+// Either of the above: by extension (.yaml/.yml) or, otherwise, by content ("$" blocks).
+CouplingSetup read_coupling_config(const std::string& path);
+
+const char* name_of(FieldStatus s);  // "EXPORTED", ...
+const char* name_of(LocTrans t);     // "INSTANT", ...
+
+}  // namespace estuary

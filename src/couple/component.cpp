@@ -1,0 +1,727 @@
+// Component: definitions, end of definition (matching with the configuration and setting up
+// every coupling), put/get dispatch and termination (restarts, timers).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/mpi_util.hpp"
+#include "couple/couple_io.hpp"
+#include "couple/coupling.hpp"
+#include "estuary/couple.hpp"
+#include "estuary/error.hpp"
+#include "estuary/weightgen.hpp"
+
+namespace estuary {
+
+using detail::check_mpi;
+using detail::Coupling;
+using i64 = std::int64_t;
+
+namespace {
+
+// Every rank's string, gathered on every rank (in rank order).
+std::vector<std::string> allgather_strings(const std::string& mine, MPI_Comm comm) {
+  int p = 0;
+  MPI_Comm_size(comm, &p);
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
+  check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  int total = 0;
+  for (int r = 0; r < p; ++r) {
+    displs[static_cast<std::size_t>(r)] = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  check_mpi(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, comm),
+            "MPI_Allgatherv");
+  std::vector<std::string> out;
+  for (int r = 0; r < p; ++r)
+    out.push_back(all.substr(static_cast<std::size_t>(displs[static_cast<std::size_t>(r)]),
+                             static_cast<std::size_t>(counts[static_cast<std::size_t>(r)])));
+  return out;
+}
+
+// What one rank defined, as all ranks learn it at enddef.
+struct VarInfo {
+  std::string comp, partition;
+  int bundle = 1;
+  i64 global = 0;
+  std::vector<int> ranks;  // world ranks defining it
+};
+
+// A lag > 0 makes the first gets of a run take the last puts of the previous one.
+bool lagged(const CouplingConfig& c) {
+  return c.lag > 0 && (c.status == FieldStatus::exported || c.status == FieldStatus::expout);
+}
+
+std::string path_in(const std::string& dir, const std::string& file) {
+  if (dir.empty() || file.empty() || file[0] == '/') return file;
+  return dir + "/" + file;
+}
+
+}  // namespace
+
+struct Component::Impl {
+  std::string name;
+  ComponentOptions opt;
+  MPI_Comm world = MPI_COMM_NULL, comm = MPI_COMM_NULL;
+  int wrank = 0, wsize = 1, crank = 0;
+  struct Part {
+    std::string name;
+    Decomp decomp;
+  };
+  struct GridDef {
+    std::string name;
+    int part = 0;
+    Grid grid;
+  };
+  struct Var {
+    std::string name;
+    int part = 0;
+    Direction dir = Direction::out;
+    int bundle = 1;
+    std::vector<std::pair<Coupling*, int>> uses;  // the couplings and positions it takes part in
+  };
+  std::vector<Part> parts;
+  std::vector<GridDef> grids;
+  std::vector<Var> vars;
+  CouplingSetup setup;
+  bool defined = false, terminated = false;
+  std::vector<std::unique_ptr<Coupling>> couplings;
+  std::string log_path;
+
+  ~Impl() {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+  std::string where() const { return "component " + name + ", " + detail::world_rank_label(); }
+  void log(const std::string& line) const {
+    if (crank != 0) return;
+    if (std::FILE* f = std::fopen(log_path.c_str(), "a")) {
+      std::fprintf(f, "%s\n", line.c_str());
+      std::fclose(f);
+    }
+  }
+  const GridDef* grid(const std::string& gname, int part) const {
+    for (const GridDef& g : grids)
+      if (g.name == gname && g.part == part) return &g;
+    return nullptr;
+  }
+  void read_config();
+  void build(const CouplingConfig& cfg, std::map<std::pair<std::string, int>, VarInfo>& table);
+  void setup_mapping(Coupling& c, const CouplingConfig& cfg, int src_part, int dst_part);
+  void read_restart(Coupling& c);
+  void write_restarts();
+  Redist to_root(const Decomp& d, i64 global) const {  // this component's points -> its root
+    return Redist(d, crank == 0 ? Decomp::stripes(global, {{0, global, 1}}) : Decomp::empty(global), comm);
+  }
+};
+
+Component::Component(const std::string& name, ComponentOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.name = name;
+  m.opt = std::move(options);
+  m.world = m.opt.world;
+  MPI_Comm_rank(m.world, &m.wrank);
+  MPI_Comm_size(m.world, &m.wsize);
+  const std::vector<std::string> names = allgather_strings(name, m.world);
+  detail::agree(m.world, [&] {
+    if (name.empty() || name.find_first_of(" \t\n:") != std::string::npos)
+      throw Error("component name \"" + name + "\" is empty or holds blanks or colons", m.where());
+  });
+  const int color = static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin());
+  check_mpi(MPI_Comm_split(m.world, color, m.wrank, &m.comm), "MPI_Comm_split");
+  MPI_Comm_rank(m.comm, &m.crank);
+}
+
+Component::~Component() {
+  // terminate() is collective: during unwinding from an error the other ranks may never come.
+  if (impl_ && !impl_->terminated && std::uncaught_exceptions() == 0) {
+    try {
+      terminate();
+    } catch (const std::exception& e) {
+      std::cerr << "estuary: terminate of component " << impl_->name << " failed: " << e.what() << "\n";
+    }
+  }
+}
+
+const std::string& Component::name() const { return impl_->name; }
+MPI_Comm Component::comm() const { return impl_->comm; }
+const CouplingSetup& Component::setup() const { return impl_->setup; }
+
+int Component::def_partition(const Decomp& points, const std::string& name) {
+  Impl& m = *impl_;
+  if (m.defined) throw Error("def_partition after enddef", m.where(), "define everything before enddef");
+  const std::string n = name.empty() ? "partition" + std::to_string(m.parts.size() + 1) : name;
+  for (const Impl::Part& p : m.parts)
+    if (p.name == n) throw Error("partition \"" + n + "\" defined twice", m.where());
+  m.parts.push_back({n, points});
+  return static_cast<int>(m.parts.size()) - 1;
+}
+
+void Component::def_grid(const std::string& name, int partition, Grid grid) {
+  Impl& m = *impl_;
+  if (partition < 0 || partition >= static_cast<int>(m.parts.size()))
+    throw Error("grid \"" + name + "\" names partition id " + std::to_string(partition) + ", not defined here", m.where());
+  const Decomp& d = m.parts[static_cast<std::size_t>(partition)].decomp;
+  if (grid.size() != d.size())
+    throw Error("grid \"" + name + "\" has " + std::to_string(grid.size()) + " points, its partition " +
+                    std::to_string(d.size()),
+                m.where(), "give the cells of the partition's points, in its local order");
+  grid.name = name;
+  grid.global_size = d.global_size();
+  if (grid.dims.empty()) grid.dims = {d.global_size()};
+  grid.points = d.to_indices();
+  grid.check();
+  if (grid.area.empty() && grid.ncorner > 0) grid.compute_areas();
+  m.grids.push_back({name, partition, std::move(grid)});
+}
+
+int Component::def_var(const std::string& name, int partition, Direction direction, int bundle) {
+  Impl& m = *impl_;
+  if (m.defined) throw Error("def_var after enddef", m.where(), "define everything before enddef");
+  if (partition < 0 || partition >= static_cast<int>(m.parts.size()))
+    throw Error("field \"" + name + "\" names partition id " + std::to_string(partition) + ", not defined here", m.where());
+  if (bundle < 1) throw Error("field \"" + name + "\" has bundle size " + std::to_string(bundle), m.where(), "use 1 or more");
+  if (name.empty() || name.find_first_of(" \t\n:") != std::string::npos)
+    throw Error("field name \"" + name + "\" is empty or holds blanks or colons", m.where());
+  for (const Impl::Var& v : m.vars)
+    if (v.name == name && v.dir == direction) throw Error("field \"" + name + "\" defined twice", m.where());
+  m.vars.push_back({name, partition, direction, bundle, {}});
+  return static_cast<int>(m.vars.size()) - 1;
+}
+
+void Component::Impl::read_config() {
+  std::string path = opt.config;
+  if (path.empty()) {
+    if (const char* env = std::getenv("ESTUARY_CONFIG")) path = env;
+    else if (std::filesystem::exists(path_in(opt.directory, "estuary.yaml"))) path = path_in(opt.directory, "estuary.yaml");
+    else path = path_in(opt.directory, "namcouple");
+  }
+  detail::agree(world, [&] {
+    if (!std::filesystem::exists(path))
+      throw Error("configuration file not found", "file " + path,
+                  "give ComponentOptions::config, set ESTUARY_CONFIG, or put estuary.yaml or namcouple in the run folder");
+    setup = read_coupling_config(path);
+  });
+  if (const char* env = std::getenv("ESTUARY_COUPLE_TIMEOUT")) setup.timeout = std::atof(env);
+}
+
+void Component::enddef() {
+  Impl& m = *impl_;
+  if (m.defined) throw Error("enddef called twice", m.where());
+  m.read_config();
+  m.log_path = path_in(m.opt.directory, "estuary." + m.name + ".log");
+  if (m.crank == 0) std::filesystem::remove(m.log_path);
+  m.log("estuary coupler: component " + m.name + ", configuration " + m.setup.path + ", run length " +
+        detail::time_str(m.setup.runtime) + " s");
+  for (const std::string& n : m.setup.notes) m.log("note: " + n);
+
+  // Every rank's definitions, so that every rank can match every coupling alike.
+  std::ostringstream mine;
+  for (const Impl::Var& v : m.vars) {
+    const Impl::Part& p = m.parts[static_cast<std::size_t>(v.part)];
+    mine << v.name << ' ' << (v.dir == Direction::out ? "out" : "in") << ' ' << v.bundle << ' ' << p.name << ' '
+         << p.decomp.global_size() << ' ' << m.name << '\n';
+  }
+  const std::vector<std::string> all = allgather_strings(mine.str(), m.world);
+  std::map<std::pair<std::string, int>, VarInfo> table;  // (field, 1 out / 0 in)
+  std::string fault;
+  for (int r = 0; r < m.wsize; ++r) {
+    std::istringstream in(all[static_cast<std::size_t>(r)]);
+    std::string fname, dir, part, comp;
+    int bundle = 1;
+    i64 global = 0;
+    while (in >> fname >> dir >> bundle >> part >> global >> comp) {
+      VarInfo& vi = table[{fname, dir == "out" ? 1 : 0}];
+      if (vi.ranks.empty()) {
+        vi.comp = comp;
+        vi.partition = part;
+        vi.bundle = bundle;
+        vi.global = global;
+      } else if (fault.empty() && (vi.comp != comp || vi.partition != part || vi.bundle != bundle || vi.global != global)) {
+        fault = "field " + fname + " (" + dir + ") is defined differently on world ranks " +
+                std::to_string(vi.ranks.front()) + " (component " + vi.comp + ", partition " + vi.partition +
+                ", bundle " + std::to_string(vi.bundle) + ", " + std::to_string(vi.global) + " points) and " +
+                std::to_string(r) + " (component " + comp + ", partition " + part + ", bundle " +
+                std::to_string(bundle) + ", " + std::to_string(global) + " points)";
+      }
+      vi.ranks.push_back(r);
+    }
+  }
+  detail::agree(m.world, [&] {
+    if (!fault.empty()) throw Error(fault, "enddef", "define each field once, on one partition of one component");
+  });
+  // Both sides of every coupling must exist, with matching shapes: collect every fault first.
+  std::vector<std::string> faults;
+  std::set<std::string> targets;
+  for (const CouplingConfig& c : m.setup.couplings) {
+    const bool has_src = c.status != FieldStatus::input, has_dst = c.status != FieldStatus::output;
+    for (std::size_t k = 0; k < c.src_fields.size(); ++k) {
+      const auto s = table.find({c.src_fields[k], 1});
+      const auto d = table.find({c.dst_fields[k], 0});
+      if (has_src && s == table.end())
+        faults.push_back("field " + c.src_fields[k] + " (" + c.origin + ") is put by no component: no def_var with Direction::out");
+      if (has_dst && d == table.end())
+        faults.push_back("field " + c.dst_fields[k] + " (" + c.origin + ") is got by no component: no def_var with Direction::in");
+      if (has_dst && d != table.end() && !targets.insert(c.dst_fields[k]).second)
+        faults.push_back("field " + c.dst_fields[k] + " (" + c.origin + ") is the target of two couplings");
+      if (has_src && has_dst && s != table.end() && d != table.end() && s->second.bundle != d->second.bundle)
+        faults.push_back("fields " + c.src_fields[k] + " and " + c.dst_fields[k] + " (" + c.origin + ") have bundle sizes " +
+                         std::to_string(s->second.bundle) + " and " + std::to_string(d->second.bundle));
+      if (has_src && s != table.end() && !c.src_component.empty() && s->second.comp != c.src_component)
+        faults.push_back("field " + c.src_fields[k] + " (" + c.origin + ") is put by component " + s->second.comp +
+                         ", the configuration says " + c.src_component);
+      if (has_dst && d != table.end() && !c.dst_component.empty() && d->second.comp != c.dst_component)
+        faults.push_back("field " + c.dst_fields[k] + " (" + c.origin + ") is got by component " + d->second.comp +
+                         ", the configuration says " + c.dst_component);
+      if (k > 0 && has_src && s != table.end()) {
+        const auto s0 = table.find({c.src_fields[0], 1});
+        if (s0 != table.end() && (s0->second.comp != s->second.comp || s0->second.partition != s->second.partition))
+          faults.push_back("multi-field coupling " + detail::join(c.src_fields) + " (" + c.origin +
+                           ") mixes partitions or components on the source side");
+      }
+      if (k > 0 && has_dst && d != table.end()) {
+        const auto d0 = table.find({c.dst_fields[0], 0});
+        if (d0 != table.end() && (d0->second.comp != d->second.comp || d0->second.partition != d->second.partition))
+          faults.push_back("multi-field coupling " + detail::join(c.dst_fields) + " (" + c.origin +
+                           ") mixes partitions or components on the target side");
+      }
+    }
+    if (c.lag > c.period || c.lag < -c.period)
+      faults.push_back("the lag " + detail::time_str(c.lag) + " s of " + detail::join(c.src_fields) + " (" + c.origin +
+                       ") exceeds its period " + detail::time_str(c.period) + " s (estuary keeps one transfer in flight)");
+  }
+  detail::agree(m.world, [&] {
+    if (!faults.empty()) {
+      std::string all_faults;
+      for (const std::string& f : faults) all_faults += (all_faults.empty() ? "" : "; ") + f;
+      throw Error(all_faults, "enddef, configuration " + m.setup.path);
+    }
+  });
+  // Fields a component defines that the configuration does not couple do nothing (as in OASIS).
+  for (const Impl::Var& v : m.vars) {
+    bool used = false;
+    for (const CouplingConfig& c : m.setup.couplings)
+      for (const std::string& f : v.dir == Direction::out ? c.src_fields : c.dst_fields) used = used || f == v.name;
+    if (!used) m.log("note: field " + v.name + " is defined but not coupled by " + m.setup.path + "; its puts and gets do nothing");
+  }
+  for (const CouplingConfig& c : m.setup.couplings) m.build(c, table);
+  m.defined = true;
+  // Restarts, collective over each source component (every rank knows every coupling's source).
+  for (auto& c : m.couplings)
+    if (c->src_comp == m.name && (lagged(*c->cfg) || c->cfg->loctrans.value_or(LocTrans::instant) != LocTrans::instant))
+      m.read_restart(*c);
+}
+
+// One coupling: its ranks, communicators, mapping, corrections and buffers.
+void Component::Impl::build(const CouplingConfig& cfg, std::map<std::pair<std::string, int>, VarInfo>& table) {
+  auto c = std::make_unique<Coupling>();
+  c->cfg = &cfg;
+  c->setup = &setup;
+  c->directory = opt.directory;
+  c->timeout = setup.timeout;
+  c->log_path = log_path;
+  c->label = detail::join(cfg.src_fields) + " -> " + detail::join(cfg.dst_fields) + " (" + cfg.origin + ")";
+  const bool has_src = cfg.status != FieldStatus::input, has_dst = cfg.status != FieldStatus::output;
+  const VarInfo* s = has_src ? &table.at({cfg.src_fields[0], 1}) : nullptr;
+  const VarInfo* d = has_dst ? &table.at({cfg.dst_fields[0], 0}) : nullptr;
+  c->src_comp = s ? s->comp : "";
+  c->dst_comp = d ? d->comp : "";
+  c->src_global = s ? s->global : 0;
+  c->dst_global = d ? d->global : 0;
+  for (const std::string& f : has_src ? cfg.src_fields : cfg.dst_fields)
+    c->bundle.push_back(table.at({f, has_src ? 1 : 0}).bundle);
+  for (int b : c->bundle) c->nvalues += b;
+  std::vector<int> members;
+  if (s) members.insert(members.end(), s->ranks.begin(), s->ranks.end());
+  if (d) members.insert(members.end(), d->ranks.begin(), d->ranks.end());
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  const bool member = std::binary_search(members.begin(), members.end(), wrank);
+  check_mpi(MPI_Comm_split(world, member ? 0 : MPI_UNDEFINED, wrank, &c->comm), "MPI_Comm_split");
+  if (!member) {
+    couplings.push_back(std::move(c));
+    return;
+  }
+  const auto pos = [&](int r) { return static_cast<int>(std::lower_bound(members.begin(), members.end(), r) - members.begin()); };
+  c->is_src = s && std::binary_search(s->ranks.begin(), s->ranks.end(), wrank);
+  c->is_dst = d && std::binary_search(d->ranks.begin(), d->ranks.end(), wrank);
+  if (s) c->src_root = pos(s->ranks.front());
+  if (d) {
+    c->dst_root = pos(d->ranks.front());
+    for (int r : d->ranks) c->dst_ranks.push_back(pos(r));
+  }
+  check_mpi(MPI_Comm_split(c->comm, c->is_src ? 0 : MPI_UNDEFINED, wrank, &c->src_comm), "MPI_Comm_split");
+  check_mpi(MPI_Comm_split(c->comm, c->is_dst ? 0 : MPI_UNDEFINED, wrank, &c->dst_comm), "MPI_Comm_split");
+  // This rank's variables and partitions on each side.
+  int src_part = -1, dst_part = -1;
+  const std::size_t nf = has_src ? cfg.src_fields.size() : cfg.dst_fields.size();
+  c->src_var.assign(nf, -1);
+  c->dst_var.assign(nf, -1);
+  for (std::size_t k = 0; k < nf; ++k)
+    for (std::size_t v = 0; v < vars.size(); ++v) {
+      Var& var = vars[v];
+      if (c->is_src && var.dir == Direction::out && var.name == cfg.src_fields[k]) {
+        c->src_var[k] = static_cast<int>(v);
+        src_part = var.part;
+        var.uses.emplace_back(c.get(), static_cast<int>(k));
+      }
+      if (c->is_dst && var.dir == Direction::in && var.name == cfg.dst_fields[k]) {
+        c->dst_var[k] = static_cast<int>(v);
+        dst_part = var.part;
+        var.uses.emplace_back(c.get(), static_cast<int>(k));
+      }
+    }
+  c->src_decomp = src_part >= 0 ? parts[static_cast<std::size_t>(src_part)].decomp : Decomp::empty(c->src_global);
+  c->dst_decomp = dst_part >= 0 ? parts[static_cast<std::size_t>(dst_part)].decomp : Decomp::empty(c->dst_global);
+  c->n_src = c->src_decomp.size();
+  c->n_dst = c->dst_decomp.size();
+  c->src_dims = {cfg.src_grid.nx, cfg.src_grid.ny};
+  c->dst_dims = {cfg.dst_grid.nx, cfg.dst_grid.ny};
+  const auto nv = static_cast<std::size_t>(c->nvalues);
+  c->acc.assign(nv * static_cast<std::size_t>(c->n_src), 0.0);
+  c->acc_count.assign(nf, 0);
+  c->ready.assign(nf, 0);
+  c->delivered.assign(nf, 0);
+  c->last_put.assign(nf, -1e300);
+  c->last_get.assign(nf, -1e300);
+  c->src_timers.field = c->label + " put";
+  c->dst_timers.field = c->label + " get";
+  const std::string here = "enddef, " + c->label;
+  detail::agree(c->comm, [&] {
+    if (cfg.src_grid.nx > 0 && cfg.src_grid.ny > 0 && has_src && cfg.src_grid.nx * cfg.src_grid.ny != c->src_global)
+      throw Error("the configuration gives the source grid " + cfg.src_grid.name + " " + std::to_string(cfg.src_grid.nx) +
+                      " x " + std::to_string(cfg.src_grid.ny) + " points, the partition of " + cfg.src_fields[0] + " has " +
+                      std::to_string(c->src_global),
+                  here);
+    if (cfg.dst_grid.nx > 0 && cfg.dst_grid.ny > 0 && has_dst && cfg.dst_grid.nx * cfg.dst_grid.ny != c->dst_global)
+      throw Error("the configuration gives the target grid " + cfg.dst_grid.name + " " + std::to_string(cfg.dst_grid.nx) +
+                      " x " + std::to_string(cfg.dst_grid.ny) + " points, the partition of " + cfg.dst_fields[0] + " has " +
+                      std::to_string(c->dst_global),
+                  here);
+  });
+  if (has_src && has_dst) setup_mapping(*c, cfg, src_part, dst_part);
+  if (c->is_src && (cfg.status == FieldStatus::expout || cfg.status == FieldStatus::output)) {
+    int r = 0;
+    MPI_Comm_rank(c->src_comm, &r);
+    c->src_gather = std::make_unique<Redist>(
+        c->src_decomp, r == 0 ? Decomp::stripes(c->src_global, {{0, c->src_global, 1}}) : Decomp::empty(c->src_global),
+        c->src_comm);
+  }
+  if (c->is_dst && (cfg.status == FieldStatus::expout || cfg.status == FieldStatus::input)) {
+    int r = 0;
+    MPI_Comm_rank(c->dst_comm, &r);
+    c->dst_scatter = std::make_unique<Redist>(
+        r == 0 ? Decomp::stripes(c->dst_global, {{0, c->dst_global, 1}}) : Decomp::empty(c->dst_global), c->dst_decomp,
+        c->dst_comm);
+    c->rbuf.assign(nv * static_cast<std::size_t>(c->n_dst), 0.0);
+  }
+  log("coupling " + c->label + ": " + (c->src_comp.empty() ? "file" : c->src_comp) + " -> " +
+      (c->dst_comp.empty() ? "file" : c->dst_comp) + ", period " + detail::time_str(cfg.period) + " s, lag " +
+      detail::time_str(cfg.lag) + " s, " + name_of(cfg.status));
+  couplings.push_back(std::move(c));
+}
+
+// The mapping of a coupling: a weight file, weights generated here, or the identity.
+void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int src_part, int dst_part) {
+  RemapOptions ro;
+  ro.algorithm = "p2p";  // the split-phase transfer needs a single stage
+  if (cfg.mapping) {
+    ro.location = cfg.mapping->location;
+    ro.order = cfg.mapping->order;
+  }
+  const std::string here = "enddef, " + c.label;
+  // The grids named by the configuration, where this rank holds them (else empty of the right size).
+  const auto side_grid = [&](bool source) {
+    const GridRef& ref = source ? cfg.src_grid : cfg.dst_grid;
+    const int part = source ? src_part : dst_part;
+    const i64 global = source ? c.src_global : c.dst_global;
+    const bool holds = source ? c.is_src : c.is_dst;
+    const GridDef* g = holds ? grid(ref.name, part) : nullptr;
+    int missing = holds && !g ? 1 : 0;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &missing, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
+    if (missing)
+      throw Error("grid " + ref.name + " is not defined on the partition of " +
+                      (source ? cfg.src_fields[0] : cfg.dst_fields[0]) + " on every rank holding it",
+                  here, "call def_grid(\"" + ref.name + "\", partition, grid) before enddef");
+    Grid out;
+    if (g) out = g->grid;
+    out.global_size = global;
+    if (!g) {
+      out.dims = ref.nx > 0 && ref.ny > 0 ? std::vector<i64>{ref.nx, ref.ny} : std::vector<i64>{global};
+      out.points.clear();
+    }
+    return out;
+  };
+  Links links;
+  std::string weight_file;
+  if (cfg.mapping) {
+    weight_file = path_in(opt.directory, cfg.mapping->file);
+  } else if (cfg.scripr) {
+    const std::string method = cfg.scripr->method;
+    if (method == "CONSERV") {
+      weight_file = path_in(opt.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_CONSERV_" +
+                                               (cfg.scripr->normalization.empty() ? "DESTAREA" : cfg.scripr->normalization) +
+                                               ".nc");
+      detail::agree(c.comm, [&] {
+        if (!std::filesystem::exists(weight_file))
+          throw Error("SCRIPR CONSERV reads its weights from " + weight_file + ", which does not exist", here,
+                      "generate them (e.g. cdo gencon) under that name, or use MAPPING with a weight file");
+      });
+    } else {
+      Grid sg = side_grid(true), dg = side_grid(false);
+      if (method == "DISTWGT") {
+        DistanceWeightOptions o;
+        o.neighbors = cfg.scripr->neighbors;
+        links = distance_weights(sg, dg, c.comm, o);
+      } else if (method == "BILINEAR") {
+        links = bilinear_weights(sg, dg, c.comm);
+      } else {
+        throw Error("SCRIPR " + method + " is not generated by estuary", here, "use DISTWGT, BILINEAR, or MAPPING with a weight file");
+      }
+    }
+  } else {
+    detail::agree(c.comm, [&] {
+      if (c.src_global != c.dst_global)
+        throw Error("the source has " + std::to_string(c.src_global) + " points and the target " +
+                        std::to_string(c.dst_global) + " but no mapping is configured",
+                    here, "add MAPPING (a weight file) or SCRIPR to the coupling");
+    });
+    // The identity, each point's link on one rank (a block of the points per rank).
+    int r = 0, p = 1;
+    MPI_Comm_rank(c.comm, &r);
+    MPI_Comm_size(c.comm, &p);
+    for (i64 i = r * c.src_global / p; i < (r + 1) * c.src_global / p; ++i) links.add(i, i, 1.0);
+  }
+  try {
+    c.remap = weight_file.empty() ? std::make_unique<Remap>(links, c.src_decomp, c.dst_decomp, c.comm, ro)
+                                  : std::make_unique<Remap>(weight_file, c.src_decomp, c.dst_decomp, c.comm, ro);
+  } catch (const MpiError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(e.fault(), here + (e.where().empty() ? "" : ", " + e.where()), e.fix());
+  }
+  c.remap->prepare(c.nvalues);
+  if (cfg.conserv) {
+    Grid sg = side_grid(true), dg = side_grid(false);
+    detail::agree(c.comm, [&] {
+      if ((c.is_src && sg.area.empty()) || (c.is_dst && dg.area.empty()))
+        throw Error("CONSERV needs the cell areas of grids " + cfg.src_grid.name + " and " + cfg.dst_grid.name, here,
+                    "give Grid::area (or corners) in def_grid");
+    });
+    c.conserv = std::make_unique<Conserv>(ConservSide{&c.src_decomp, sg.area, sg.mask},
+                                          ConservSide{&c.dst_decomp, dg.area, dg.mask}, c.comm, cfg.conserv->method);
+  }
+  c.sbuf.assign(static_cast<std::size_t>(c.nvalues * c.n_src), 0.0);
+  c.rbuf.assign(static_cast<std::size_t>(c.nvalues * c.n_dst), 0.0);
+}
+
+
+// Source side, collective over the component: the lagged record (sent as the action of time
+// 0) and partial LOCTRANS accumulations of the previous run, read by the root and spread.
+void Component::Impl::read_restart(Coupling& c) {
+  const CouplingConfig& cfg = *c.cfg;
+  const std::string path = path_in(opt.directory, cfg.restart_file);
+  const std::vector<std::string> names = detail::value_names(cfg.src_fields, c.bundle);
+  const i64 g = c.src_global, nv = c.nvalues;
+  const bool lagged = estuary::lagged(cfg);
+  // Root reads; [0, nv*g) the record, then nv*g accumulation values and one count per field.
+  std::vector<double> all;
+  int found_record = 0, found_acc = 0;
+  std::string fault;
+  if (crank == 0) {
+    try {
+      all.assign(static_cast<std::size_t>(2 * nv * g + static_cast<i64>(cfg.src_fields.size())), 0.0);
+      std::vector<double> v;
+      bool rec = lagged && !cfg.restart_file.empty(), acc = !cfg.restart_file.empty();
+      for (std::size_t k = 0; k < names.size(); ++k) {
+        if (rec && detail::read_restart_var(path, names[k], g, v)) std::copy(v.begin(), v.end(), all.begin() + static_cast<i64>(k) * g);
+        else rec = false;
+        if (acc && detail::read_restart_var(path, names[k] + "_loctrans", g, v))
+          std::copy(v.begin(), v.end(), all.begin() + (nv + static_cast<i64>(k)) * g);
+        else acc = false;
+      }
+      for (std::size_t k = 0; acc && k < cfg.src_fields.size(); ++k) {
+        if (detail::read_restart_var(path, cfg.src_fields[k] + "_loctrans_count", 1, v)) all[static_cast<std::size_t>(2 * nv * g) + k] = v[0];
+        else acc = false;
+      }
+      found_record = rec ? 1 : 0;
+      found_acc = acc ? 1 : 0;
+      if (lagged && !rec && !setup.no_restart)
+        fault = "the lagged field " + detail::join(cfg.src_fields) + " (" + cfg.origin + ", lag " + detail::time_str(cfg.lag) +
+                " s) needs its values of the previous run in the restart file " + path + ", which " +
+                (std::filesystem::exists(path) ? "lacks them" : "does not exist");
+    } catch (const Error& e) {
+      fault = e.what();
+    }
+  }
+  detail::agree(comm, [&] {
+    if (!fault.empty()) throw Error(fault, "enddef, component " + name, "write it with a previous run, or set $NNOREST T (no_restart: true) to start from zeros");
+  });
+  int flags[2] = {found_record, found_acc};
+  check_mpi(MPI_Bcast(flags, 2, MPI_INT, 0, comm), "MPI_Bcast");
+  const Decomp& mine = c.is_src ? c.src_decomp : Decomp::empty(g);
+  const i64 n = mine.size(), held = crank == 0 ? g : 0;
+  Redist from_root(crank == 0 ? Decomp::stripes(g, {{0, g, 1}}) : Decomp::empty(g), mine, comm);
+  std::vector<double> local(static_cast<std::size_t>(2 * nv * n));
+  std::vector<Field> moves;
+  for (i64 v = 0; v < 2 * nv; ++v) moves.emplace_back(Type::f64, all.data() + v * held, held, local.data() + v * n, n);
+  from_root.run(moves);
+  std::vector<double> counts(cfg.src_fields.size());
+  if (crank == 0) std::copy(all.begin() + 2 * nv * g, all.end(), counts.begin());
+  check_mpi(MPI_Bcast(counts.data(), static_cast<int>(counts.size()), MPI_DOUBLE, 0, comm), "MPI_Bcast");
+  if (!c.is_src) return;
+  if (flags[1]) {
+    std::copy(local.begin() + nv * n, local.end(), c.acc.begin());
+    for (std::size_t k = 0; k < counts.size(); ++k) c.acc_count[k] = static_cast<int>(counts[k]);
+  }
+  if (lagged) {
+    local.resize(static_cast<std::size_t>(nv * n));
+    c.send_initial(flags[0] ? local : std::vector<double>(local.size(), 0.0));
+  }
+}
+
+// Collective over the component: every coupling it sources writes, through the root, the
+// lagged record and partial accumulations to its restart file (one file per name, atomically).
+void Component::Impl::write_restarts() {
+  std::map<std::string, std::vector<detail::RestartVar>> files;
+  for (auto& cp : couplings) {
+    Coupling& c = *cp;
+    const CouplingConfig& cfg = *c.cfg;
+    if (c.src_comp != name || cfg.restart_file.empty() || cfg.status == FieldStatus::input) continue;
+    int has[2] = {c.has_restart_record ? 1 : 0, 0};
+    for (int k : c.acc_count) has[1] = std::max(has[1], k > 0 ? 1 : 0);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, has, 2, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+    if (!has[0] && !has[1]) continue;
+    const i64 g = c.src_global, nv = c.nvalues;
+    const Decomp& mine = c.is_src ? c.src_decomp : Decomp::empty(g);
+    const i64 n = mine.size(), held = crank == 0 ? g : 0;
+    std::vector<double> local(static_cast<std::size_t>(2 * nv * n), 0.0), all(static_cast<std::size_t>(2 * nv * held));
+    if (c.has_restart_record) std::copy(c.restart_record.begin(), c.restart_record.end(), local.begin());
+    if (c.is_src) std::copy(c.acc.begin(), c.acc.end(), local.begin() + nv * n);
+    Redist gather = to_root(mine, g);
+    std::vector<Field> moves;
+    for (i64 v = 0; v < 2 * nv; ++v) moves.emplace_back(Type::f64, local.data() + v * n, n, all.data() + v * held, held);
+    gather.run(moves);
+    std::vector<double> counts(c.acc_count.begin(), c.acc_count.end());
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts.data(), static_cast<int>(counts.size()), MPI_DOUBLE, MPI_MAX, comm),
+              "MPI_Allreduce");
+    if (crank != 0) continue;
+    const std::vector<std::string> names = detail::value_names(cfg.src_fields, c.bundle);
+    std::vector<i64> dims;
+    if (cfg.src_grid.nx > 0 && cfg.src_grid.ny > 0) dims = {cfg.src_grid.nx, cfg.src_grid.ny};
+    auto& vars = files[path_in(opt.directory, cfg.restart_file)];
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      const auto at = all.begin() + static_cast<i64>(k) * g;
+      if (has[0]) vars.push_back({names[k], std::vector<double>(at, at + g), dims});
+      if (has[1]) vars.push_back({names[k] + "_loctrans", std::vector<double>(at + nv * g, at + nv * g + g), dims});
+    }
+    if (has[1])
+      for (std::size_t k = 0; k < cfg.src_fields.size(); ++k) vars.push_back({cfg.src_fields[k] + "_loctrans_count", {counts[k]}, {}});
+  }
+  std::string fault;
+  if (crank == 0) {
+    try {
+      for (const auto& [path, vars] : files) {
+        detail::write_restart(path, vars);
+        log("restart written: " + path);
+      }
+    } catch (const Error& e) {
+      fault = e.what();
+    }
+  }
+  detail::agree(comm, [&] {
+    if (!fault.empty()) throw Error(fault, "terminate, component " + name);
+  });
+}
+
+Info Component::put(int var, double time, std::span<const double> values) {
+  Impl& m = *impl_;
+  if (!m.defined || m.terminated) throw Error("put before enddef or after terminate", m.where());
+  if (var < 0 || var >= static_cast<int>(m.vars.size()) || m.vars[static_cast<std::size_t>(var)].dir != Direction::out)
+    throw Error("put of variable id " + std::to_string(var) + ", which is not an output field of this rank", m.where());
+  const double t0 = MPI_Wtime();
+  Info info = Info::ok;
+  for (auto [c, k] : m.vars[static_cast<std::size_t>(var)].uses) {
+    const Info i = c->put(k, time, values);
+    if (info == Info::ok || info == Info::loctrans) info = i;  // several targets: the strongest action
+    c->src_timers.puts += 1;
+    c->src_timers.put_s += MPI_Wtime() - t0;
+  }
+  return info;
+}
+
+Info Component::get(int var, double time, std::span<double> values) {
+  Impl& m = *impl_;
+  if (!m.defined || m.terminated) throw Error("get before enddef or after terminate", m.where());
+  if (var < 0 || var >= static_cast<int>(m.vars.size()) || m.vars[static_cast<std::size_t>(var)].dir != Direction::in)
+    throw Error("get of variable id " + std::to_string(var) + ", which is not an input field of this rank", m.where());
+  const double t0 = MPI_Wtime();
+  Info info = Info::ok;
+  for (auto [c, k] : m.vars[static_cast<std::size_t>(var)].uses) {
+    info = c->get(k, time, values);
+    c->dst_timers.gets += 1;
+    c->dst_timers.get_s += MPI_Wtime() - t0;
+  }
+  return info;
+}
+
+std::vector<FieldTimers> Component::timers() const {
+  std::vector<FieldTimers> out;
+  for (const auto& c : impl_->couplings) {
+    if (c->is_src) out.push_back(c->src_timers);
+    if (c->is_dst) out.push_back(c->dst_timers);
+  }
+  return out;
+}
+
+double Component::last_source_integral(int var) const {
+  for (auto [c, k] : impl_->vars.at(static_cast<std::size_t>(var)).uses)
+    if (!c->last_ss.empty()) {
+      i64 first = 0;
+      for (int j = 0; j < k; ++j) first += c->bundle[static_cast<std::size_t>(j)];
+      return c->last_ss[static_cast<std::size_t>(first)];
+    }
+  return 0.0;
+}
+
+void Component::terminate() {
+  Impl& m = *impl_;
+  if (m.terminated) return;
+  m.terminated = true;
+  if (m.defined) {
+    detail::agree(m.world, [&] {
+      for (auto& c : m.couplings)
+        if (c->comm != MPI_COMM_NULL) c->finish_all();
+    });
+    m.write_restarts();
+    // Timer summary: the largest over the component's ranks, per coupling side.
+    for (auto& c : m.couplings) {
+      for (int side = 0; side < 2; ++side) {
+        const bool here = c->comm != MPI_COMM_NULL && (side == 0 ? c->is_src : c->is_dst);
+        const std::string& comp = side == 0 ? c->src_comp : c->dst_comp;
+        if (comp != m.name) continue;
+        const FieldTimers& t = side == 0 ? c->src_timers : c->dst_timers;
+        double v[6] = {here ? t.put_s : 0, here ? t.get_s : 0, here ? t.wait_s : 0, here ? t.remap_s : 0,
+                       static_cast<double>(here ? t.puts : 0), static_cast<double>(here ? t.gets : 0)};
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_MAX, m.comm), "MPI_Allreduce");
+        char line[512];
+        std::snprintf(line, sizeof line,
+                      "timers %-40s calls %6.0f  put %.4f s  get %.4f s  wait %.4f s  transfer+remap %.4f s (max over ranks)",
+                      t.field.c_str(), v[4] + v[5], v[0], v[1], v[2], v[3]);
+        m.log(line);
+      }
+    }
+  }
+  m.couplings.clear();
+  check_mpi(MPI_Barrier(m.world), "MPI_Barrier");
+}
+
+}  // namespace estuary

@@ -1,0 +1,135 @@
+// netCDF files of the coupler (see couple_io.hpp).
+#include "couple/couple_io.hpp"
+
+#include <netcdf.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "estuary/error.hpp"
+#include "remap/nc_util.hpp"
+
+namespace estuary::detail {
+
+namespace {
+using i64 = std::int64_t;
+
+bool grid2d(const std::vector<i64>& dims, i64 global) {
+  return dims.size() == 2 && dims[0] * dims[1] == global;
+}
+
+// The spatial dimension ids of variable `name` (defined when absent).
+std::vector<int> space_dims(NcFile& f, const std::string& name, i64 global, const std::vector<i64>& dims) {
+  if (grid2d(dims, global)) {
+    const std::string y = "y_" + name, x = "x_" + name;
+    return {f.def_dim(y, dims[1]), f.def_dim(x, dims[0])};
+  }
+  return {f.def_dim("n_" + name, global)};
+}
+}  // namespace
+
+void append_records(const std::string& path, const std::vector<std::string>& names, double t,
+                    const std::vector<double>& values, i64 global, const std::vector<i64>& dims) {
+  if (!std::filesystem::exists(path)) {
+    NcFile f = NcFile::create(path, global > (i64{1} << 28));
+    const int td = f.def_dim("time", NC_UNLIMITED);
+    const int tv = f.def_var("time", NC_DOUBLE, {td});
+    f.put_att("units", "seconds since start of run", tv);
+    f.put_att("axis", "T", tv);
+    for (const std::string& n : names) {
+      std::vector<int> d{td};
+      for (int s : space_dims(f, n, global, dims)) d.push_back(s);
+      const int v = f.def_var(n, NC_DOUBLE, d);
+      f.put_att("long_name", "coupling field " + n, v);
+    }
+    f.put_att("Conventions", "CF-1.8");
+    f.put_att("source", "estuary coupler");
+    f.enddef();
+  }
+  NcFile f = NcFile::open(path, true);
+  const int tv = f.var("time");
+  const auto rec = static_cast<std::size_t>(f.dim_len("time"));
+  const std::size_t one = 1;
+  nc_check(nc_put_vara_double(f.id(), tv, &rec, &one, &t), path, "variable time");
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const int v = f.var(names[k]);
+    std::vector<std::size_t> start{rec}, count{1};
+    if (grid2d(dims, global)) {
+      start.insert(start.end(), {0, 0});
+      count.insert(count.end(), {static_cast<std::size_t>(dims[1]), static_cast<std::size_t>(dims[0])});
+    } else {
+      start.push_back(0);
+      count.push_back(static_cast<std::size_t>(global));
+    }
+    nc_check(nc_put_vara_double(f.id(), v, start.data(), count.data(), values.data() + k * static_cast<std::size_t>(global)),
+             path, "variable " + names[k]);
+  }
+}
+
+void read_records(const std::string& path, const std::vector<std::string>& names, double t,
+                  std::vector<double>& values, i64 global) {
+  NcFile f = NcFile::open(path);
+  const int tv = f.var("time");
+  const i64 nt = f.dim_len("time");
+  std::vector<double> times(static_cast<std::size_t>(nt));
+  if (nt > 0) nc_check(nc_get_var_double(f.id(), tv, times.data()), path, "variable time");
+  i64 rec = -1;
+  for (i64 i = 0; i < nt && rec < 0; ++i)
+    if (times[static_cast<std::size_t>(i)] == t) rec = i;
+  if (rec < 0)
+    throw Error("no record for model time " + std::to_string(t) + " s", "file " + path + ", variable time",
+                "the INPUT file must hold a record at every coupling time");
+  values.resize(names.size() * static_cast<std::size_t>(global));
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const int v = f.var(names[k]);
+    const std::vector<i64> shape = f.var_shape(v);
+    i64 n = 1;
+    for (std::size_t d = 1; d < shape.size(); ++d) n *= shape[d];
+    if (n != global)
+      throw Error("holds " + std::to_string(n) + " points per record, the field " + std::to_string(global),
+                  "file " + path + ", variable " + names[k]);
+    std::vector<std::size_t> start(shape.size(), 0), count(shape.begin(), shape.end());
+    start[0] = static_cast<std::size_t>(rec);
+    count[0] = 1;
+    nc_check(nc_get_vara_double(f.id(), v, start.data(), count.data(), values.data() + k * static_cast<std::size_t>(global)),
+             path, "variable " + names[k]);
+  }
+}
+
+void write_restart(const std::string& path, const std::vector<RestartVar>& vars) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    i64 largest = 0;
+    for (const RestartVar& v : vars) largest = std::max(largest, static_cast<i64>(v.values.size()));
+    NcFile f = NcFile::create(tmp, largest > (i64{1} << 28));
+    std::vector<int> ids;
+    for (const RestartVar& v : vars) ids.push_back(f.def_var(v.name, NC_DOUBLE, space_dims(f, v.name, static_cast<i64>(v.values.size()), v.dims)));
+    f.put_att("source", "estuary coupler restart");
+    f.enddef();
+    for (std::size_t k = 0; k < vars.size(); ++k)
+      nc_check(nc_put_var_double(f.id(), ids[k], vars[k].values.data()), tmp, "variable " + vars[k].name);
+    f.close();
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error("cannot rename " + tmp + ": " + ec.message(), "restart file " + path);
+}
+
+bool read_restart_var(const std::string& path, const std::string& name, i64 count, std::vector<double>& out) {
+  if (!std::filesystem::exists(path)) return false;
+  NcFile f = NcFile::open(path);
+  const int v = f.find_var(name);
+  if (v < 0) return false;
+  i64 n = 1;
+  for (i64 d : f.var_shape(v)) n *= d;
+  if (n != count)
+    throw Error("holds " + std::to_string(n) + " values, the coupling needs " + std::to_string(count),
+                "restart file " + path + ", variable " + name,
+                "a restart belongs to the grid it was written for; remove it to start afresh");
+  out.resize(static_cast<std::size_t>(count));
+  nc_check(nc_get_var_double(f.id(), v, out.data()), path, "variable " + name);
+  return true;
+}
+
+}  // namespace estuary::detail

@@ -1,0 +1,406 @@
+// The put/get protocol of one coupling (see coupling.hpp).
+#include "couple/coupling.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <ctime>
+
+#include "common/mpi_util.hpp"
+#include "couple/couple_io.hpp"
+#include "estuary/error.hpp"
+
+namespace estuary::detail {
+
+namespace {
+constexpr int kHeaderTag = 811;
+constexpr int kAckTag = 812;
+using i64 = std::int64_t;
+
+// Waits for `req` at most `timeout` seconds; false when it did not complete (then cancelled).
+bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status = MPI_STATUS_IGNORE) {
+  const double deadline = MPI_Wtime() + timeout;
+  for (long spin = 0;; ++spin) {
+    int done = 0;
+    check_mpi(MPI_Test(&req, &done, status), "MPI_Test");
+    if (done) return true;
+    if (spin % 256 == 0 && MPI_Wtime() > deadline) break;
+    // Ranks outnumber cores on a laptop or CI: spin briefly, then let the partner run.
+    if (spin > 2048) {
+      const timespec pause{0, 50000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+  MPI_Cancel(&req);
+  MPI_Request_free(&req);
+  return false;
+}
+}  // namespace
+
+bool is_multiple(double a, double p) {
+  const double q = a / p;
+  return std::fabs(q - std::round(q)) < 1e-9;
+}
+
+std::string time_str(double t) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.10g", t);
+  return buf;
+}
+
+Coupling::~Coupling() {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (fin) return;
+  for (MPI_Comm* c : {&src_comm, &dst_comm, &comm})
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+}
+
+std::vector<RemapField> Coupling::remap_fields() {
+  std::vector<RemapField> f(static_cast<std::size_t>(nvalues));
+  sbuf.resize(static_cast<std::size_t>(nvalues * n_src));
+  rbuf.resize(static_cast<std::size_t>(nvalues * n_dst));
+  for (int v = 0; v < nvalues; ++v)
+    f[static_cast<std::size_t>(v)] = {std::span<const double>(sbuf.data() + v * n_src, static_cast<std::size_t>(n_src)),
+                                      std::span<double>(rbuf.data() + v * n_dst, static_cast<std::size_t>(n_dst))};
+  return f;
+}
+
+// The first value field of position k and its count.
+static std::pair<i64, i64> slot(const std::vector<int>& bundle, int k) {
+  i64 first = 0;
+  for (int j = 0; j < k; ++j) first += bundle[static_cast<std::size_t>(j)];
+  return {first, bundle[static_cast<std::size_t>(k)]};
+}
+
+Info Coupling::put(int k, double t, std::span<const double> values) {
+  const auto kk = static_cast<std::size_t>(k);
+  const std::string& name = cfg->src_fields[kk];
+  const auto [first, nb] = slot(bundle, k);
+  const i64 n = n_src;
+  if (static_cast<i64>(values.size()) != nb * n)
+    throw Error("put of " + name + " passes " + std::to_string(values.size()) + " values, the partition holds " +
+                    std::to_string(n) + " points" + (nb > 1 ? " x bundle " + std::to_string(nb) : ""),
+                "component " + src_comp + ", " + world_rank_label(), "pass one value per local point and bundle member");
+  if (t <= last_put[kk])
+    throw Error("put of " + name + " at t=" + time_str(t) +
+                    (t == last_put[kk] ? " called twice" : " after a put at t=" + time_str(last_put[kk])),
+                "component " + src_comp + ", " + label, "put each field once per time, times increasing");
+  last_put[kk] = t;
+  const LocTrans lt = cfg->loctrans.value_or(LocTrans::instant);
+  const double a = t + cfg->lag;
+  const bool action = a >= 0 && is_multiple(a, cfg->period);
+  double* acc_k = acc.data() + first * n;
+  const std::size_t m = static_cast<std::size_t>(nb * n);
+  if (lt != LocTrans::instant) {
+    int& c = acc_count[kk];
+    for (std::size_t i = 0; i < m; ++i) {
+      const double x = values[i];
+      if (c == 0) acc_k[i] = x;
+      else if (lt == LocTrans::t_min) acc_k[i] = std::min(acc_k[i], x);
+      else if (lt == LocTrans::t_max) acc_k[i] = std::max(acc_k[i], x);
+      else acc_k[i] += x;
+    }
+    ++c;
+  }
+  if (!action) return lt == LocTrans::instant ? Info::ok : Info::loctrans;
+
+  // The value of this action for position k, into its place in the action buffer.
+  std::vector<double> v(values.begin(), values.end());
+  if (lt != LocTrans::instant) {
+    const int c = acc_count[kk];
+    for (std::size_t i = 0; i < m; ++i) v[i] = lt == LocTrans::average ? acc_k[i] / c : acc_k[i];
+    acc_count[kk] = 0;
+  }
+  if (!std::any_of(ready.begin(), ready.end(), [](char r) { return r != 0; })) action_time = a;
+  else if (action_time != a)
+    throw Error("the fields of a multi-field coupling are put at different coupling times (t=" + time_str(a - cfg->lag) +
+                    " for " + name + ", t=" + time_str(action_time - cfg->lag) + " for another)",
+                "component " + src_comp + ", " + label, "put every field of the coupling at each coupling time");
+  if (ready[kk])
+    throw Error("put of " + name + " twice for the coupling time " + time_str(a), "component " + src_comp + ", " + label);
+  pending.resize(static_cast<std::size_t>(nvalues * n));
+  std::copy(v.begin(), v.end(), pending.begin() + first * n);
+  ready[kk] = 1;
+
+  const bool out = cfg->status == FieldStatus::expout || cfg->status == FieldStatus::output;
+  const bool to_restart = a >= setup->runtime;
+  Info info = cfg->status == FieldStatus::output ? Info::output
+              : to_restart                        ? (out ? Info::torestout : Info::torest)
+                                                  : (out ? Info::sentout : Info::sent);
+  if (std::all_of(ready.begin(), ready.end(), [](char r) { return r != 0; })) {
+    std::fill(ready.begin(), ready.end(), 0);
+    if (out) write_output(true, a - cfg->lag, pending);
+    if (cfg->status == FieldStatus::output) return info;
+    if (to_restart) {
+      restart_record = pending;
+      has_restart_record = true;
+    } else {
+      act(a);
+    }
+  }
+  return info;
+}
+
+// The source side of an action: wait for the previous one, transform, announce, send.
+void Coupling::act(double a) {
+  const double t0 = MPI_Wtime();
+  complete_previous();
+  auto fields = remap_fields();
+  std::copy(pending.begin(), pending.end(), sbuf.begin());
+  if (cfg->checkin) check("CHECKIN", sbuf, n_src, src_comm, a);
+  if (cfg->blasold)
+    for (double& x : sbuf) x = cfg->blasold->scale * x + cfg->blasold->add;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  header.assign(1, a);
+  if (conserv) {
+    std::vector<std::span<const double>> s;
+    for (const RemapField& f : fields) s.push_back(f.src);
+    const std::vector<double> ss = conserv->source_integrals(s, src_comm);
+    header.insert(header.end(), ss.begin(), ss.end());
+  }
+  if (rank == src_root) {
+    header_reqs.assign(dst_ranks.size(), MPI_REQUEST_NULL);
+    for (std::size_t i = 0; i < dst_ranks.size(); ++i)
+      check_mpi(MPI_Isend(header.data(), static_cast<int>(header.size()), MPI_DOUBLE, dst_ranks[i], kHeaderTag, comm,
+                          &header_reqs[i]),
+                "MPI_Isend");
+    awaiting_ack = true;
+    last_sent = a;
+  }
+  const double t1 = MPI_Wtime();
+  remap->start(fields);
+  in_flight = true;
+  in_flight_time = a;
+  src_timers.remap_s += MPI_Wtime() - t1;
+  src_timers.exchanges += 1;
+  src_timers.wait_s += t1 - t0;
+}
+
+// Before the next action: the target must have received the previous one.
+void Coupling::complete_previous() {
+  if (in_flight && is_dst)
+    throw Error("put for the coupling time " + time_str(action_time) + " before the get of the coupling time " +
+                    time_str(in_flight_time) + " on this rank",
+                "component " + src_comp + ", " + label,
+                "on ranks that both put and get a coupling, get each coupling time before putting the next");
+  if (awaiting_ack) {  // the source root: the target root has received the previous action
+    MPI_Request req = MPI_REQUEST_NULL;
+    double got = 0;
+    check_mpi(MPI_Irecv(&got, 1, MPI_DOUBLE, dst_root, kAckTag, comm, &req), "MPI_Irecv");
+    if (!wait_bounded(req, timeout))
+      throw Error("put of " + join(cfg->src_fields) + " for the coupling time " + time_str(action_time) + " waited " +
+                      time_str(timeout) + " s for component " + dst_comp + " to get the coupling time " +
+                      time_str(in_flight_time) + " (" + join(cfg->dst_fields) + "); " + dst_comp + " last got it " +
+                      (last_ack > -1e299 ? "at t=" + time_str(last_ack) : "never"),
+                  "component " + src_comp + ", " + label,
+                  "check that " + dst_comp + " gets the field at every coupling time and does not wait for " + src_comp +
+                      " (deadlock); the time-out is `timeout` in the configuration or ESTUARY_COUPLE_TIMEOUT");
+    awaiting_ack = false;
+    if (got != last_sent)
+      throw Error(dst_comp + " acknowledged the coupling time " + time_str(got) + ", expected " + time_str(last_sent),
+                  "component " + src_comp + ", " + label, "both components must use the same period and lag");
+    last_ack = got;
+  }
+  if (!header_reqs.empty()) {
+    check_mpi(MPI_Waitall(static_cast<int>(header_reqs.size()), header_reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    header_reqs.clear();
+  }
+  if (in_flight) {
+    remap->finish(remap_fields());
+    in_flight = false;
+  }
+}
+
+Info Coupling::get(int k, double t, std::span<double> values) {
+  const auto kk = static_cast<std::size_t>(k);
+  const std::string& name = cfg->dst_fields[kk];
+  const auto [first, nb] = slot(bundle, k);
+  const i64 n = n_dst;
+  if (static_cast<i64>(values.size()) != nb * n)
+    throw Error("get of " + name + " passes " + std::to_string(values.size()) + " values, the partition holds " +
+                    std::to_string(n) + " points" + (nb > 1 ? " x bundle " + std::to_string(nb) : ""),
+                "component " + dst_comp + ", " + world_rank_label(), "pass one value per local point and bundle member");
+  if (t <= last_get[kk])
+    throw Error("get of " + name + " at t=" + time_str(t) +
+                    (t == last_get[kk] ? " called twice" : " after a get at t=" + time_str(last_get[kk])),
+                "component " + dst_comp + ", " + label, "get each field once per time, times increasing");
+  last_get[kk] = t;
+  if (t < 0 || t >= setup->runtime || !is_multiple(t, cfg->period)) return Info::ok;
+  const bool out = cfg->status == FieldStatus::expout;
+  Info info = Info::recvd;
+  if (!have_received || received_time != t) {
+    if (cfg->status == FieldStatus::input) read_input(t);
+    else receive(t);
+  }
+  if (cfg->status == FieldStatus::input) {
+    info = Info::input;
+  } else {
+    info = t - cfg->lag < 0 ? (out ? Info::fromrestout : Info::fromrest) : (out ? Info::recvout : Info::recvd);
+  }
+  if (delivered[kk])
+    throw Error("get of " + name + " at t=" + time_str(t) + " called twice", "component " + dst_comp + ", " + label);
+  delivered[kk] = 1;
+  std::copy(rbuf.begin() + first * n, rbuf.begin() + (first + nb) * n, values.begin());
+  return info;
+}
+
+void Coupling::receive(double t) {
+  const double t0 = MPI_Wtime();
+  MPI_Request req = MPI_REQUEST_NULL;
+  std::vector<double> h(1 + (conserv ? static_cast<std::size_t>(nvalues) : 0));
+  check_mpi(MPI_Irecv(h.data(), static_cast<int>(h.size()), MPI_DOUBLE, src_root, kHeaderTag, comm, &req), "MPI_Irecv");
+  if (!wait_bounded(req, timeout))
+    throw Error("get of " + join(cfg->dst_fields) + " at t=" + time_str(t) + " waited " + time_str(timeout) +
+                    " s for component " + src_comp + " to put " + join(cfg->src_fields) +
+                    (cfg->lag != 0 ? " at t=" + time_str(t - cfg->lag) + " (lag " + time_str(cfg->lag) + ")" : "") +
+                    "; " + src_comp + " last put it " +
+                    (last_header > -1e299 ? "for t=" + time_str(last_header) : "never"),
+                "component " + dst_comp + ", " + label,
+                "check that " + src_comp + " puts the field at every coupling time and does not wait for " + dst_comp +
+                    " (deadlock); the time-out is `timeout` in the configuration or ESTUARY_COUPLE_TIMEOUT");
+  last_header = h[0];
+  if (h[0] != t)
+    throw Error(src_comp + " sent " + join(cfg->src_fields) + " for the coupling time " + time_str(h[0]) + ", " +
+                    dst_comp + " gets it for " + time_str(t),
+                "component " + dst_comp + ", " + label,
+                "both sides must use the same coupling period and lag, and get every coupling time");
+  const double t1 = MPI_Wtime();
+  auto fields = remap_fields();
+  remap->finish(fields);
+  if (is_src) in_flight = false;  // this rank's own sends completed with it
+  const double t2 = MPI_Wtime();
+  if (conserv) {
+    std::vector<std::span<double>> d;
+    for (const RemapField& f : fields) d.push_back(f.dst);
+    last_ss.assign(h.begin() + 1, h.end());
+    conserv->correct(cfg->conserv->mode, last_ss, d, dst_comm);
+  }
+  if (cfg->blasnew)
+    for (double& x : rbuf) x = cfg->blasnew->scale * x + cfg->blasnew->add;
+  if (cfg->checkout) check("CHECKOUT", rbuf, n_dst, dst_comm, t);
+  if (cfg->status == FieldStatus::expout) write_output(false, t, rbuf);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == dst_root) {
+    if (ack_req != MPI_REQUEST_NULL) check_mpi(MPI_Wait(&ack_req, MPI_STATUS_IGNORE), "MPI_Wait");
+    ack_value = t;
+    check_mpi(MPI_Isend(&ack_value, 1, MPI_DOUBLE, src_root, kAckTag, comm, &ack_req), "MPI_Isend");
+  }
+  received_time = t;
+  have_received = true;
+  std::fill(delivered.begin(), delivered.end(), 0);
+  dst_timers.wait_s += t1 - t0;
+  dst_timers.remap_s += t2 - t1;
+  dst_timers.exchanges += 1;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ":") + n;
+  return s;
+}
+
+// CHECKIN/CHECKOUT: global minimum, maximum and sum of each value field, to the log.
+void Coupling::check(const char* what, const std::vector<double>& v, i64 n, MPI_Comm side, double t) {
+  const std::size_t nv = static_cast<std::size_t>(nvalues);
+  std::vector<double> mn(nv, std::numeric_limits<double>::infinity()), mx(nv, -std::numeric_limits<double>::infinity()),
+      sm(nv, 0.0);
+  for (std::size_t f = 0; f < nv; ++f)
+    for (i64 i = 0; i < n; ++i) {
+      const double x = v[f * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)];
+      mn[f] = std::min(mn[f], x);
+      mx[f] = std::max(mx[f], x);
+      sm[f] += x;
+    }
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, mn.data(), static_cast<int>(nv), MPI_DOUBLE, MPI_MIN, side), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, mx.data(), static_cast<int>(nv), MPI_DOUBLE, MPI_MAX, side), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, sm.data(), static_cast<int>(nv), MPI_DOUBLE, MPI_SUM, side), "MPI_Allreduce");
+  int r = 0;
+  MPI_Comm_rank(side, &r);
+  if (r != 0 || log_path.empty()) return;
+  if (std::FILE* f = std::fopen(log_path.c_str(), "a")) {
+    for (std::size_t k = 0; k < nv; ++k)
+      std::fprintf(f, "%s %s t=%s value %zu: min %.17g max %.17g sum %.17g\n", what, label.c_str(), time_str(t).c_str(),
+                   k, mn[k], mx[k], sm[k]);
+    std::fclose(f);
+  }
+}
+
+std::vector<std::string> value_names(const std::vector<std::string>& fields, const std::vector<int>& bundle) {
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < fields.size(); ++k)
+    for (int b = 0; b < bundle[k]; ++b) out.push_back(bundle[k] == 1 ? fields[k] : fields[k] + "_" + std::to_string(b + 1));
+  return out;
+}
+
+// OUTPUT/EXPOUT: the side's values gathered on its root and appended to <field>_<component>.nc.
+void Coupling::write_output(bool source, double t, const std::vector<double>& values) {
+  const i64 n = source ? n_src : n_dst, global = source ? src_global : dst_global;
+  MPI_Comm side = source ? src_comm : dst_comm;
+  Redist& gather = *(source ? src_gather : dst_scatter);
+  int r = 0;
+  MPI_Comm_rank(side, &r);
+  const i64 mine = r == 0 ? global : 0;
+  std::vector<double> all(static_cast<std::size_t>(nvalues * mine));
+  std::vector<Field> moves;
+  for (int v = 0; v < nvalues; ++v)
+    moves.emplace_back(Type::f64, values.data() + v * n, n, all.data() + v * mine, mine);
+  if (source) gather.run(moves);
+  else {
+    // dst_scatter goes root -> points; the way back is the same plan reversed: a one-off Redist.
+    Redist back(dst_decomp, r == 0 ? Decomp::stripes(global, {{0, global, 1}}) : Decomp::empty(global), side);
+    back.run(moves);
+  }
+  if (r != 0) return;
+  const std::vector<std::string>& names = source ? cfg->src_fields : cfg->dst_fields;
+  const std::string comp = source ? src_comp : dst_comp;
+  const std::string path = (directory.empty() ? "" : directory + "/") + join(names) + "_" + comp + ".nc";
+  append_records(path, value_names(names, bundle), t, all, global, source ? src_dims : dst_dims);
+}
+
+// INPUT: the target side's root reads the record of time t and scatters it.
+void Coupling::read_input(double t) {
+  int r = 0;
+  MPI_Comm_rank(dst_comm, &r);
+  const i64 mine = r == 0 ? dst_global : 0;
+  std::vector<double> all;
+  std::string fault;
+  if (r == 0) {
+    try {
+      const std::string path = (directory.empty() || cfg->input_file.starts_with("/") ? "" : directory + "/") + cfg->input_file;
+      read_records(path, value_names(cfg->dst_fields, bundle), t, all, dst_global);
+    } catch (const Error& e) {
+      fault = e.what();
+    }
+  }
+  agree(dst_comm, [&] {
+    if (!fault.empty()) throw Error(fault, "component " + dst_comp + ", " + label);
+  });
+  rbuf.resize(static_cast<std::size_t>(nvalues * n_dst));
+  std::vector<Field> moves;
+  for (int v = 0; v < nvalues; ++v)
+    moves.emplace_back(Type::f64, all.data() + v * mine, mine, rbuf.data() + v * n_dst, n_dst);
+  dst_scatter->run(moves);
+  received_time = t;
+  have_received = true;
+  std::fill(delivered.begin(), delivered.end(), 0);
+}
+
+void Coupling::send_initial(const std::vector<double>& record) {
+  pending = record;
+  pending.resize(static_cast<std::size_t>(nvalues * n_src), 0.0);
+  action_time = 0;
+  act(0);
+}
+
+void Coupling::finish_all() {
+  if (in_flight && is_dst)
+    throw Error("the coupling time " + time_str(in_flight_time) + " was put but never got on this rank",
+                "component " + dst_comp + ", " + label, "get every coupling time before terminate");
+  complete_previous();
+  if (ack_req != MPI_REQUEST_NULL) check_mpi(MPI_Wait(&ack_req, MPI_STATUS_IGNORE), "MPI_Wait");
+}
+
+}  // namespace estuary::detail

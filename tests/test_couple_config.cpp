@@ -1,0 +1,505 @@
+// The coupler's configuration readers: a namcouple written as OASIS users write them and its
+// YAML equivalent give the same CouplingSetup with the values the files say; malformed files
+// fail with the file, the exact line and what was expected there.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "estuary/couple_config.hpp"
+#include "estuary/error.hpp"
+
+namespace fs = std::filesystem;
+using namespace estuary;
+
+namespace {
+
+const std::string kData = ESTUARY_CONFIG_DATA;
+
+// A fresh directory per test for the files the tests write.
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    unsetenv("ESTUARY_COUPLE_TIMEOUT");  // the readers apply it; tests set it themselves
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("estuary_config_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    unsetenv("ESTUARY_COUPLE_TIMEOUT");
+    fs::remove_all(dir_);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = (dir_ / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  fs::path dir_;
+};
+
+// Runs `read` on `path` and checks the Error: the place is exactly `where` and the message
+// says `expected`.
+template <class Read>
+void expect_error(Read read, const std::string& path, const std::string& where,
+                  const std::string& expected) {
+  try {
+    read(path);
+    ADD_FAILURE() << "no error for " << path << " (expected: " << expected << ")";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where(), where) << e.what();
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
+        << "message: " << e.what() << "\nshould contain: " << expected;
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ConfigTest, NamcoupleAndYamlGiveTheSameSetup) {
+  const CouplingSetup nam = read_namcouple(kData + "/namcouple");
+  const CouplingSetup yml = read_coupling_yaml(kData + "/couple.yaml");
+  ASSERT_EQ(nam.couplings.size(), 8u);
+  ASSERT_EQ(yml.couplings.size(), 8u);
+  for (std::size_t i = 0; i < nam.couplings.size(); ++i)
+    EXPECT_TRUE(nam.couplings[i] == yml.couplings[i])
+        << "coupling " << i << ": " << nam.couplings[i].origin << " vs "
+        << yml.couplings[i].origin;
+  EXPECT_TRUE(nam == yml);
+  EXPECT_EQ(nam.path, kData + "/namcouple");
+  EXPECT_EQ(yml.path, kData + "/couple.yaml");
+}
+
+TEST_F(ConfigTest, NamcoupleValuesAreWhatTheFileSays) {
+  const CouplingSetup s = read_namcouple(kData + "/namcouple");
+  EXPECT_EQ(s.runtime, 86400.0);
+  EXPECT_EQ(s.log_level, 1);
+  EXPECT_TRUE(s.no_restart);
+  EXPECT_EQ(s.map_decomposition, "decomp_wghtfile");
+  EXPECT_EQ(s.weight_option, "abort_on_bad_index");
+  EXPECT_EQ(s.timeout, 600.0);
+  ASSERT_EQ(s.couplings.size(), 8u);
+
+  // 1: multi-field EXPOUT with sizes, LAG, SEQ, MAPPING dst opt, CONSERV reprosum, BLASNEW.
+  const CouplingConfig& c1 = s.couplings[0];
+  EXPECT_EQ(c1.origin, kData + "/namcouple:50");
+  EXPECT_EQ(c1.src_fields, (std::vector<std::string>{"O_SSTSST", "O_SSSSSS"}));
+  EXPECT_EQ(c1.dst_fields, (std::vector<std::string>{"A_SST", "A_SSS"}));
+  EXPECT_EQ(c1.period, 3600.0);
+  EXPECT_EQ(c1.lag, 1200.0);
+  EXPECT_EQ(c1.seq, 1);
+  EXPECT_EQ(c1.status, FieldStatus::expout);
+  EXPECT_EQ(c1.restart_file, "sstoc.nc");
+  EXPECT_EQ(c1.src_grid, (GridRef{"torc", 182, 149, Periodicity::periodic, 2}));
+  EXPECT_EQ(c1.dst_grid, (GridRef{"lmdz", 96, 72, Periodicity::periodic, 0}));
+  EXPECT_EQ(c1.transforms,
+            (std::vector<std::string>{"LOCTRANS", "MAPPING", "CONSERV", "BLASNEW"}));
+  EXPECT_EQ(c1.loctrans, LocTrans::average);
+  ASSERT_TRUE(c1.mapping);
+  EXPECT_EQ(c1.mapping->file, "rmp_torc_to_lmdz_DISTWGT.nc");
+  EXPECT_EQ(c1.mapping->location, RemapLocation::dst);
+  EXPECT_EQ(c1.mapping->order, RemapOrder::sum);
+  ASSERT_TRUE(c1.conserv);
+  EXPECT_EQ(c1.conserv->mode, ConservMode::global);
+  EXPECT_EQ(c1.conserv->method, SumMethod::reprosum);
+  ASSERT_TRUE(c1.blasnew);
+  EXPECT_EQ(c1.blasnew->scale, 2.0);
+  EXPECT_EQ(c1.blasnew->add, -273.15);
+  EXPECT_FALSE(c1.blasold);
+  EXPECT_FALSE(c1.scripr);
+  EXPECT_FALSE(c1.checkin);
+
+  // 2: grid names only, negative real lag, BLASOLD terms summed, DISTWGT, GLBPOS opt.
+  const CouplingConfig& c2 = s.couplings[1];
+  EXPECT_EQ(c2.status, FieldStatus::exported);
+  EXPECT_EQ(c2.period, 3600.0);
+  EXPECT_EQ(c2.lag, -1200.5);
+  EXPECT_EQ(c2.seq, 2);
+  EXPECT_EQ(c2.src_grid, (GridRef{"lmdz", 0, 0, Periodicity::periodic, 0}));
+  EXPECT_EQ(c2.dst_grid, (GridRef{"torc", 0, 0, Periodicity::periodic, 2}));
+  EXPECT_EQ(c2.loctrans, LocTrans::accumul);
+  EXPECT_TRUE(c2.checkin);
+  EXPECT_FALSE(c2.checkout);
+  ASSERT_TRUE(c2.blasold);
+  EXPECT_EQ(c2.blasold->scale, 0.5);
+  EXPECT_EQ(c2.blasold->add, 1.25);
+  ASSERT_TRUE(c2.scripr);
+  EXPECT_EQ(c2.scripr->method, "DISTWGT");
+  EXPECT_EQ(c2.scripr->grid_type, "LR");
+  EXPECT_EQ(c2.scripr->field_type, "SCALAR");
+  EXPECT_EQ(c2.scripr->restriction, "LATLON");
+  EXPECT_EQ(c2.scripr->bins, 1);
+  EXPECT_EQ(c2.scripr->neighbors, 4);
+  ASSERT_TRUE(c2.conserv);
+  EXPECT_EQ(c2.conserv->mode, ConservMode::glbpos);
+  EXPECT_EQ(c2.conserv->method, SumMethod::lsum8);  // OASIS's opt
+  EXPECT_FALSE(c2.mapping);
+
+  // 3: IGNORED read as EXPORTED; BILINEAR; BLASNEW without terms; CHECKOUT.
+  const CouplingConfig& c3 = s.couplings[2];
+  EXPECT_EQ(c3.status, FieldStatus::exported);
+  EXPECT_EQ(c3.period, 7200.0);
+  EXPECT_EQ(c3.lag, 0.0);
+  ASSERT_TRUE(c3.scripr);
+  EXPECT_EQ(c3.scripr->method, "BILINEAR");
+  ASSERT_TRUE(c3.blasnew);
+  EXPECT_EQ(c3.blasnew->scale, 1.5);
+  EXPECT_EQ(c3.blasnew->add, 0.0);
+  EXPECT_TRUE(c3.checkout);
+
+  // 4: IGNOUT read as EXPOUT, without line 3 (regional, no overlap); SCRIPR CONSERV.
+  const CouplingConfig& c4 = s.couplings[3];
+  EXPECT_EQ(c4.status, FieldStatus::expout);
+  EXPECT_EQ(c4.seq, 3);
+  EXPECT_EQ(c4.src_grid, (GridRef{"lmdz", 0, 0, Periodicity::regional, 0}));
+  EXPECT_EQ(c4.loctrans, LocTrans::t_max);
+  ASSERT_TRUE(c4.scripr);
+  EXPECT_EQ(c4.scripr->method, "CONSERV");
+  EXPECT_EQ(c4.scripr->normalization, "FRACNNEI");
+  EXPECT_EQ(c4.scripr->order, "FIRST");
+
+  // 5: INPUT: the file, no grids, no transformations.
+  const CouplingConfig& c5 = s.couplings[4];
+  EXPECT_EQ(c5.status, FieldStatus::input);
+  EXPECT_EQ(c5.input_file, "runoff.nc");
+  EXPECT_EQ(c5.restart_file, "");
+  EXPECT_EQ(c5.period, 86400.0);
+  EXPECT_TRUE(c5.transforms.empty());
+  EXPECT_EQ(c5.src_grid.name, "");
+
+  // 6: OUTPUT, short form: no restart file; line 2 with grid names.
+  const CouplingConfig& c6 = s.couplings[5];
+  EXPECT_EQ(c6.status, FieldStatus::output);
+  EXPECT_EQ(c6.restart_file, "");
+  EXPECT_EQ(c6.period, 1800.0);
+  EXPECT_EQ(c6.src_grid.name, "lmdz");
+  EXPECT_EQ(c6.dst_grid.name, "lmdz");
+  EXPECT_EQ(c6.loctrans, LocTrans::t_min);
+
+  // 7: OUTPUT with a restart file and period ONCE = $RUNTIME.
+  const CouplingConfig& c7 = s.couplings[6];
+  EXPECT_EQ(c7.status, FieldStatus::output);
+  EXPECT_EQ(c7.restart_file, "ice.nc");
+  EXPECT_EQ(c7.period, 86400.0);
+  EXPECT_EQ(c7.loctrans, LocTrans::instant);
+
+  // 8: MAPPING with OASIS's defaults (src, bfb); R 0 R 0.
+  const CouplingConfig& c8 = s.couplings[7];
+  ASSERT_TRUE(c8.mapping);
+  EXPECT_EQ(c8.mapping->file, "rmp_lmdz_to_torc.nc");
+  EXPECT_EQ(c8.mapping->location, RemapLocation::src);
+  EXPECT_EQ(c8.mapping->order, RemapOrder::bfb);
+  EXPECT_EQ(c8.src_grid.periodicity, Periodicity::regional);
+  EXPECT_FALSE(c8.loctrans);
+}
+
+TEST_F(ConfigTest, NamcoupleNotesObsoleteBlocksAndOldStatuses) {
+  const CouplingSetup s = read_namcouple(kData + "/namcouple");
+  auto noted = [&](const std::string& text) {
+    for (const std::string& n : s.notes)
+      if (n.find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(noted("$SEQMODE")) << ::testing::PrintToString(s.notes);
+  EXPECT_TRUE(noted("$CHANNEL"));
+  EXPECT_TRUE(noted("$JOBNAME"));
+  EXPECT_TRUE(noted("IGNORED read as EXPORTED"));
+  EXPECT_TRUE(noted("IGNOUT read as EXPOUT"));
+  EXPECT_FALSE(noted("$NFIELDS"));  // 8 entries, as $NFIELDS says
+}
+
+TEST_F(ConfigTest, YamlComponentsTimeoutAndDefaults) {
+  const std::string p = write("c.yaml", R"(runtime: 7200.5
+timeout: 60
+couplings:
+  - source: {component: ocn, field: SST, grid: torc}
+    target: {component: atm, fields: [ASST], grid: lmdz}
+    period: 1800
+    transforms:
+      - conserv: basbal
+      - mapping: {file: w.nc, order: opt}
+)");
+  const CouplingSetup s = read_coupling_yaml(p);
+  EXPECT_EQ(s.runtime, 7200.5);
+  EXPECT_EQ(s.timeout, 60.0);
+  EXPECT_EQ(s.log_level, 0);
+  EXPECT_FALSE(s.no_restart);
+  ASSERT_EQ(s.couplings.size(), 1u);
+  const CouplingConfig& c = s.couplings[0];
+  EXPECT_EQ(c.src_component, "ocn");
+  EXPECT_EQ(c.dst_component, "atm");
+  EXPECT_EQ(c.src_fields, std::vector<std::string>{"SST"});
+  EXPECT_EQ(c.dst_fields, std::vector<std::string>{"ASST"});
+  EXPECT_EQ(c.status, FieldStatus::exported);
+  EXPECT_EQ(c.lag, 0.0);
+  EXPECT_EQ(c.origin, p + ":4");
+  EXPECT_EQ(c.transforms, (std::vector<std::string>{"CONSERV", "MAPPING"}));
+  ASSERT_TRUE(c.conserv);
+  EXPECT_EQ(c.conserv->mode, ConservMode::basbal);
+  EXPECT_EQ(c.conserv->method, SumMethod::gather);  // OASIS's default, bfb
+  ASSERT_TRUE(c.mapping);
+  EXPECT_EQ(c.mapping->location, RemapLocation::src);
+  EXPECT_EQ(c.mapping->order, RemapOrder::sum);
+}
+
+TEST_F(ConfigTest, EnvironmentOverridesTheTimeout) {
+  setenv("ESTUARY_COUPLE_TIMEOUT", "2.5", 1);
+  EXPECT_EQ(read_namcouple(kData + "/namcouple").timeout, 2.5);
+  EXPECT_EQ(read_coupling_yaml(kData + "/couple.yaml").timeout, 2.5);
+  setenv("ESTUARY_COUPLE_TIMEOUT", "soon", 1);
+  EXPECT_THROW(read_namcouple(kData + "/namcouple"), Error);
+}
+
+TEST_F(ConfigTest, ReadCouplingConfigPicksTheFormat) {
+  auto copy = [&](const std::string& from, const std::string& to) {
+    std::ifstream in(kData + "/" + from);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return write(to, text);
+  };
+  const CouplingSetup ref = read_namcouple(kData + "/namcouple");
+  EXPECT_TRUE(read_coupling_config(copy("namcouple", "namcouple.txt")) == ref);
+  EXPECT_TRUE(read_coupling_config(copy("couple.yaml", "setup.YML")) == ref);
+  EXPECT_TRUE(read_coupling_config(copy("couple.yaml", "setup")) == ref);  // sniffed: no $
+  // A namcouple named .yaml is read as YAML, and fails as such.
+  EXPECT_THROW(read_coupling_config(copy("namcouple", "wrong.yaml")), Error);
+}
+
+TEST_F(ConfigTest, EqualityIgnoresOnlyPlaceAndNotes) {
+  const CouplingSetup a = read_namcouple(kData + "/namcouple");
+  CouplingSetup b = read_coupling_yaml(kData + "/couple.yaml");
+  ASSERT_TRUE(a == b);
+  b.notes.push_back("x");
+  b.path = "elsewhere";
+  b.couplings[0].origin = "elsewhere:1";
+  EXPECT_TRUE(a == b);
+  CouplingSetup c = b;
+  c.couplings[1].lag = 0;
+  EXPECT_FALSE(a == c);
+  c = b;
+  c.couplings[0].src_component = "ocn";
+  EXPECT_FALSE(a == c);
+  c = b;
+  c.couplings[1].blasold->add += 1e-12;
+  EXPECT_FALSE(a == c);
+  c = b;
+  c.timeout = 1;
+  EXPECT_FALSE(a == c);
+  c = b;
+  c.couplings[2].transforms.push_back("CHECKIN");
+  EXPECT_FALSE(a == c);
+}
+
+TEST_F(ConfigTest, Names) {
+  EXPECT_STREQ(name_of(FieldStatus::exported), "EXPORTED");
+  EXPECT_STREQ(name_of(FieldStatus::expout), "EXPOUT");
+  EXPECT_STREQ(name_of(FieldStatus::input), "INPUT");
+  EXPECT_STREQ(name_of(FieldStatus::output), "OUTPUT");
+  EXPECT_STREQ(name_of(LocTrans::instant), "INSTANT");
+  EXPECT_STREQ(name_of(LocTrans::accumul), "ACCUMUL");
+  EXPECT_STREQ(name_of(LocTrans::average), "AVERAGE");
+  EXPECT_STREQ(name_of(LocTrans::t_min), "T_MIN");
+  EXPECT_STREQ(name_of(LocTrans::t_max), "T_MAX");
+}
+
+// ---- malformed namcouple files ----
+
+// Lines 1-8; the $STRINGS entry starts at line 9.
+const std::string kHead =
+    "# malformed variants\n"  // 1
+    " $NFIELDS\n"             // 2
+    "   2\n"                  // 3
+    " $END\n"                 // 4
+    " $RUNTIME\n"             // 5
+    "   86400\n"              // 6
+    " $END\n"                 // 7
+    " $STRINGS\n";            // 8
+const std::vector<std::string> kEntry = {
+    "A B 1 3600 2 r.nc EXPORTED",  // 9
+    "10 10 20 20 ga gb LAG=60",    // 10
+    "P 0 R 0",                     // 11
+    "LOCTRANS MAPPING",            // 12
+    "AVERAGE",                     // 13
+    "w.nc src bfb",                // 14
+};
+
+// kHead, then kEntry with the given lines (9..14) replaced, then $END (line 15).
+std::string with_entry_lines(const std::map<int, std::string>& replaced) {
+  std::string s = kHead;
+  for (std::size_t k = 0; k < kEntry.size(); ++k) {
+    const auto r = replaced.find(static_cast<int>(k) + 9);
+    s += (r == replaced.end() ? kEntry[k] : r->second) + "\n";
+  }
+  return s + " $END\n";
+}
+std::string with_entry_line(int line, const std::string& text) {
+  return with_entry_lines({{line, text}});
+}
+
+TEST_F(ConfigTest, MalformedBaseIsWellFormed) {
+  const CouplingSetup s = read_namcouple(write("namcouple", with_entry_lines({})));
+  ASSERT_EQ(s.couplings.size(), 1u);
+  EXPECT_EQ(s.couplings[0].lag, 60.0);
+  EXPECT_EQ(s.couplings[0].dst_grid.periodicity, Periodicity::regional);
+  EXPECT_EQ(s.couplings[0].mapping->file, "w.nc");
+}
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  int line;
+  const char* expected;
+};
+
+TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
+  const std::vector<BadCase> cases = {
+      {"unknown_block", "$NFIELDS\n 1\n$END\n$FOOBAR\n 3\n$END\n", 4, "unknown block $FOOBAR"},
+      {"no_runtime", "# only fields\n $NFIELDS\n 0\n $END\n $STRINGS\n $END\n", 6,
+       "no $RUNTIME block"},
+      {"runtime_not_number", kHead.substr(0, kHead.find("   86400")) + "   one day\n $END\n", 6,
+       "$RUNTIME: expected the run length in seconds"},
+      {"text_outside_block", "86400\n" + kHead, 1, "outside a $ block"},
+      {"runtime_without_end", " $RUNTIME\n 86400\n $STRINGS\n $END\n", 3,
+       "expected $END to close the $RUNTIME block of line 1"},
+      {"zero_period", with_entry_line(9, "A B 1 0 2 r.nc EXPORTED"), 9,
+       "coupling period 0 is not positive"},
+      {"period_not_number", with_entry_line(9, "A B 1 1h 2 r.nc EXPORTED"), 9,
+       "expected the coupling period in seconds"},
+      {"field_number_not_integer", with_entry_line(9, "A B one 3600 2 r.nc EXPORTED"), 9,
+       "the field number (obsolete, usually 1)"},
+      {"colon_lists_differ", with_entry_line(9, "A1:A2 B1 1 3600 2 r.nc EXPORTED"), 9,
+       "2 source field(s) but 1 target field(s)"},
+      {"empty_name_in_colon_list", with_entry_line(9, "A1::A2 B1:B2:B3 1 3600 2 r.nc EXPORTED"),
+       9, "empty field name in the colon list 'A1::A2'"},
+      {"unknown_status", with_entry_line(9, "A B 1 3600 2 r.nc EXPORTD"), 9,
+       "unknown field status 'EXPORTD'"},
+      {"line1_too_short", with_entry_line(9, "A B 1 3600 2 EXPORTED"), 9,
+       "expected 'SRC DST 1 period ntrans restart.nc STATUS', found 6 words"},
+      {"exported_without_transforms", with_entry_line(9, "A B 1 3600 0 r.nc EXPORTED"), 9,
+       "EXPORTED needs at least one transformation"},
+      {"input_with_transforms", kHead + "A B 1 3600 1 in.nc INPUT\n $END\n", 9,
+       "an INPUT entry has no transformations"},
+      {"line2_too_short", with_entry_line(10, "10 10 20 ga gb"), 10,
+       "expected line 2 'nx_src ny_src nx_dst ny_dst srcgrid dstgrid [LAG=t] [SEQ=n]'"},
+      {"grid_size_not_integer", with_entry_line(10, "10 ten 20 20 ga gb"), 10,
+       "expected a grid size (an integer), found 'ten'"},
+      {"lag_not_number", with_entry_line(10, "10 10 20 20 ga gb LAG=soon"), 10,
+       "expected LAG=seconds, found 'soon'"},
+      {"unknown_line2_option", with_entry_line(10, "ga gb LAG=60 FOO=1"), 10,
+       "unexpected 'FOO=1'"},
+      {"bad_line3", with_entry_line(11, "X 0 R 0"), 11,
+       "expected line 3 'P|R overlap P|R overlap'"},
+      {"ntrans_mismatch", with_entry_line(12, "LOCTRANS"), 12,
+       "expected 2 transformation name(s) (line 9 says 2), found 1"},
+      {"transform_twice", with_entry_line(12, "MAPPING MAPPING"), 12,
+       "transformation MAPPING listed twice"},
+      {"unknown_transform", with_entry_line(12, "LOCTRANS REMAP"), 12,
+       "unknown transformation 'REMAP'"},
+      {"obsolete_transform", with_entry_line(12, "LOCTRANS INTERP"), 12,
+       "transformation INTERP is obsolete"},
+      {"bad_loctrans", with_entry_line(13, "MEAN"), 13, "expected one LOCTRANS operation"},
+      {"bad_mapping_option", with_entry_line(14, "w.nc both"), 14,
+       "unexpected 'both' in the MAPPING line"},
+      {"mapping_option_twice", with_entry_line(14, "w.nc src dst"), 14,
+       "unexpected 'dst' in the MAPPING line"},
+      {"bicubic", with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "BICUBIC LR SCALAR LATLON 1"}}),
+       14, "estuary does not generate SCRIPR BICUBIC weights"},
+      {"distwgt_without_neighbours",
+       with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "DISTWGT LR SCALAR LATLON 1"}}), 14,
+       "expected the SCRIPR line 'DISTWGT LR SCALAR LATLON bins neighbours', found 5 words"},
+      {"bad_conserv_method", with_entry_lines({{12, "LOCTRANS CONSERV"}, {14, "GLOBAL fast"}}),
+       14, "unknown CONSERV sum method 'fast'"},
+      {"blas_term_not_constant",
+       kHead + "A B 1 3600 1 r.nc EXPORTED\nga gb\nP 0 P 0\nBLASOLD\n1.0 2\nCONSTANT 1\n"
+               "O_SST 1.0\n $END\n",
+       15, "BLASOLD term 'O_SST' is not supported"},
+      {"output_with_mapping", kHead + "A A 1 3600 1 OUTPUT\nga ga\nMAPPING\nw.nc\n $END\n", 9,
+       "an OUTPUT field takes only LOCTRANS, not MAPPING"},
+      {"end_inside_entry", kHead + kEntry[0] + "\n" + kEntry[1] + "\n" + kEntry[2] + "\n" +
+                               kEntry[3] + "\n" + kEntry[4] + "\n $END\n",
+       14, "the $STRINGS entry of line 9 is incomplete: expected the MAPPING line"},
+      {"eof_inside_entry", kHead + kEntry[0] + "\n" + kEntry[1] + "\n# comment\n\n", 12,
+       "end of file inside the $STRINGS entry of line 9; expected line 3"},
+      {"more_entries_than_nfields",
+       " $NFIELDS\n 1\n $END\n $RUNTIME\n 10\n $END\n $STRINGS\n"
+       "A A 1 5 0 a.nc INPUT\nB B 1 5 0 b.nc INPUT\n $END\n",
+       9, "more $STRINGS entries than $NFIELDS (1, line 2) allows"},
+      {"block_twice", kHead + " $END\n $RUNTIME\n 5\n $END\n", 10,
+       "$RUNTIME given twice (first at line 5)"},
+      {"bad_nnorest", " $NNOREST\n maybe\n $END\n", 2, "$NNOREST: expected T or F"},
+  };
+  ASSERT_GE(cases.size(), 12u);
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string p = write(c.name, c.text);
+    expect_error(read_namcouple, p, "namcouple " + p + ":" + std::to_string(c.line), c.expected);
+  }
+}
+
+// ---- malformed YAML files ----
+
+const std::string kYaml =
+    "runtime: 86400\n"                          // 1
+    "couplings:\n"                              // 2
+    "  - source: {field: A, grid: ga}\n"        // 3
+    "    target: {field: B, grid: gb}\n"        // 4
+    "    period: 3600\n"                        // 5
+    "    transforms:\n"                         // 6
+    "      - loctrans: average\n"               // 7
+    "      - mapping: {file: w.nc, location: src}\n";  // 8
+
+std::string yaml_with(const std::string& from, const std::string& to) {
+  std::string s = kYaml;
+  const auto at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+TEST_F(ConfigTest, MalformedYamlNamesFileLineAndKey) {
+  ASSERT_EQ(read_coupling_yaml(write("base.yaml", kYaml)).couplings.size(), 1u);
+  const std::vector<BadCase> cases = {
+      {"unknown_top_key", "runtime: 5\nruntme: 6\ncouplings: []\n", 2, "unknown key 'runtme'"},
+      {"missing_runtime", "log_level: 1\ncouplings: []\n", 1, "missing required key 'runtime'"},
+      {"unknown_coupling_key", yaml_with("    period: 3600\n", "    period: 3600\n    perod: 1\n"),
+       6, "unknown key 'perod' in couplings[0]"},
+      {"missing_period", yaml_with("    period: 3600\n", ""), 3,
+       "missing required key 'period' in couplings[0]"},
+      {"period_not_number", yaml_with("period: 3600", "period: hourly"), 5,
+       "couplings[0].period must be a number, found 'hourly'"},
+      {"period_zero", yaml_with("period: 3600", "period: 0"), 3,
+       "couplings[0]: coupling period 0 is not positive"},
+      {"unknown_side_key", yaml_with("{field: A, grid: ga}", "{field: A, gird: ga}"), 3,
+       "unknown key 'gird' in couplings[0].source"},
+      {"field_and_fields", yaml_with("{field: A, grid: ga}", "{field: A, fields: [A], grid: ga}"),
+       3, "has both 'field' and 'fields'"},
+      {"fields_differ", yaml_with("{field: A, grid: ga}", "{fields: [A, C], grid: ga}"), 3,
+       "2 source field(s) but 1 target field(s)"},
+      {"bad_status", yaml_with("    period: 3600\n", "    period: 3600\n    status: sent\n"), 6,
+       "unknown couplings[0].status 'sent'"},
+      {"unknown_transform", yaml_with("- loctrans: average", "- regrid: average"), 7,
+       "unknown transformation 'regrid' in couplings[0].transforms[0]"},
+      {"transform_twice", yaml_with("- loctrans: average", "- mapping: x.nc"), 8,
+       "transformation mapping listed twice"},
+      {"bad_loctrans", yaml_with("loctrans: average", "loctrans: mean"), 7,
+       "unknown couplings[0].transforms[0].loctrans 'mean'"},
+      {"bad_mapping_key", yaml_with("location: src", "place: src"), 8,
+       "unknown key 'place' in couplings[0].transforms[1].mapping"},
+      {"bicubic", yaml_with("- loctrans: average", "- scripr: {method: bicubic}"), 7,
+       "estuary does not generate SCRIPR BICUBIC weights"},
+      {"blas_not_number", yaml_with("- loctrans: average", "- blasold: {scale: two}"), 7,
+       "couplings[0].transforms[0].blasold.scale must be a number, found 'two'"},
+      {"syntax_error", yaml_with("    period: 3600\n", "    period: [3600\n"), 6,
+       "YAML syntax error"},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string p = write(std::string(c.name) + ".yaml", c.text);
+    expect_error(read_coupling_yaml, p, p + ":" + std::to_string(c.line), c.expected);
+  }
+}
+
+}  // namespace
