@@ -19,8 +19,10 @@ build: setup
 test: build
 	cd $(BUILD) && ctest -LE slow --output-on-failure -j 2
 
+# The coupled toy: atmosphere (reduced Gaussian) and ocean (tripolar) on 2 ranks each; its log
+# and restart files stay in $(BUILD)/demo_run.
 demo: build
-	$(MPIRUN) -n 4 $(BUILD)/examples/redist_demo
+	$(MPIRUN) -n 4 $(BUILD)/examples/toy_atm_ocn $(BUILD)/demo_run
 
 bench: build
 	scripts/bench $(BUILD)

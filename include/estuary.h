@@ -20,6 +20,7 @@ enum est_status {
   EST_ERR_PLAN = 3,     /* missing or duplicated indices between decompositions */
   EST_ERR_EXCHANGE = 4, /* buffers or types that do not match the exchange */
   EST_ERR_MPI = 5,      /* an MPI call failed */
+  EST_ERR_COUPLE = 6,   /* coupler: configuration, definitions, put/get, time-out (message says) */
   EST_ERR_INTERNAL = 99
 };
 
@@ -84,6 +85,44 @@ int est_redist_schedule_stats(est_redist r, int* stages, int64_t* messages_sent,
                               int64_t* elements_sent, int64_t* messages_received,
                               int64_t* elements_received);
 int est_redist_free(est_redist* r);
+
+/* ---- Coupler (estuary::Component; the call sequence of OASIS3-MCT) ----
+ * est_comp_new (collective over world) -> est_comp_def_partition -> [est_comp_def_grid]
+ * -> est_comp_def_var -> est_comp_enddef (collective) -> est_comp_put / est_comp_get
+ * -> est_comp_terminate (collective) -> est_comp_free. */
+typedef struct est_comp_s* est_comp;
+
+/* OASIS3-MCT's info codes, same values. */
+typedef enum est_info {
+  EST_INFO_OK = 0, EST_INFO_RECVD = 3, EST_INFO_SENT = 4, EST_INFO_LOCTRANS = 5,
+  EST_INFO_TOREST = 6, EST_INFO_OUTPUT = 7, EST_INFO_SENTOUT = 8, EST_INFO_TORESTOUT = 9,
+  EST_INFO_FROMREST = 10, EST_INFO_INPUT = 11, EST_INFO_RECVOUT = 12, EST_INFO_FROMRESTOUT = 13
+} est_info;
+typedef enum est_direction { EST_IN = 0, EST_OUT = 1 } est_direction;
+
+/* config: YAML or namcouple path, NULL for the default ($ESTUARY_CONFIG, estuary.yaml,
+ * namcouple); directory: where files are read and written, NULL for the working directory. */
+int est_comp_new(const char* name, MPI_Comm world, const char* config, const char* directory, est_comp* out);
+int est_comp_comm(est_comp c, MPI_Comm* local);
+/* OASIS ig_paral array (0-based offsets): serial {0,0,n}, apple {1,off,len},
+ * box {2,off,nx,ny,global_nx}, orange {3,nseg,off1,len1,...}, points {4,n,i1,...}. */
+int est_comp_def_partition(est_comp c, const int64_t* ig_paral, int64_t len, int64_t global_size,
+                           const char* name, int* id);
+/* Any estuary decomposition. */
+int est_comp_def_partition_decomp(est_comp c, est_decomp d, const char* name, int* id);
+/* The grid at the partition's points: centres (degrees), ncorner corners per point (0: none;
+ * corner arrays point-major), mask (1 valid, 0 masked; NULL: all valid), area (NULL: from the
+ * corners). nx, ny: the grid's shape (ny = 1 for unstructured). */
+int est_comp_def_grid(est_comp c, const char* name, int partition, int64_t nx, int64_t ny, const double* lon,
+                      const double* lat, int ncorner, const double* corner_lon, const double* corner_lat,
+                      const int32_t* mask, const double* area);
+int est_comp_def_var(est_comp c, const char* name, int partition, est_direction direction, int bundle, int* id);
+int est_comp_enddef(est_comp c);
+/* n values: bundle x the partition's local size (member b at b * size + i). */
+int est_comp_put(est_comp c, int var, double time, const double* values, int64_t n, est_info* info);
+int est_comp_get(est_comp c, int var, double time, double* values, int64_t n, est_info* info);
+int est_comp_terminate(est_comp c);
+int est_comp_free(est_comp* c); /* sets *c to NULL; NULL is accepted; terminates if needed */
 
 #ifdef __cplusplus
 }

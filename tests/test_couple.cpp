@@ -25,8 +25,10 @@ struct Layout {
   int index = 0, count = 1;  // this rank's place among its side's ranks
 };
 
-Layout layout() {
-  const int r = world_rank(), p = world_size();
+Layout layout(MPI_Comm world = MPI_COMM_WORLD) {
+  int r = 0, p = 1;
+  MPI_Comm_rank(world, &r);
+  MPI_Comm_size(world, &p);
   Layout l;
   if (p == 1) return {true, true, "solo", 0, 1};
   const int h = p / 2;
@@ -82,6 +84,63 @@ std::vector<std::pair<double, std::vector<double>>> run_pair(const std::string& 
   return got;
 }
 
+// A model run: the source side puts each OUT field (bundle members b: field number 10 f + b)
+// at every time step, the target side gets each IN field. Values use model time t + t0.
+struct Model {
+  std::vector<std::pair<std::string, int>> out, in;  // (name, bundle)
+  double runtime = 4 * kPeriod, t0 = 0;
+  MPI_Comm world = MPI_COMM_WORLD;
+};
+struct Got {
+  double t;
+  Info info;
+  std::vector<double> v;
+};
+
+Decomp src_decomp(const Layout& l);
+Decomp dst_decomp(const Layout& l);
+
+// Per IN field: what each get returned (all gets, including Ok ones).
+std::vector<std::vector<Got>> run_model(const std::string& dir, const Model& m, std::vector<std::vector<Info>>* put_infos = nullptr) {
+  const Layout l = layout(m.world);
+  ComponentOptions o;
+  o.config = dir + "/namcouple";
+  o.directory = dir;
+  o.world = m.world;
+  Component comp(l.comp, o);
+  const Decomp sd = src_decomp(l), dd = dst_decomp(l);
+  std::vector<int> ov, iv;
+  if (l.src) {
+    const int part = comp.def_partition(sd, "agrd");
+    for (const auto& [n, b] : m.out) ov.push_back(comp.def_var(n, part, Direction::out, b));
+  }
+  if (l.dst) {
+    const int part = comp.def_partition(dd, "ogrd");
+    for (const auto& [n, b] : m.in) iv.push_back(comp.def_var(n, part, Direction::in, b));
+  }
+  comp.enddef();
+  std::vector<std::vector<Got>> got(iv.size());
+  if (put_infos) put_infos->assign(ov.size(), {});
+  for (double t = 0; t < m.runtime; t += kDt) {
+    for (std::size_t f = 0; f < ov.size(); ++f) {
+      std::vector<double> v;
+      for (int b = 0; b < m.out[f].second; ++b) {
+        const std::vector<double> x = local_of(global_field(kNs, t + m.t0, static_cast<int>(10 * f) + b), sd);
+        v.insert(v.end(), x.begin(), x.end());
+      }
+      const Info i = comp.put(ov[f], t, v);
+      if (put_infos) (*put_infos)[f].push_back(i);
+    }
+    for (std::size_t f = 0; f < iv.size(); ++f) {
+      std::vector<double> v(static_cast<std::size_t>(dd.size() * m.in[f].second), -999.0);
+      const Info i = comp.get(iv[f], t, v);
+      got[f].push_back({t, i, v});
+    }
+  }
+  comp.terminate();
+  return got;
+}
+
 Decomp src_decomp(const Layout& l) {
   return l.src ? gen::cyclic(kNs, l.index, l.count) : Decomp::empty(kNs);
 }
@@ -118,4 +177,251 @@ TEST(Couple, MappingEqualsSerialReference) {
       }
     }
   }
+}
+
+namespace {
+// The global source field of field number f, transformed by LOCTRANS over the puts in
+// (t_prev, t] (time steps kDt), as the reference computes it.
+std::vector<double> loctrans_ref(const std::string& op, double t_prev, double t, int f = 0) {
+  std::vector<double> r;
+  int n = 0;
+  for (double s = t_prev + kDt; s <= t + 1e-9; s += kDt, ++n) {
+    const std::vector<double> x = global_field(kNs, s, f);
+    if (r.empty()) r = x;
+    else
+      for (std::size_t i = 0; i < r.size(); ++i)
+        r[i] = op == "T_MIN" ? std::min(r[i], x[i]) : op == "T_MAX" ? std::max(r[i], x[i]) : r[i] + x[i];
+  }
+  if (op == "AVERAGE")
+    for (double& v : r) v /= n;
+  return r;
+}
+}  // namespace
+
+// LOCTRANS over the puts of a period, with and without a lag: each coupling time's values equal
+// W op(f) over the right puts; Info codes say LocTrans between coupling times.
+TEST(Couple, LoctransAndLag) {
+  const Layout l = layout();
+  const Links w = synthetic_links(kNs, kNd);
+  for (const std::string op : {"AVERAGE", "ACCUMUL", "T_MIN", "T_MAX", "INSTANT"})
+    for (const double lag : {0.0, kDt}) {
+      SCOPED_TRACE(op + " lag " + std::to_string(lag));
+      const std::string dir = fresh_dir("loctrans");
+      write_synthetic_weights(dir + "/w.nc", kNs, kNd);
+      write_text(dir + "/namcouple", namcouple(4 * kPeriod, "A_F O_F", 2, "LOCTRANS MAPPING\n" + op + "\nw.nc dst bfb\n",
+                                               "EXPORTED", "LAG=" + std::to_string(static_cast<long>(lag))));
+      Model m;
+      m.out = {{"A_F", 1}};
+      m.in = {{"O_F", 1}};
+      std::vector<std::vector<Info>> puts;
+      const auto got = run_model(dir, m, &puts);
+      const Decomp dd = dst_decomp(l);
+      if (l.src) {
+        ASSERT_EQ(puts[0].size(), 12u);
+        for (std::size_t k = 0; k < 12; ++k) {
+          const double t = static_cast<double>(k) * kDt;
+          const bool action = std::fmod(t + lag, kPeriod) == 0.0;
+          const Info want = action ? (t + lag >= 4 * kPeriod ? Info::torest : Info::sent)
+                                   : (op == "INSTANT" ? Info::ok : Info::loctrans);
+          EXPECT_EQ(puts[0][k], want) << "put at t=" << t;
+        }
+      }
+      if (!l.dst) continue;
+      ASSERT_EQ(got[0].size(), 12u);
+      for (const Got& g : got[0]) {
+        if (std::fmod(g.t, kPeriod) != 0.0) {
+          EXPECT_EQ(g.info, Info::ok);
+          EXPECT_EQ(g.v[0], -999.0) << "a get between coupling times must leave the field alone";
+          continue;
+        }
+        const double tp = g.t - lag;  // the put time of the action received
+        std::vector<double> want;
+        if (tp < 0) {
+          EXPECT_EQ(g.info, Info::fromrest);
+          want.assign(static_cast<std::size_t>(dd.size()), 0.0);  // $NNOREST T: zeros
+        } else {
+          EXPECT_EQ(g.info, Info::recvd);
+          const double prev = op == "INSTANT" ? tp - kDt : std::max(tp - kPeriod, -kDt);
+          want = local_of(apply_serial(w, loctrans_ref(op, prev, tp), kNd), dd);
+        }
+        for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(g.v[i], want[i], 1e-12) << "t=" << g.t << " point " << i;
+      }
+    }
+}
+
+// Two fields as one multi-field coupling, as two couplings, and as one bundle of two: the
+// values got are bit-identical.
+TEST(Couple, MultiFieldAndBundleEqualSingle) {
+  const Layout l = layout();
+  const std::string rest = "2\nLOCTRANS MAPPING\nAVERAGE\nw.nc src sum\n";
+  const auto run = [&](const std::string& strings, const Model& m) {
+    const std::string dir = fresh_dir("multi");
+    write_synthetic_weights(dir + "/w.nc", kNs, kNd);
+    write_text(dir + "/namcouple", " $NFIELDS\n 2\n $END\n $RUNTIME\n 14400\n $END\n $NNOREST\n T\n $END\n $STRINGS\n" +
+                                       strings + " $END\n");
+    return run_model(dir, m);
+  };
+  const std::string line = " 1 3600 2 rst.nc EXPORTED\n12 10 8 9 agrd ogrd\nR 0 R 0\nLOCTRANS MAPPING\nAVERAGE\nw.nc src sum\n";
+  Model multi, single, bundle;
+  multi.out = single.out = {{"A_F", 1}, {"A_G", 1}};
+  multi.in = single.in = {{"O_F", 1}, {"O_G", 1}};
+  bundle.out = {{"A_B", 2}};
+  bundle.in = {{"O_B", 2}};
+  const auto a = run("A_F:A_G O_F:O_G" + line, multi);
+  const auto b = run("A_F O_F" + line + "A_G O_G" + line, single);
+  // The bundle's member b is field number b; the separate fields are 0 and 10: shift A_G.
+  Model bundle_same = bundle;
+  const auto c = run("A_B O_B" + line, bundle_same);
+  if (!l.dst) return;
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (std::size_t f = 0; f < 2; ++f)
+    for (std::size_t k = 0; k < a[f].size(); ++k) {
+      EXPECT_EQ(a[f][k].info, b[f][k].info);
+      ASSERT_EQ(a[f][k].v, b[f][k].v) << "field " << f << " t=" << a[f][k].t;
+    }
+  // The bundle against the first field (member 0 = field number 0) run alone: bit-identical.
+  const std::size_t n = static_cast<std::size_t>(dst_decomp(l).size());
+  for (std::size_t k = 0; k < c[0].size(); ++k)
+    ASSERT_TRUE(std::equal(a[0][k].v.begin(), a[0][k].v.end(), c[0][k].v.begin())) << "t=" << c[0][k].t;
+  ASSERT_EQ(c[0][0].v.size(), 2 * n);
+}
+
+// 4 periods in one run equal 2 periods, a restart, and 2 more — bit for bit — also when the
+// first half runs on fewer processes: a lagged field (its last put kept for the next run) and
+// a field whose LOCTRANS average is cut by the end of the run (partial sum kept).
+TEST(Couple, RestartEqualsOneLongRun) {
+  const int p = world_size(), r = world_rank();
+  const std::string strings =
+      "A_F O_F 1 3600 2 atm_rst.nc EXPORTED\n12 10 8 9 agrd ogrd LAG=1200\nR 0 R 0\nLOCTRANS MAPPING\nAVERAGE\nw.nc dst bfb\n"
+      "A_G O_G 1 3600 2 atm_rst.nc EXPORTED\n12 10 8 9 agrd ogrd\nR 0 R 0\nLOCTRANS MAPPING\nAVERAGE\nw.nc src sum\n";
+  const auto config = [&](const std::string& dir, double runtime, bool norest) {
+    write_synthetic_weights(dir + "/w.nc", kNs, kNd);
+    write_text(dir + "/namcouple", " $NFIELDS\n 2\n $END\n $RUNTIME\n " + std::to_string(static_cast<long>(runtime)) +
+                                       "\n $END\n $NNOREST\n " + (norest ? "T" : "F") + "\n $END\n $STRINGS\n" + strings +
+                                       " $END\n");
+  };
+  Model m;
+  m.out = {{"A_F", 1}, {"A_G", 1}};
+  m.in = {{"O_F", 1}, {"O_G", 1}};
+  // One long run.
+  const std::string one = fresh_dir("restart_one");
+  config(one, 4 * kPeriod, true);
+  const auto whole = run_model(one, m);
+  // Two halves; the first on p-1 processes when there are 3 or more.
+  const std::string two = fresh_dir("restart_two");
+  config(two, 2 * kPeriod, true);
+  MPI_Comm first = MPI_COMM_WORLD;
+  const bool fewer = p >= 3;
+  if (fewer) MPI_Comm_split(MPI_COMM_WORLD, r < p - 1 ? 0 : MPI_UNDEFINED, r, &first);
+  if (first != MPI_COMM_NULL) {
+    Model a = m;
+    a.runtime = 2 * kPeriod;
+    a.world = first;
+    run_model(two, a);
+    if (fewer) MPI_Comm_free(&first);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (r == 0) {
+    EXPECT_TRUE(std::filesystem::exists(two + "/atm_rst.nc")) << "the first half wrote no restart";
+    EXPECT_FALSE(std::filesystem::exists(two + "/atm_rst.nc.tmp")) << "a temporary file was left";
+  }
+  config(two, 2 * kPeriod, false);  // the second half must find the restart
+  Model b = m;
+  b.runtime = 2 * kPeriod;
+  b.t0 = 2 * kPeriod;
+  const auto second = run_model(two, b);
+  if (!layout().dst) return;
+  for (std::size_t f = 0; f < 2; ++f) {
+    ASSERT_EQ(second[f].size(), 6u);
+    for (std::size_t k = 0; k < 6; ++k) {
+      const Got& g = second[f][k];
+      const Got& w = whole[f][k + 6];  // the same model time in the long run
+      EXPECT_EQ(g.info == Info::fromrest ? Info::recvd : g.info, w.info) << "field " << f << " t=" << g.t;
+      ASSERT_EQ(g.v, w.v) << "field " << f << " t=" << g.t << " (" << w.t << " in the long run)";
+    }
+    EXPECT_EQ(second[f][0].info, f == 0 ? Info::fromrest : Info::recvd);
+  }
+}
+
+// A get whose partner never puts stops with a message naming the partner, the field and the
+// last time it was put, after the configured time-out — not a hang.
+TEST(Couple, DeadlockTimesOutWithMessage) {
+  const Layout l = layout();
+  const std::string dir = fresh_dir("deadlock");
+  write_synthetic_weights(dir + "/w.nc", kNs, kNd);
+  write_text(dir + "/namcouple", namcouple(4 * kPeriod, "A_F O_F", 1, "MAPPING\nw.nc\n"));
+  setenv("ESTUARY_COUPLE_TIMEOUT", "1", 1);
+  ComponentOptions o;
+  o.config = dir + "/namcouple";
+  o.directory = dir;
+  Component comp(l.comp, o);
+  int dv = -1;
+  if (l.src) comp.def_var("A_F", comp.def_partition(src_decomp(l), "agrd"), Direction::out);
+  if (l.dst) dv = comp.def_var("O_F", comp.def_partition(dst_decomp(l), "ogrd"), Direction::in);
+  comp.enddef();
+  unsetenv("ESTUARY_COUPLE_TIMEOUT");
+  EXPECT_EQ(comp.setup().timeout, 1.0);
+  if (l.dst) {  // the source side never puts
+    std::vector<double> v(static_cast<std::size_t>(dst_decomp(l).size()));
+    const double t0 = MPI_Wtime();
+    try {
+      comp.get(dv, 0, v);
+      ADD_FAILURE() << "the get returned although nobody put";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      const std::string partner = l.src ? "solo" : "atm";
+      EXPECT_NE(msg.find("component " + partner + " to put A_F"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("get of O_F at t=0"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("last put it never"), std::string::npos) << msg;
+    }
+    EXPECT_GE(MPI_Wtime() - t0, 0.9);
+  }
+  comp.terminate();
+}
+
+// Faults reported with the field's name: a coupled field nobody defines (at enddef, on every
+// rank), and a get called twice for the same time.
+TEST(Couple, ErrorsNameTheField) {
+  const Layout l = layout();
+  const std::string dir = fresh_dir("errors");
+  write_synthetic_weights(dir + "/w.nc", kNs, kNd);
+  write_text(dir + "/namcouple", namcouple(4 * kPeriod, "A_F O_X", 1, "MAPPING\nw.nc\n"));
+  {
+    ComponentOptions o;
+    o.config = dir + "/namcouple";
+    Component comp(l.comp, o);
+    if (l.src) comp.def_var("A_F", comp.def_partition(src_decomp(l), "agrd"), Direction::out);
+    if (l.dst) comp.def_var("O_F", comp.def_partition(dst_decomp(l), "ogrd"), Direction::in);
+    try {
+      comp.enddef();
+      ADD_FAILURE() << "enddef accepted a coupling of an undefined field";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("field O_X"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("Direction::in"), std::string::npos) << e.what();
+    }
+  }
+  write_text(dir + "/namcouple", namcouple(4 * kPeriod, "A_F O_F", 1, "MAPPING\nw.nc\n"));
+  ComponentOptions o;
+  o.config = dir + "/namcouple";
+  o.directory = dir;
+  Component comp(l.comp, o);
+  int sv = -1, dv = -1;
+  if (l.src) sv = comp.def_var("A_F", comp.def_partition(src_decomp(l), "agrd"), Direction::out);
+  if (l.dst) dv = comp.def_var("O_F", comp.def_partition(dst_decomp(l), "ogrd"), Direction::in);
+  comp.enddef();
+  if (l.src) {
+    EXPECT_EQ(comp.put(sv, 0, local_of(global_field(kNs, 0), src_decomp(l))), Info::sent);
+  }
+  if (l.dst) {
+    std::vector<double> v(static_cast<std::size_t>(dst_decomp(l).size()));
+    EXPECT_EQ(comp.get(dv, 0, v), Info::recvd);
+    try {
+      comp.get(dv, 0, v);
+      ADD_FAILURE() << "a second get of the same time was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("get of O_F at t=0 called twice"), std::string::npos) << e.what();
+    }
+  }
+  comp.terminate();
 }

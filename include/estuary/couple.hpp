@@ -99,6 +99,7 @@ class Component {
   // Local (this rank's share): returns an id. `name` matches the partition across ranks; the
   // default names partitions by the order of definition.
   int def_partition(const Decomp& points, const std::string& name = "");
+  std::int64_t partition_size(int partition) const;  // this rank's points of a partition
   // Local: the grid's cells at the partition's points, in its local order (lon, lat required;
   // corners, mask, area optional; dims {nx, ny} or {n}). Needed for SCRIPR (centres, mask)
   // and CONSERV (area, mask).

@@ -9,6 +9,8 @@
 #include "estuary/decomp_gen.hpp"
 #include "estuary/exchange.hpp"
 #include "estuary/conserv.hpp"
+#include "estuary/couple.hpp"
+#include "estuary/couple_config.hpp"
 #include "estuary/globalsum.hpp"
 #include "estuary/grid.hpp"
 #include "estuary/plan.hpp"

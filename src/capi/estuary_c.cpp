@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "estuary/couple.hpp"
 #include "estuary/decomp.hpp"
 #include "estuary/error.hpp"
 #include "estuary/plan.hpp"
@@ -23,6 +25,10 @@
 
 struct est_decomp_s {
   estuary::Decomp decomp;
+};
+
+struct est_comp_s {
+  std::unique_ptr<estuary::Component> comp;
 };
 
 struct est_redist_s {
@@ -360,6 +366,140 @@ int est_redist_free(est_redist* r) {
   delete *r;
   *r = nullptr;
   return EST_OK;
+}
+
+// ---- coupler ---------------------------------------------------------------------------------
+
+int est_comp_new(const char* name, MPI_Comm world, const char* config, const char* directory, est_comp* out) {
+  clear_out(out);
+  return guarded("est_comp_new", EST_ERR_COUPLE, [&] {
+    require(name, "name");
+    require(out, "out");
+    estuary::ComponentOptions o;
+    o.world = world;
+    if (config) o.config = config;
+    if (directory) o.directory = directory;
+    auto c = std::make_unique<est_comp_s>();
+    c->comp = std::make_unique<estuary::Component>(name, o);
+    *out = c.release();
+  });
+}
+
+int est_comp_comm(est_comp c, MPI_Comm* local) {
+  return guarded("est_comp_comm", EST_ERR_ARGUMENT, [&] {
+    require(c, "c");
+    require(local, "local");
+    *local = c->comp->comm();
+  });
+}
+
+int est_comp_def_partition(est_comp c, const int64_t* ig_paral, int64_t len, int64_t global_size, const char* name,
+                           int* id) {
+  return guarded("est_comp_def_partition", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(ig_paral, "ig_paral");
+    require(id, "id");
+    require_count(len, "len");
+    *id = c->comp->def_partition(estuary::oasis_partition({ig_paral, static_cast<std::size_t>(len)}, global_size),
+                                 name ? name : "");
+  });
+}
+
+int est_comp_def_partition_decomp(est_comp c, est_decomp d, const char* name, int* id) {
+  return guarded("est_comp_def_partition_decomp", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(d, "d");
+    require(id, "id");
+    *id = c->comp->def_partition(d->decomp, name ? name : "");
+  });
+}
+
+int est_comp_def_grid(est_comp c, const char* name, int partition, int64_t nx, int64_t ny, const double* lon,
+                      const double* lat, int ncorner, const double* corner_lon, const double* corner_lat,
+                      const int32_t* mask, const double* area) {
+  return guarded("est_comp_def_grid", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(name, "name");
+    if (ncorner < 0) throw std::invalid_argument("argument 'ncorner' is negative");
+    if (ncorner > 0) {
+      require(corner_lon, "corner_lon");
+      require(corner_lat, "corner_lat");
+    }
+    // The partition's local size: the grid's arrays have one entry per local point.
+    int64_t n = 0;
+    n = c->comp->partition_size(partition);
+    if (n > 0) {
+      require(lon, "lon");
+      require(lat, "lat");
+    }
+    const auto un = static_cast<std::size_t>(n), nc = un * static_cast<std::size_t>(ncorner);
+    estuary::Grid g;
+    g.kind = ny > 1 ? estuary::GridKind::curvilinear : estuary::GridKind::unstructured;
+    g.dims = ny > 1 ? std::vector<int64_t>{nx, ny} : std::vector<int64_t>{nx};
+    g.lon.assign(lon, lon + un);
+    g.lat.assign(lat, lat + un);
+    g.ncorner = ncorner;
+    if (ncorner > 0) {
+      g.corner_lon.assign(corner_lon, corner_lon + nc);
+      g.corner_lat.assign(corner_lat, corner_lat + nc);
+    }
+    if (mask) g.mask.assign(mask, mask + un);
+    if (area) g.area.assign(area, area + un);
+    c->comp->def_grid(name, partition, std::move(g));
+  });
+}
+
+int est_comp_def_var(est_comp c, const char* name, int partition, est_direction direction, int bundle, int* id) {
+  return guarded("est_comp_def_var", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(name, "name");
+    require(id, "id");
+    const int d = enum_value(direction);
+    if (d != EST_IN && d != EST_OUT) throw std::invalid_argument("argument 'direction' is neither EST_IN nor EST_OUT");
+    *id = c->comp->def_var(name, partition, d == EST_OUT ? estuary::Direction::out : estuary::Direction::in, bundle);
+  });
+}
+
+int est_comp_enddef(est_comp c) {
+  return guarded("est_comp_enddef", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    c->comp->enddef();
+  });
+}
+
+int est_comp_put(est_comp c, int var, double time, const double* values, int64_t n, est_info* info) {
+  return guarded("est_comp_put", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require_count(n, "n");
+    if (n > 0) require(values, "values");
+    const estuary::Info i = c->comp->put(var, time, {values, static_cast<std::size_t>(n)});
+    if (info) *info = static_cast<est_info>(static_cast<int>(i));
+  });
+}
+
+int est_comp_get(est_comp c, int var, double time, double* values, int64_t n, est_info* info) {
+  return guarded("est_comp_get", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require_count(n, "n");
+    if (n > 0) require(values, "values");
+    const estuary::Info i = c->comp->get(var, time, {values, static_cast<std::size_t>(n)});
+    if (info) *info = static_cast<est_info>(static_cast<int>(i));
+  });
+}
+
+int est_comp_terminate(est_comp c) {
+  return guarded("est_comp_terminate", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    c->comp->terminate();
+  });
+}
+
+int est_comp_free(est_comp* c) {
+  if (c == nullptr || *c == nullptr) return EST_OK;
+  const int rc = est_comp_terminate(*c);  // a no-op after est_comp_terminate
+  delete *c;
+  *c = nullptr;
+  return rc;
 }
 
 }  // extern "C"

@@ -165,6 +165,13 @@ int Component::def_partition(const Decomp& points, const std::string& name) {
   return static_cast<int>(m.parts.size()) - 1;
 }
 
+std::int64_t Component::partition_size(int partition) const {
+  const Impl& m = *impl_;
+  if (partition < 0 || partition >= static_cast<int>(m.parts.size()))
+    throw Error("partition id " + std::to_string(partition) + " is not defined here", m.where());
+  return m.parts[static_cast<std::size_t>(partition)].decomp.size();
+}
+
 void Component::def_grid(const std::string& name, int partition, Grid grid) {
   Impl& m = *impl_;
   if (partition < 0 || partition >= static_cast<int>(m.parts.size()))
@@ -610,7 +617,9 @@ void Component::Impl::write_restarts() {
     std::vector<Field> moves;
     for (i64 v = 0; v < 2 * nv; ++v) moves.emplace_back(Type::f64, local.data() + v * n, n, all.data() + v * held, held);
     gather.run(moves);
-    std::vector<double> counts(c.acc_count.begin(), c.acc_count.end());
+    // Sized by the configuration: ranks outside the coupling hold no counts but join the sum.
+    std::vector<double> counts(cfg.src_fields.size(), 0.0);
+    for (std::size_t k = 0; k < c.acc_count.size(); ++k) counts[k] = c.acc_count[k];
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts.data(), static_cast<int>(counts.size()), MPI_DOUBLE, MPI_MAX, comm),
               "MPI_Allreduce");
     if (crank != 0) continue;
