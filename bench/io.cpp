@@ -1,0 +1,282 @@
+// bench/io — output bandwidth of the ways to get a model's 3-D fields into one netCDF file, in
+// one run over the same volume (issue 8, paper 003):
+//   dd           raw sequential disk bandwidth: dd if=/dev/zero conv=fdatasync of the volume
+//   gather       MPI_Gatherv of each field to rank 0, reorder, serial netCDF write
+//   gather_slices the same, written one latitude slice (all levels) per call as a latitude-slab
+//                model holds it: non-contiguous in the file (paper 003's lesson)
+//   remap_dD     estuary remap-and-write, serverless, D = 1, 2, 4 writer ranks
+//   server_d1    estuary server mode (last rank writes); reports the model ranks' time too
+// Every method ends with fdatasync of its file, so all of them count the time to reach disk.
+//
+//   mpirun -n P build/bench/io [--nx 720] [--ny 360] [--nlev 5] [--fields 2] [--steps 3]
+//                              [--dir /tmp/estuary_bench_io] [--repeat 2]
+// One JSON object per method: bytes, seconds (min and median of repeats), MB/s, ratio to dd.
+#include <fcntl.h>
+#include <mpi.h>
+#include <netcdf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "estuary/grid.hpp"
+#include "estuary/io.hpp"
+
+namespace {
+
+using i64 = std::int64_t;
+
+void fdatasync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fdatasync(fd);
+    ::close(fd);
+  }
+}
+
+// The model layout: px x py boxes over (y, x), all levels (what an ocean model holds).
+struct Layout {
+  i64 nx, ny, nlev;
+  i64 y0, y1, x0, x1;
+  estuary::Decomp decomp() const {
+    return estuary::Decomp::box({nlev, ny, nx}, {0, y0, x0}, {nlev, y1 - y0, x1 - x0});
+  }
+};
+
+Layout layout(i64 nx, i64 ny, i64 nlev, int p, int r) {
+  int a = 1;
+  for (int k = 1; k * k <= p; ++k)
+    if (p % k == 0) a = k;
+  const int px = a, py = p / a;
+  const int ry = r % px, rx = r / px;
+  return {nx, ny, nlev, ny * ry / px, ny * (ry + 1) / px, nx * rx / py, nx * (rx + 1) / py};
+}
+
+std::vector<double> field_values(const estuary::Decomp& d, int f, i64 step) {
+  std::vector<double> v;
+  v.reserve(static_cast<std::size_t>(d.size()));
+  for (i64 g : d.to_indices()) v.push_back(std::sin(1e-4 * static_cast<double>(g) + f) + static_cast<double>(step));
+  return v;
+}
+
+// "f<k>" by appending: GCC 12's -Wrestrict misfires on "f" + std::to_string(k).
+std::string field_name(int k) {
+  std::string s(1, 'f');
+  s += std::to_string(k);
+  return s;
+}
+
+std::string yaml_for(const std::string& dir, const std::string& mode, int writers, int nfields) {
+  std::string y = "output:\n  mode: " + mode + "\n  writers: " + std::to_string(writers) +
+                  "\n  directory: " + dir + "\n  catch_sigterm: false\n  files:\n    - name: out\n"
+                  "      output_freq: 1h\n      fields:\n";
+  for (int f = 0; f < nfields; ++f) y += "        - {name: f" + std::to_string(f) + ", precision: double}\n";
+  return y;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  bench::Args args(argc, argv);
+  const i64 nx = args.num("nx", 720), ny = args.num("ny", 360), nlev = args.num("nlev", 5);
+  const int nfields = static_cast<int>(args.num("fields", 2));
+  const i64 steps = args.num("steps", 3);
+  const int repeat = static_cast<int>(std::max<i64>(1, args.num("repeat", 2)));
+  const std::string dir = args.str("dir", "/tmp/estuary_bench_io");
+  const i64 n = nx * ny * nlev;
+  const i64 bytes = n * 8 * nfields * steps;
+  if (rank == 0) std::filesystem::create_directories(dir);
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  auto report = [&](const std::string& method, int writers, const std::vector<double>& t, double dd_s,
+                    double model_s) {
+    if (rank != 0) return;
+    const double tmin = *std::min_element(t.begin(), t.end());
+    bench::Json j;
+    j.add("bench", "io").add("method", method).add("ranks", ranks).add("writers", writers);
+    j.add("nx", nx).add("ny", ny).add("nlev", nlev).add("fields", nfields).add("steps", steps);
+    j.add("bytes", bytes).add("min_s", tmin).add("median_s", bench::median(t));
+    j.add("mb_per_s", static_cast<double>(bytes) / 1e6 / tmin);
+    if (dd_s > 0) j.add("fraction_of_dd", dd_s / tmin);
+    if (model_s >= 0) j.add("model_io_s", model_s);
+    std::cout << j.str() << std::endl;
+  };
+
+  try {
+    // ---- dd: the disk's sequential bandwidth for the same volume ----
+    std::vector<double> tdd;
+    for (int it = 0; it < repeat; ++it) {
+      double t = 0;
+      if (rank == 0) {
+        const std::string cmd = "dd if=/dev/zero of=" + dir + "/dd.bin bs=1M count=" +
+                                std::to_string(std::max<i64>(1, bytes >> 20)) + " conv=fdatasync 2>/dev/null";
+        const double t0 = MPI_Wtime();
+        if (std::system(cmd.c_str()) != 0) std::cerr << "bench/io: dd failed\n";
+        t = MPI_Wtime() - t0;
+        std::filesystem::remove(dir + "/dd.bin");
+      }
+      tdd.push_back(t);
+    }
+    const double dd_s = rank == 0 ? *std::min_element(tdd.begin(), tdd.end()) : 0;
+    report("dd", 1, tdd, 0, -1);
+
+    const Layout lay = layout(nx, ny, nlev, ranks, rank);
+    const estuary::Decomp d = lay.decomp();
+
+    // The model's fields, computed once outside the timed loops (the model's own work).
+    std::vector<std::vector<double>> data;
+    for (int f = 0; f < nfields; ++f) data.push_back(field_values(d, f, 1));
+
+    // ---- gather to rank 0, then serial write: reordered in memory and written in one call
+    // per field ("gather"), or written latitude slice by latitude slice as they lie, each
+    // slice (all levels of one latitude) non-contiguous in the file ("gather_slices": paper
+    // 003's sequential lesson) ----
+    for (const bool slices : {false, true}) {
+      std::vector<double> t;
+      std::vector<int> counts(static_cast<std::size_t>(ranks)), displs(static_cast<std::size_t>(ranks));
+      const int mine = static_cast<int>(d.size());
+      MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+      for (int r = 1; r < ranks; ++r) displs[static_cast<std::size_t>(r)] = displs[static_cast<std::size_t>(r - 1)] + counts[static_cast<std::size_t>(r - 1)];
+      // Rank 0 knows every rank's layout (computed, not sent) to reorder into file order.
+      std::vector<double> all(rank == 0 ? static_cast<std::size_t>(n) : 0), global(all.size());
+      for (int it = 0; it < repeat; ++it) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = MPI_Wtime();
+        const std::string path = dir + "/gather.nc";
+        int nc = -1, var[64] = {};
+        if (rank == 0) {
+          nc_create(path.c_str(), NC_CLOBBER | NC_64BIT_DATA, &nc);
+          int dims[4];
+          nc_def_dim(nc, "time", NC_UNLIMITED, &dims[0]);
+          nc_def_dim(nc, "lev", static_cast<size_t>(nlev), &dims[1]);
+          nc_def_dim(nc, "y", static_cast<size_t>(ny), &dims[2]);
+          nc_def_dim(nc, "x", static_cast<size_t>(nx), &dims[3]);
+          for (int f = 0; f < nfields; ++f)
+            nc_def_var(nc, field_name(f).c_str(), NC_DOUBLE, 4, dims, &var[f]);
+          nc_enddef(nc);
+        }
+        for (i64 s = 1; s <= steps; ++s)
+          for (int f = 0; f < nfields; ++f) {
+            const std::vector<double>& v = data[static_cast<std::size_t>(f)];
+            MPI_Gatherv(v.data(), mine, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
+                        MPI_COMM_WORLD);
+            if (rank == 0) {
+              for (int r = 0; r < ranks; ++r) {
+                const Layout l = layout(nx, ny, nlev, ranks, r);
+                std::size_t at = static_cast<std::size_t>(displs[static_cast<std::size_t>(r)]);
+                for (i64 k = 0; k < nlev; ++k)
+                  for (i64 y = l.y0; y < l.y1; ++y)
+                    for (i64 x = l.x0; x < l.x1; ++x) global[static_cast<std::size_t>((k * ny + y) * nx + x)] = all[at++];
+              }
+              const size_t st[4] = {static_cast<size_t>(s - 1), 0, 0, 0};
+              const size_t ct[4] = {1, static_cast<size_t>(nlev), static_cast<size_t>(ny), static_cast<size_t>(nx)};
+              if (!slices) {
+                nc_put_vara_double(nc, var[f], st, ct, global.data());
+              } else {
+                // U(x, lev, y) in memory order of a latitude-slab model: one call a latitude.
+                std::vector<double> slice(static_cast<std::size_t>(nlev * nx));
+                for (i64 y = 0; y < ny; ++y) {
+                  for (i64 k = 0; k < nlev; ++k)
+                    std::copy_n(global.begin() + (k * ny + y) * nx, nx, slice.begin() + k * nx);
+                  const size_t ss[4] = {static_cast<size_t>(s - 1), 0, static_cast<size_t>(y), 0};
+                  const size_t cs[4] = {1, static_cast<size_t>(nlev), 1, static_cast<size_t>(nx)};
+                  nc_put_vara_double(nc, var[f], ss, cs, slice.data());
+                }
+              }
+            }
+          }
+        if (rank == 0) {
+          nc_close(nc);
+          fdatasync_path(path);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        t.push_back(MPI_Wtime() - t0);
+      }
+      report(slices ? "gather_slices" : "gather", 1, t, dd_s, -1);
+    }
+
+    // ---- remap-and-write (serverless D = 1, 2, 4) and server mode ----
+    const estuary::Grid grid = estuary::GridGen::lonlat(nx, ny).make(
+        estuary::Decomp::box({ny, nx}, {lay.y0, lay.x0}, {lay.y1 - lay.y0, lay.x1 - lay.x0}));
+    struct Run { std::string mode; int writers; };
+    std::vector<Run> runs;
+    for (int w : {1, 2, 4})
+      if (w <= ranks) runs.push_back({"serverless", w});
+    if (ranks >= 2) runs.push_back({"server", 1});
+    for (const Run& run : runs) {
+      std::vector<double> t;
+      double model_s = 0;
+      for (int it = 0; it < repeat; ++it) {
+        const std::string sub = dir + "/" + run.mode + std::to_string(run.writers);
+        const auto cfg = estuary::io::OutputConfig::from_yaml_string(yaml_for(sub, run.mode, run.writers, nfields));
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = 0, mio = 0;
+        {
+          estuary::io::Output out(cfg, MPI_COMM_WORLD);
+          if (out.is_server()) {
+            out.serve();  // its share of end_def, then records until the model closes
+          } else {
+            int p = 1, r = 0;
+            MPI_Comm_size(out.model_comm(), &p);
+            MPI_Comm_rank(out.model_comm(), &r);
+            const Layout l = layout(nx, ny, nlev, p, r);
+            const estuary::Decomp md = l.decomp();
+            const estuary::Grid g = estuary::GridGen::lonlat(nx, ny).make(
+                estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0}));
+            out.def_grid("g", g);
+            // (Names built once; std::string(1, 'g'): GCC 12's -Wrestrict misfires on literals.)
+            std::vector<std::string> names;
+            for (int f = 0; f < nfields; ++f) names.push_back(field_name(f));
+            for (int f = 0; f < nfields; ++f) {
+              estuary::io::FieldDef fd;
+              fd.name = names[static_cast<std::size_t>(f)];
+              fd.grid = std::string(1, 'g');
+              fd.levels.resize(static_cast<std::size_t>(nlev));
+              for (i64 k = 0; k < nlev; ++k) fd.levels[static_cast<std::size_t>(k)] = static_cast<double>(k);
+              fd.decomp = md;
+              out.def_field(fd);
+            }
+            out.end_def();
+            std::vector<std::vector<double>> mdata;
+            for (int f = 0; f < nfields; ++f) mdata.push_back(field_values(md, f, 1));
+            MPI_Barrier(out.model_comm());  // set-up (plans, file creation) is not timed
+            t0 = MPI_Wtime();
+            const double m0 = out.stats().model_io_s;
+            for (i64 s = 1; s <= steps; ++s)
+              for (int f = 0; f < nfields; ++f) {
+                const std::vector<double>& v = mdata[static_cast<std::size_t>(f)];
+                out.write(names[static_cast<std::size_t>(f)], 3600.0 * static_cast<double>(s), v);
+              }
+            mio = out.stats().model_io_s - m0;  // time the model spent in write calls
+            out.close();
+          }
+        }
+        if (rank == 0) fdatasync_path(sub + "/out.nc");
+        MPI_Barrier(MPI_COMM_WORLD);
+        double el = MPI_Wtime() - t0;
+        el = bench::max_over_ranks(rank == 0 ? el : 0, MPI_COMM_WORLD);
+        t.push_back(el);
+        model_s = std::max(model_s, bench::max_over_ranks(mio, MPI_COMM_WORLD));
+      }
+      report(run.mode == "server" ? "server_d" + std::to_string(run.writers)
+                                  : "remap_d" + std::to_string(run.writers),
+             run.writers, t, dd_s, model_s / repeat);
+    }
+    (void)grid;
+  } catch (const std::exception& e) {
+    std::cerr << "bench/io: " << e.what() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return 0;
+}

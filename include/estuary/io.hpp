@@ -1,0 +1,153 @@
+// The I/O server: model fields to CF netCDF files, and back.
+//
+// A field written by the model is reduced in time on the model side (instant, average, minimum,
+// maximum, accumulate, once), rearranged with a Redist from the model decomposition to
+// contiguous slabs of the global array on D writer ranks (remap-and-write, paper 003), and
+// written collectively: PnetCDF (CDF-5) when D > 1, serial netCDF (CDF-5) when D = 1. The file
+// therefore does not depend on the number of model or writer ranks.
+//
+// Two modes with one configuration (paper 002's CDI-pio / XIOS):
+//   serverless — D of the model's own ranks write; a write that completes an output period
+//                is collective over the model communicator.
+//   server     — the last D ranks of the communicator given to Output are dedicated writers;
+//                the model gets model_comm(). A write packs the record into a bounded buffer
+//                (buffer_records per variable), posts the transfer and returns; the servers
+//                receive and write in the background.
+//
+// Nothing handed over is lost: close(), the destructor (exception unwinding) and SIGTERM (a
+// flag checked at the next output step, agreed by all model ranks) all write every record
+// already handed over and close the files. Restart files go to "<name>.nc.tmp" and are renamed
+// to "<name>.nc" only when closed.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "estuary/decomp.hpp"
+#include "estuary/error.hpp"
+#include "estuary/grid.hpp"
+
+namespace estuary::io {
+
+enum class Operation { instant, average, minimum, maximum, accumulate, once };
+enum class Precision { f32, f64 };
+enum class Mode { serverless, server };
+const char* name_of(Operation op);
+
+struct FieldConfig {
+  std::string name;
+  Operation operation = Operation::instant;
+  Precision precision = Precision::f32;
+};
+
+struct FileConfig {
+  std::string name;            // file path without ".nc", relative to OutputConfig::directory
+  double output_freq_s = 0;    // one record every output_freq_s model seconds
+  bool restart = false;        // written to a temporary name, renamed when closed
+  std::vector<FieldConfig> fields;
+};
+
+struct OutputConfig {
+  Mode mode = Mode::serverless;
+  int writers = 1;             // D
+  int buffer_records = 2;      // server mode: records a variable may have in flight
+  std::string directory = ".";
+  std::string calendar = "standard";
+  std::string reference_time = "2000-01-01 00:00:00";  // model time 0
+  bool catch_sigterm = true;
+  std::vector<FileConfig> files;
+  std::string source = "<in memory>";  // where it came from, for error messages
+
+  // YAML (see docs/io.md). Errors name the file and the key at fault.
+  static OutputConfig from_yaml_file(const std::string& path);
+  static OutputConfig from_yaml_string(const std::string& text, const std::string& source = "<string>");
+};
+
+// "3600s", "30min", "6h", "1d", "90" (seconds). Throws Error naming `where` otherwise.
+double parse_duration(const std::string& text, const std::string& where);
+
+// A model field. decomp numbers the global array in file order: level slowest, then the
+// grid's points in grid order (longitude fastest for 2-D grids).
+struct FieldDef {
+  std::string name;
+  std::string grid;             // a grid defined with def_grid
+  std::vector<double> levels;   // vertical axis values; empty: a 2-D field
+  std::string level_units = "m";
+  Decomp decomp = Decomp::empty(0);
+  std::string units, long_name, standard_name;
+};
+
+// Per-rank counters (seconds are wall time on this rank).
+struct IoStats {
+  std::int64_t records_handed_over = 0;  // model side: records passed to the writers
+  std::int64_t records_written = 0;      // writer side
+  std::int64_t bytes_written = 0;        // writer side: bytes of variable data put to files
+  double write_s = 0;                    // writer side: time in file writes and closes
+  double transfer_s = 0;                 // time in rearrangement (both sides)
+  double model_io_s = 0;                 // model side: time inside write/flush/close
+};
+
+// The exception write() throws after SIGTERM: the files are complete and closed; end the run.
+class Terminated : public Error {
+ public:
+  using Error::Error;
+};
+
+class Output {
+ public:
+  // Collective over comm. In server mode the last `writers` ranks become servers.
+  Output(const OutputConfig& config, MPI_Comm comm);
+  ~Output();  // closes if close() was not called; never throws
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+
+  bool is_server() const;
+  MPI_Comm model_comm() const;  // MPI_COMM_NULL on server ranks
+  // Server ranks: receive, rearrange and write until the model closes. Returns after close.
+  void serve();
+
+  // Model ranks, collective over model_comm() in the same order on every rank.
+  // `local` holds this rank's points of the grid (Grid::points global indices, or whole).
+  void def_grid(const std::string& name, const Grid& local);
+  void def_field(const FieldDef& field);
+  void end_def();  // builds the rearrangements (collective with the servers) and creates files
+  // Hands over one sample of `field` at model time `time` (seconds since reference_time).
+  void write(const std::string& field, double time, std::span<const double> data);
+  void flush();   // every record handed over reaches the files (fsync'd by the library)
+  void close();   // flush, close files, stop servers
+
+  const IoStats& stats() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads variables of a file written by Output (or any netCDF file with the same layout) into
+// any decomposition: each rank reads a contiguous slab, then a Redist moves it to `decomp`.
+class Reader {
+ public:
+  Reader(const std::string& path, MPI_Comm comm);  // collective
+  ~Reader();
+  std::int64_t records() const;                    // length of the time dimension (0: none)
+  const std::vector<double>& times() const;        // time coordinate values
+  // Collective. Record whose time equals `time` (Error naming file and variable if none).
+  void read(const std::string& var, double time, const Decomp& decomp, std::span<double> out);
+  // Collective. record < 0: a variable without time dimension.
+  void read_record(const std::string& var, std::int64_t record, const Decomp& decomp,
+                   std::span<double> out);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace estuary::io

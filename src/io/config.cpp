@@ -1,0 +1,221 @@
+// The output configuration in YAML: the XIOS iodef.xml concepts (files with an output
+// frequency, fields with a temporal operation and a precision) in the `output:` section of
+// estuary's configuration file. Every error names the file and the key at fault.
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <set>
+
+#include "estuary/io.hpp"
+
+namespace estuary::io {
+
+const char* name_of(Operation op) {
+  switch (op) {
+    case Operation::instant: return "instant";
+    case Operation::average: return "average";
+    case Operation::minimum: return "minimum";
+    case Operation::maximum: return "maximum";
+    case Operation::accumulate: return "accumulate";
+    case Operation::once: return "once";
+  }
+  return "?";
+}
+
+double parse_duration(const std::string& text, const std::string& where) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+  double scale = 0;
+  if (used == 0) scale = 0;
+  else if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "min") scale = 60;
+  else if (unit == "h") scale = 3600;
+  else if (unit == "d") scale = 86400;
+  if (scale == 0 || !(v > 0) || !std::isfinite(v))
+    throw Error("bad duration '" + text + "'", where,
+                "write a positive number with an optional unit s, min, h or d, e.g. 6h");
+  return v * scale;
+}
+
+namespace {
+
+std::string at(const std::string& source, const std::string& path) {
+  return "config " + source + ", key " + path;
+}
+
+void only_keys(const YAML::Node& n, const std::set<std::string>& known, const std::string& source,
+               const std::string& path) {
+  for (const auto& kv : n) {
+    const std::string k = kv.first.as<std::string>();
+    if (!known.count(k)) {
+      std::string list;
+      for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
+      throw Error("unknown key '" + k + "'", at(source, path + k), "known keys here: " + list);
+    }
+  }
+}
+
+std::string scalar(const YAML::Node& n, const std::string& source, const std::string& path) {
+  if (!n.IsScalar()) throw Error("expected a single value", at(source, path));
+  return n.as<std::string>();
+}
+
+int positive_int(const YAML::Node& n, const std::string& source, const std::string& path) {
+  const std::string s = scalar(n, source, path);
+  std::size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || v < 1 || v > 1 << 20)
+    throw Error("expected a positive integer, got '" + s + "'", at(source, path));
+  return static_cast<int>(v);
+}
+
+bool boolean(const YAML::Node& n, const std::string& source, const std::string& path) {
+  const std::string s = scalar(n, source, path);
+  if (s == "true" || s == "yes") return true;
+  if (s == "false" || s == "no") return false;
+  throw Error("expected true or false, got '" + s + "'", at(source, path));
+}
+
+OutputConfig parse(const YAML::Node& root, const std::string& source) {
+  OutputConfig c;
+  c.source = source;
+  if (!root.IsMap() || !root["output"])
+    throw Error("no `output:` section", "config " + source, "put the I/O settings under `output:`");
+  const YAML::Node o = root["output"];
+  if (!o.IsMap()) throw Error("`output` must be a map", at(source, "output"));
+  only_keys(o, {"mode", "writers", "buffer_records", "directory", "calendar", "reference_time",
+                "catch_sigterm", "files"},
+            source, "output.");
+  if (o["mode"]) {
+    const std::string m = scalar(o["mode"], source, "output.mode");
+    if (m == "server") c.mode = Mode::server;
+    else if (m == "serverless") c.mode = Mode::serverless;
+    else throw Error("unknown mode '" + m + "'", at(source, "output.mode"), "use server or serverless");
+  }
+  if (o["writers"]) c.writers = positive_int(o["writers"], source, "output.writers");
+  if (o["buffer_records"])
+    c.buffer_records = positive_int(o["buffer_records"], source, "output.buffer_records");
+  if (o["directory"]) c.directory = scalar(o["directory"], source, "output.directory");
+  if (o["calendar"]) {
+    c.calendar = scalar(o["calendar"], source, "output.calendar");
+    static const std::set<std::string> cf = {"standard", "gregorian", "proleptic_gregorian", "noleap",
+                                             "365_day", "all_leap", "366_day", "360_day", "julian"};
+    if (!cf.count(c.calendar))
+      throw Error("unknown calendar '" + c.calendar + "'", at(source, "output.calendar"),
+                  "use a CF calendar: standard, proleptic_gregorian, noleap, 360_day, ...");
+  }
+  if (o["reference_time"]) c.reference_time = scalar(o["reference_time"], source, "output.reference_time");
+  if (o["catch_sigterm"]) c.catch_sigterm = boolean(o["catch_sigterm"], source, "output.catch_sigterm");
+  if (!o["files"] || !o["files"].IsSequence() || o["files"].size() == 0)
+    throw Error("`files` must be a non-empty list", at(source, "output.files"));
+  std::set<std::string> file_names;
+  for (std::size_t i = 0; i < o["files"].size(); ++i) {
+    const YAML::Node f = o["files"][i];
+    std::string p = "output.files[" + std::to_string(i) + "]";
+    if (!f.IsMap()) throw Error("a file must be a map", at(source, p));
+    FileConfig fc;
+    if (!f["name"]) throw Error("a file needs a name", at(source, p + ".name"));
+    fc.name = scalar(f["name"], source, p + ".name");
+    p += " (" + fc.name + ").";
+    only_keys(f, {"name", "output_freq", "restart", "fields"}, source, p);
+    if (!file_names.insert(fc.name).second) throw Error("file listed twice", at(source, p + "name"));
+    if (!f["output_freq"]) throw Error("a file needs an output_freq", at(source, p + "output_freq"));
+    fc.output_freq_s = parse_duration(scalar(f["output_freq"], source, p + "output_freq"),
+                                      at(source, p + "output_freq"));
+    if (f["restart"]) fc.restart = boolean(f["restart"], source, p + "restart");
+    if (!f["fields"] || !f["fields"].IsSequence() || f["fields"].size() == 0)
+      throw Error("`fields` must be a non-empty list", at(source, p + "fields"));
+    std::set<std::string> names;
+    for (std::size_t j = 0; j < f["fields"].size(); ++j) {
+      const YAML::Node v = f["fields"][j];
+      std::string q = p + "fields[" + std::to_string(j) + "]";
+      FieldConfig fd;
+      if (v.IsScalar()) {
+        fd.name = v.as<std::string>();
+      } else if (v.IsMap()) {
+        if (!v["name"]) throw Error("a field needs a name", at(source, q + ".name"));
+        fd.name = scalar(v["name"], source, q + ".name");
+        q += " (" + fd.name + ").";
+        only_keys(v, {"name", "operation", "precision"}, source, q);
+        if (v["operation"]) {
+          const std::string op = scalar(v["operation"], source, q + "operation");
+          bool found = false;
+          for (Operation o2 : {Operation::instant, Operation::average, Operation::minimum,
+                               Operation::maximum, Operation::accumulate, Operation::once})
+            if (op == name_of(o2)) { fd.operation = o2; found = true; }
+          if (!found)
+            throw Error("unknown operation '" + op + "'", at(source, q + "operation"),
+                        "use instant, average, minimum, maximum, accumulate or once");
+        }
+        if (v["precision"]) {
+          const std::string pr = scalar(v["precision"], source, q + "precision");
+          if (pr == "float") fd.precision = Precision::f32;
+          else if (pr == "double") fd.precision = Precision::f64;
+          else throw Error("unknown precision '" + pr + "'", at(source, q + "precision"), "use float or double");
+        }
+      } else {
+        throw Error("a field must be a name or a map", at(source, q));
+      }
+      if (!names.insert(fd.name).second) throw Error("field listed twice", at(source, q));
+      fc.fields.push_back(fd);
+    }
+    // One time axis a file: instant values sit at the output time, the others at the middle
+    // of their period with time_bnds; mixing both in one file would need two time axes.
+    bool inst = false, period = false;
+    for (const FieldConfig& fd : fc.fields) {
+      if (fd.operation == Operation::instant) inst = true;
+      else if (fd.operation != Operation::once) period = true;
+    }
+    if (inst && period)
+      throw Error("file mixes instant fields with averaged/min/max/accumulated ones",
+                  at(source, p + "fields"), "put them in two files");
+    c.files.push_back(std::move(fc));
+  }
+  return c;
+}
+
+}  // namespace
+
+OutputConfig OutputConfig::from_yaml_string(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw Error(std::string("YAML syntax: ") + e.what(), "config " + source);
+  }
+  try {
+    return parse(root, source);
+  } catch (const YAML::Exception& e) {
+    throw Error(std::string("YAML: ") + e.what(), "config " + source);
+  }
+}
+
+OutputConfig OutputConfig::from_yaml_file(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw Error("cannot read the configuration", "config " + path, "check the path");
+  } catch (const YAML::Exception& e) {
+    throw Error(std::string("YAML syntax: ") + e.what(), "config " + path);
+  }
+  try {
+    return parse(root, path);
+  } catch (const YAML::Exception& e) {
+    throw Error(std::string("YAML: ") + e.what(), "config " + path);
+  }
+}
+
+}  // namespace estuary::io

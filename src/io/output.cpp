@@ -1,0 +1,870 @@
+// Output: temporal operations on the model side, remap-and-write to D writers, CF files.
+//
+// Both modes share one structure: a "transfer communicator" (xcomm) holding the model ranks and
+// the writers, one Redist per source decomposition from the model layout to contiguous slabs of
+// the file's global array on the writers, and the same file code on the writers. They differ
+// only in who drives the writers: in serverless mode the model ranks themselves, synchronously;
+// in server mode a loop on the dedicated ranks that follows control messages from model rank 0.
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+
+#include "common/mpi_util.hpp"
+#include "estuary/io.hpp"
+#include "estuary/redist.hpp"
+#include "io/io_detail.hpp"
+
+namespace estuary::io {
+
+using detail::Box;
+using detail::FileWriter;
+using detail::i64;
+
+namespace {
+
+// Set by the SIGTERM handler; read at output steps (the only async-signal-safe hand-over).
+volatile std::sig_atomic_t g_sigterm = 0;
+extern "C" void on_sigterm(int) { g_sigterm = 1; }
+
+enum CtrlKind : int { kRecord = 1, kFlush = 2, kClose = 3 };
+constexpr int kTagCatalog = 1, kTagCtrl = 2, kTagAck = 3;
+
+struct Ctrl {
+  int kind = 0;
+  int var = 0;
+  int slot = 0;
+  int pad = 0;
+  i64 record = 0;
+  double time = 0, tb0 = 0, tb1 = 0;
+};
+
+// A small byte stream for the catalog the model sends to the servers.
+struct Packer {
+  std::vector<char> b;
+  void i(i64 v) { raw(&v, sizeof v); }
+  void d(double v) { raw(&v, sizeof v); }
+  void s(const std::string& v) { i(static_cast<i64>(v.size())); raw(v.data(), v.size()); }
+  void vi(const std::vector<i64>& v) { i(static_cast<i64>(v.size())); for (i64 x : v) i(x); }
+  void vd(const std::vector<double>& v) { i(static_cast<i64>(v.size())); for (double x : v) d(x); }
+  void raw(const void* p, std::size_t n) {
+    const char* c = static_cast<const char*>(p);
+    b.insert(b.end(), c, c + n);
+  }
+};
+struct Unpacker {
+  const std::vector<char>& b;
+  std::size_t at = 0;
+  i64 i() { i64 v; get(&v, sizeof v); return v; }
+  double d() { double v; get(&v, sizeof v); return v; }
+  std::string s() { std::string v(static_cast<std::size_t>(i()), '\0'); get(v.data(), v.size()); return v; }
+  std::vector<i64> vi() { std::vector<i64> v(static_cast<std::size_t>(i())); for (auto& x : v) x = i(); return v; }
+  std::vector<double> vd() { std::vector<double> v(static_cast<std::size_t>(i())); for (auto& x : v) x = d(); return v; }
+  void get(void* p, std::size_t n) {
+    if (at + n > b.size()) throw Error("truncated catalog message", "I/O server");
+    std::memcpy(p, b.data() + at, n);
+    at += n;
+  }
+};
+
+const char* coord_name(int kind) {
+  static const char* n[] = {"lon", "lat", "lon_bnds", "lat_bnds"};
+  return n[kind];
+}
+
+}  // namespace
+
+struct GridInfo {
+  std::string name;
+  GridKind kind = GridKind::unstructured;
+  std::vector<i64> dims;
+  i64 global_size = 0;
+  int ncorner = 0;
+  // Model side only: this rank's points and their coordinates.
+  std::vector<i64> points;
+  std::vector<double> lon, lat, clon, clat;
+  // File shape of the horizontal grid: {ny, nx} for 2-D kinds, {n} otherwise.
+  std::vector<i64> hshape() const {
+    if (dims.size() == 2 && kind != GridKind::reduced_gaussian && kind != GridKind::unstructured)
+      return {dims[1], dims[0]};
+    return {global_size};
+  }
+};
+
+struct FieldInfo {
+  FieldDef def;
+  int grid = -1;
+};
+
+// One Redist from a source decomposition to the writers' slabs, shared by every variable fed
+// from that source (a field in several files, a grid's coordinates in several files).
+struct Transfer {
+  std::unique_ptr<Redist> redist;
+  std::vector<Exchange> slots;  // server mode: the bounded client buffer, one record each
+  std::vector<bool> busy;
+  i64 next_slot = 0;
+  i64 n = 0, local_n = 0;       // global size, model-side local size
+  i64 lo = 0, hi = 0;           // this writer's slab
+  std::vector<double> slab;
+};
+
+struct Var {
+  int file = 0;
+  std::string name;
+  int field = -1;               // FieldInfo index, or -1 for a coordinate
+  int grid = -1, coord = -1;    // coordinates: grid index and kind (0 lon, 1 lat, 2/3 bounds)
+  int transfer = -1;
+  std::vector<i64> shape;       // without time
+  std::vector<std::string> dim_names;
+  bool has_time = false, dbl = true;
+  Operation op = Operation::once;
+  int ncvar = -1;
+  std::vector<Box> boxes;       // this writer's part of its slab
+  // Model side: the temporal operation's state.
+  std::vector<double> acc;
+  i64 nsamples = 0;
+  double next_out = std::numeric_limits<double>::quiet_NaN();
+  bool done_once = false;
+  i64 record = 0;
+};
+
+struct FileState {
+  FileConfig cfg;
+  std::string path, final_path;
+  std::unique_ptr<FileWriter> w;
+  bool has_time = false, has_bounds = false;
+  int time_var = -1, tb_var = -1;
+  i64 time_written = -1;
+};
+
+struct Output::Impl {
+  OutputConfig cfg;
+  bool server_mode = false;
+  bool model = true, writer = false, server = false;
+  MPI_Comm model_comm = MPI_COMM_NULL, xcomm = MPI_COMM_NULL, ctrl = MPI_COMM_NULL,
+           wcomm = MPI_COMM_NULL;
+  int xrank = 0, xsize = 1, windex = -1, nwriters = 1, model_rank = 0;
+  std::vector<int> server_xranks;  // server mode: xcomm ranks of the servers
+  std::vector<GridInfo> grids;
+  std::vector<FieldInfo> fields;
+  std::map<std::string, std::vector<int>> vars_of_field;
+  std::vector<Transfer> transfers;
+  std::vector<Var> vars;
+  std::vector<FileState> files;
+  bool defined = false, closed = false;
+  IoStats stats;
+  struct sigaction old_action {};
+  bool handler_installed = false;
+
+  std::string where_rank() const { return estuary::detail::world_rank_label(); }
+
+  // ---- set-up ----
+
+  std::vector<char> pack_catalog() const {
+    Packer p;
+    p.i(static_cast<i64>(grids.size()));
+    for (const GridInfo& g : grids) {
+      p.s(g.name);
+      p.i(static_cast<i64>(g.kind));
+      p.vi(g.dims);
+      p.i(g.global_size);
+      p.i(g.ncorner);
+    }
+    p.i(static_cast<i64>(fields.size()));
+    for (const FieldInfo& f : fields) {
+      p.s(f.def.name);
+      p.s(f.def.grid);
+      p.vd(f.def.levels);
+      p.s(f.def.level_units);
+      p.s(f.def.units);
+      p.s(f.def.long_name);
+      p.s(f.def.standard_name);
+      p.i(f.def.decomp.global_size());
+    }
+    return std::move(p.b);
+  }
+
+  void unpack_catalog(const std::vector<char>& b) {
+    Unpacker u{b};
+    grids.resize(static_cast<std::size_t>(u.i()));
+    for (GridInfo& g : grids) {
+      g.name = u.s();
+      g.kind = static_cast<GridKind>(u.i());
+      g.dims = u.vi();
+      g.global_size = u.i();
+      g.ncorner = static_cast<int>(u.i());
+    }
+    fields.resize(static_cast<std::size_t>(u.i()));
+    for (FieldInfo& f : fields) {
+      f.def.name = u.s();
+      f.def.grid = u.s();
+      f.def.levels = u.vd();
+      f.def.level_units = u.s();
+      f.def.units = u.s();
+      f.def.long_name = u.s();
+      f.def.standard_name = u.s();
+      f.def.decomp = Decomp::empty(u.i());
+    }
+  }
+
+  // Variables of every file, in an order every rank derives from the config and the catalog.
+  void plan_vars() {
+    for (FieldInfo& f : fields) {
+      auto it = std::find_if(grids.begin(), grids.end(), [&](const GridInfo& g) { return g.name == f.def.grid; });
+      if (it == grids.end())
+        throw Error("field " + f.def.name + " names grid '" + f.def.grid + "', which was not defined",
+                    "field " + f.def.name, "call def_grid before def_field");
+      f.grid = static_cast<int>(it - grids.begin());
+      const i64 nlev = f.def.levels.empty() ? 1 : static_cast<i64>(f.def.levels.size());
+      if (f.def.decomp.global_size() != nlev * it->global_size)
+        throw Error("decomposition covers " + std::to_string(f.def.decomp.global_size()) +
+                        " points, the grid times levels " + std::to_string(nlev * it->global_size),
+                    "field " + f.def.name, "number the field as level * grid size + grid point");
+    }
+    // Transfers: one per field, then one per (grid, coordinate kind) used.
+    std::map<std::pair<int, int>, int> coord_transfer;
+    transfers.resize(fields.size());
+    for (std::size_t i = 0; i < fields.size(); ++i) transfers[i].n = fields[i].def.decomp.global_size();
+    for (std::size_t fi = 0; fi < cfg.files.size(); ++fi) {
+      const FileConfig& fc = cfg.files[fi];
+      FileState fs;
+      fs.cfg = fc;
+      fs.final_path = (std::filesystem::path(cfg.directory) / (fc.name + ".nc")).string();
+      fs.path = fc.restart ? fs.final_path + ".tmp" : fs.final_path;
+      std::vector<int> used_grids;
+      std::vector<std::vector<double>> axes;
+      for (std::size_t k = 0; k < fc.fields.size(); ++k) {
+        const FieldConfig& fd = fc.fields[k];
+        auto it = std::find_if(fields.begin(), fields.end(), [&](const FieldInfo& f) { return f.def.name == fd.name; });
+        if (it == fields.end())
+          throw Error("field '" + fd.name + "' is not declared by the model",
+                      "config " + cfg.source + ", file " + fc.name + ", key fields[" + std::to_string(k) + "].name",
+                      "declare it with def_field or remove it from the file");
+        if (std::find(used_grids.begin(), used_grids.end(), it->grid) == used_grids.end())
+          used_grids.push_back(it->grid);
+        if (fd.operation != Operation::once) fs.has_time = true;
+        if (fd.operation != Operation::once && fd.operation != Operation::instant) fs.has_bounds = true;
+      }
+      // Horizontal coordinates of each grid the file uses; the first grid gets the plain names.
+      std::map<int, std::vector<std::string>> hdims;
+      for (std::size_t gi = 0; gi < used_grids.size(); ++gi) {
+        const int g = used_grids[gi];
+        const GridInfo& grid = grids[static_cast<std::size_t>(g)];
+        const std::string sfx = gi == 0 ? "" : "_" + grid.name;
+        const std::vector<i64> hs = grid.hshape();
+        hdims[g] = hs.size() == 2 ? std::vector<std::string>{"y" + sfx, "x" + sfx}
+                                  : std::vector<std::string>{"cell" + sfx};
+        for (int c = 0; c < (grid.ncorner > 0 ? 4 : 2); ++c) {
+          auto key = std::make_pair(g, c);
+          if (!coord_transfer.count(key)) {
+            coord_transfer[key] = static_cast<int>(transfers.size());
+            Transfer t;
+            t.n = grid.global_size * (c >= 2 ? grid.ncorner : 1);
+            transfers.push_back(std::move(t));
+          }
+          Var v;
+          v.file = static_cast<int>(fi);
+          v.name = coord_name(c) + sfx;
+          v.grid = g;
+          v.coord = c;
+          v.transfer = coord_transfer[key];
+          v.shape = hs;
+          v.dim_names = hdims[g];
+          if (c >= 2) {
+            v.shape.push_back(grid.ncorner);
+            v.dim_names.push_back("nv" + sfx);
+          }
+          vars.push_back(std::move(v));
+        }
+      }
+      for (const FieldConfig& fd : fc.fields) {
+        const int f = static_cast<int>(std::find_if(fields.begin(), fields.end(), [&](const FieldInfo& x) {
+                                         return x.def.name == fd.name;
+                                       }) - fields.begin());
+        const FieldInfo& info = fields[static_cast<std::size_t>(f)];
+        Var v;
+        v.file = static_cast<int>(fi);
+        v.name = fd.name;
+        v.field = f;
+        v.transfer = f;
+        v.op = fd.operation;
+        v.dbl = fd.precision == Precision::f64;
+        v.has_time = fd.operation != Operation::once;
+        if (!info.def.levels.empty()) {
+          auto a = std::find(axes.begin(), axes.end(), info.def.levels);
+          const std::size_t ai = static_cast<std::size_t>(a - axes.begin());
+          if (a == axes.end()) axes.push_back(info.def.levels);
+          v.shape.push_back(static_cast<i64>(info.def.levels.size()));
+          v.dim_names.push_back(ai == 0 ? "lev" : "lev" + std::to_string(ai + 1));
+        }
+        for (i64 s : grids[static_cast<std::size_t>(info.grid)].hshape()) v.shape.push_back(s);
+        for (const auto& d : hdims[info.grid]) v.dim_names.push_back(d);
+        vars_of_field[fd.name].push_back(static_cast<int>(vars.size()));
+        vars.push_back(std::move(v));
+      }
+      files.push_back(std::move(fs));
+    }
+  }
+
+  // The model-side source decomposition of transfer t.
+  Decomp source_of(std::size_t t) const {
+    if (!model) return Decomp::empty(transfers[t].n);
+    if (t < fields.size()) return fields[t].def.decomp;
+    // A coordinate transfer: find its grid and kind through a variable that uses it.
+    for (const Var& v : vars)
+      if (v.transfer == static_cast<int>(t)) {
+        const GridInfo& g = grids[static_cast<std::size_t>(v.grid)];
+        std::vector<i64> idx;
+        if (v.coord < 2) {
+          idx = g.points;
+        } else {
+          for (i64 p : g.points)
+            for (int c = 0; c < g.ncorner; ++c) idx.push_back(p * g.ncorner + c);
+        }
+        return Decomp::indices(transfers[t].n, std::move(idx));
+      }
+    return Decomp::empty(transfers[t].n);
+  }
+
+  void build_transfers() {
+    RedistOptions opt;
+    // One stage of point-to-point messages: start() packs everything and posts the sends, so
+    // a model rank's buffer is free when start() returns (the bounded client buffer).
+    opt.algorithm = "p2p";
+    for (std::size_t t = 0; t < transfers.size(); ++t) {
+      Transfer& tr = transfers[t];
+      if (writer) std::tie(tr.lo, tr.hi) = detail::slab_range(tr.n, nwriters, windex);
+      const Decomp dst = writer ? Decomp::stripes(tr.n, {{tr.lo, tr.hi - tr.lo, 1}}) : Decomp::empty(tr.n);
+      const Decomp src = source_of(t);
+      tr.local_n = src.size();
+      try {
+        tr.redist = std::make_unique<Redist>(src, dst, xcomm, opt);
+      } catch (const Error& e) {
+        const std::string what = t < fields.size() ? "field " + fields[t].def.name : "grid coordinates";
+        throw Error(e.fault(), what + ", " + e.where(), e.fix());
+      }
+      tr.slab.assign(static_cast<std::size_t>(tr.hi - tr.lo), 0.0);
+      if (server_mode)
+        for (int k = 0; k < cfg.buffer_records; ++k) {
+          tr.slots.push_back(tr.redist->make_exchange({Type::f64}));
+          tr.busy.push_back(false);
+        }
+    }
+  }
+
+  void create_files() {
+    if (!writer) return;
+    if (windex == 0) std::filesystem::create_directories(cfg.directory.empty() ? "." : cfg.directory);
+    MPI_Barrier(wcomm);
+    for (FileState& fs : files) {
+      fs.w = nwriters > 1 ? detail::create_pnetcdf(fs.path, wcomm) : detail::create_netcdf(fs.path);
+      FileWriter& w = *fs.w;
+      const int fi = static_cast<int>(&fs - files.data());
+      w.put_att(-1, "Conventions", "CF-1.8");
+      w.put_att(-1, "source", "estuary I/O (remap-and-write)");
+      std::map<std::string, int> dims;
+      int tdim = -1, nvdim = -1;
+      if (fs.has_time) tdim = w.def_dim("time", -1);
+      if (fs.has_bounds) nvdim = w.def_dim("bnds", 2);
+      // Dimensions and level axes in first-use order.
+      std::vector<std::pair<std::string, std::vector<double>>> axes;
+      std::vector<std::string> axis_units;
+      for (const Var& v : vars) {
+        if (v.file != fi) continue;
+        for (std::size_t k = 0; k < v.dim_names.size(); ++k) {
+          if (!dims.count(v.dim_names[k])) {
+            dims[v.dim_names[k]] = w.def_dim(v.dim_names[k], v.shape[k]);
+            if (v.field >= 0 && v.dim_names[k].rfind("lev", 0) == 0) {
+              axes.push_back({v.dim_names[k], fields[static_cast<std::size_t>(v.field)].def.levels});
+              axis_units.push_back(fields[static_cast<std::size_t>(v.field)].def.level_units);
+            }
+          }
+        }
+      }
+      const std::string tunits = "seconds since " + cfg.reference_time;
+      if (fs.has_time) {
+        fs.time_var = w.def_var("time", true, {tdim});
+        w.put_att(fs.time_var, "standard_name", "time");
+        w.put_att(fs.time_var, "long_name", "time");
+        w.put_att(fs.time_var, "units", tunits);
+        w.put_att(fs.time_var, "calendar", cfg.calendar);
+        w.put_att(fs.time_var, "axis", "T");
+        if (fs.has_bounds) {
+          w.put_att(fs.time_var, "bounds", "time_bnds");
+          fs.tb_var = w.def_var("time_bnds", true, {tdim, nvdim});
+          w.put_att(fs.tb_var, "units", tunits);
+          w.put_att(fs.tb_var, "calendar", cfg.calendar);
+        }
+      }
+      std::vector<int> axis_vars;
+      for (std::size_t a = 0; a < axes.size(); ++a) {
+        const int av = w.def_var(axes[a].first, true, {dims[axes[a].first]});
+        w.put_att(av, "long_name", "vertical level");
+        w.put_att(av, "units", axis_units[a]);
+        w.put_att(av, "axis", "Z");
+        w.put_att(av, "positive", axis_units[a] == "m" ? "down" : "up");
+        axis_vars.push_back(av);
+      }
+      for (Var& v : vars) {
+        if (v.file != fi) continue;
+        std::vector<int> d;
+        if (v.has_time) d.push_back(tdim);
+        for (const auto& n : v.dim_names) d.push_back(dims[n]);
+        v.ncvar = w.def_var(v.name, v.dbl, d);
+        if (v.coord >= 0) {
+          const GridInfo& g = grids[static_cast<std::size_t>(v.grid)];
+          const bool is_lon = v.coord % 2 == 0;
+          if (v.coord < 2) {
+            w.put_att(v.ncvar, "standard_name", is_lon ? "longitude" : "latitude");
+            w.put_att(v.ncvar, "long_name", is_lon ? "longitude" : "latitude");
+            w.put_att(v.ncvar, "units", is_lon ? "degrees_east" : "degrees_north");
+            if (g.ncorner > 0)
+              w.put_att(v.ncvar, "bounds", v.name.substr(0, 3) + "_bnds" + v.name.substr(3));
+          } else {
+            w.put_att(v.ncvar, "units", is_lon ? "degrees_east" : "degrees_north");
+          }
+          continue;
+        }
+        const FieldInfo& f = fields[static_cast<std::size_t>(v.field)];
+        if (!f.def.standard_name.empty()) w.put_att(v.ncvar, "standard_name", f.def.standard_name);
+        if (!f.def.long_name.empty()) w.put_att(v.ncvar, "long_name", f.def.long_name);
+        if (!f.def.units.empty()) w.put_att(v.ncvar, "units", f.def.units);
+        // The horizontal coordinate variables of this field's grid, named after its dimensions.
+        std::string sfx = v.dim_names.back();
+        sfx = sfx.substr(sfx.find('_') == std::string::npos ? sfx.size() : sfx.find('_'));
+        w.put_att(v.ncvar, "coordinates", "lon" + sfx + " lat" + sfx);
+        w.put_att(v.ncvar, "online_operation", name_of(v.op));
+        static const std::map<Operation, std::string> cm = {{Operation::average, "time: mean"},
+                                                            {Operation::minimum, "time: minimum"},
+                                                            {Operation::maximum, "time: maximum"},
+                                                            {Operation::accumulate, "time: sum"},
+                                                            {Operation::instant, "time: point"}};
+        if (cm.count(v.op)) w.put_att(v.ncvar, "cell_methods", cm.at(v.op));
+      }
+      w.enddef();
+      // Level values: the first writer writes them whole, the others join the collective call.
+      for (std::size_t a = 0; a < axes.size(); ++a) {
+        std::vector<Box> boxes;
+        if (windex == 0) boxes.push_back({{0}, {static_cast<i64>(axes[a].second.size())}});
+        w.put(axis_vars[a], -1, boxes, axes[a].second.data());
+      }
+      for (Var& v : vars) {
+        if (v.file != fi) continue;
+        const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
+        v.boxes = detail::range_boxes(v.shape, tr.lo, tr.hi);
+      }
+    }
+  }
+
+  // Writers: the slab of `v`'s transfer is in place; put it (collective over the writers).
+  void write_record(Var& v, i64 record, double time, double tb0, double tb1) {
+    const double t0 = MPI_Wtime();
+    FileState& fs = files[static_cast<std::size_t>(v.file)];
+    FileWriter& w = *fs.w;
+    if (v.has_time && record > fs.time_written) {
+      std::vector<Box> b;
+      if (windex == 0) b.push_back({{}, {}});
+      w.put(fs.time_var, record, b, &time);
+      if (fs.tb_var >= 0) {
+        const double tb[2] = {tb0, tb1};
+        std::vector<Box> bb;
+        if (windex == 0) bb.push_back({{0}, {2}});
+        w.put(fs.tb_var, record, bb, tb);
+      }
+      fs.time_written = record;
+    }
+    const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
+    w.put(v.ncvar, v.has_time ? record : -1, v.boxes, tr.slab.data());
+    stats.records_written += 1;
+    stats.bytes_written += (tr.hi - tr.lo) * (v.dbl ? 8 : 4);
+    stats.write_s += MPI_Wtime() - t0;
+  }
+
+  void close_files() {
+    if (!writer) return;
+    const double t0 = MPI_Wtime();
+    for (FileState& fs : files) {
+      if (!fs.w) continue;
+      fs.w->close();
+      fs.w.reset();
+      if (fs.path != fs.final_path && windex == 0) std::filesystem::rename(fs.path, fs.final_path);
+    }
+    stats.write_s += MPI_Wtime() - t0;
+  }
+
+  void sync_files() {
+    if (!writer) return;
+    for (FileState& fs : files)
+      if (fs.w) fs.w->sync();
+  }
+
+  // ---- model side ----
+
+  // Hands the values of variable `v` (local layout of its transfer) to the writers.
+  void emit(Var& v, const double* values, double time, double tb0, double tb1) {
+    Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
+    const i64 record = v.has_time ? v.record++ : -1;
+    const double t0 = MPI_Wtime();
+    if (!server_mode) {
+      tr.redist->run({Field(Type::f64, values, tr.local_n, tr.slab.data(), static_cast<i64>(tr.slab.size()))});
+      stats.transfer_s += MPI_Wtime() - t0;
+      // A writer's failure becomes every rank's error instead of a hang in the next collective.
+      estuary::detail::agree(xcomm, [&] {
+        if (writer) write_record(v, record, time, tb0, tb1);
+      });
+    } else {
+      const int slot = static_cast<int>(tr.next_slot++ % static_cast<i64>(tr.slots.size()));
+      if (tr.busy[static_cast<std::size_t>(slot)]) tr.slots[static_cast<std::size_t>(slot)].finish();
+      tr.slots[static_cast<std::size_t>(slot)].start({Field(Type::f64, values, tr.local_n, nullptr, 0)});
+      tr.busy[static_cast<std::size_t>(slot)] = true;
+      if (model_rank == 0) {
+        Ctrl c;
+        c.kind = kRecord;
+        c.var = static_cast<int>(&v - vars.data());
+        c.slot = slot;
+        c.record = record;
+        c.time = time;
+        c.tb0 = tb0;
+        c.tb1 = tb1;
+        for (int s : server_xranks)
+          estuary::detail::check_mpi(MPI_Send(&c, sizeof c, MPI_BYTE, s, kTagCtrl, ctrl), "MPI_Send");
+      }
+      stats.transfer_s += MPI_Wtime() - t0;
+    }
+    stats.records_handed_over += 1;
+  }
+
+  void drain_slots() {
+    for (Transfer& tr : transfers)
+      for (std::size_t k = 0; k < tr.busy.size(); ++k)
+        if (tr.busy[k]) {
+          tr.slots[k].finish();
+          tr.busy[k] = false;
+        }
+  }
+
+  // Model root: sends `kind` to every server and waits for each one's acknowledgement.
+  void command_servers(int kind) {
+    if (model_rank == 0) {
+      Ctrl c;
+      c.kind = kind;
+      for (int s : server_xranks)
+        estuary::detail::check_mpi(MPI_Send(&c, sizeof c, MPI_BYTE, s, kTagCtrl, ctrl), "MPI_Send");
+      for (int s : server_xranks) {
+        int ack = 0;
+        estuary::detail::check_mpi(MPI_Recv(&ack, 1, MPI_INT, s, kTagAck, ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
+      }
+    }
+    MPI_Barrier(model_comm);
+  }
+
+  void write_coordinates() {
+    for (Var& v : vars) {
+      if (v.coord < 0) continue;
+      const GridInfo& g = grids[static_cast<std::size_t>(v.grid)];
+      const std::vector<double>* src[] = {&g.lon, &g.lat, &g.clon, &g.clat};
+      emit(v, model ? src[v.coord]->data() : nullptr, 0, 0, 0);
+      v.done_once = true;
+    }
+  }
+
+  void install_handler() {
+    if (!cfg.catch_sigterm) return;
+    g_sigterm = 0;  // a signal handled by an earlier Output was acted upon there
+    struct sigaction sa {};
+    sa.sa_handler = on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old_action);
+    handler_installed = true;
+  }
+  void restore_handler() {
+    if (handler_installed) sigaction(SIGTERM, &old_action, nullptr);
+    handler_installed = false;
+  }
+
+  void do_close() {
+    if (closed) return;
+    closed = true;
+    if (!defined) {
+      restore_handler();
+      return;
+    }
+    if (server_mode) {
+      drain_slots();
+      command_servers(kClose);
+    } else {
+      estuary::detail::agree(xcomm, [&] { close_files(); });
+      // Every model rank returns only once the files are complete on disk.
+      MPI_Barrier(xcomm);
+    }
+    restore_handler();
+  }
+
+  // ---- server side ----
+
+  void serve_loop() {
+    const int root = 0;  // model rank 0 is xcomm rank 0 (servers are the last ranks)
+    for (;;) {
+      Ctrl c;
+      estuary::detail::check_mpi(MPI_Recv(&c, sizeof c, MPI_BYTE, root, kTagCtrl, ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
+      if (c.kind == kRecord) {
+        Var& v = vars[static_cast<std::size_t>(c.var)];
+        Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
+        const double t0 = MPI_Wtime();
+        tr.slots[static_cast<std::size_t>(c.slot)].run(
+            {Field(Type::f64, nullptr, 0, tr.slab.data(), static_cast<i64>(tr.slab.size()))});
+        stats.transfer_s += MPI_Wtime() - t0;
+        write_record(v, c.record, c.time, c.tb0, c.tb1);
+      } else {
+        if (c.kind == kFlush) sync_files();
+        if (c.kind == kClose) close_files();
+        const int ack = 1;
+        estuary::detail::check_mpi(MPI_Send(&ack, 1, MPI_INT, root, kTagAck, ctrl), "MPI_Send");
+        if (c.kind == kClose) return;
+      }
+    }
+  }
+};
+
+Output::Output(const OutputConfig& config, MPI_Comm comm) : impl_(std::make_unique<Impl>()) {
+  Impl& x = *impl_;
+  x.cfg = config;
+  x.server_mode = config.mode == Mode::server;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (config.writers < 1)
+    throw Error("writers must be at least 1", "config " + config.source + ", key output.writers");
+  if (x.server_mode) {
+    if (config.writers >= size)
+      throw Error("server mode with " + std::to_string(config.writers) + " writers needs more than " +
+                      std::to_string(size) + " ranks",
+                  "config " + config.source + ", key output.writers",
+                  "use fewer writers, more ranks, or mode: serverless");
+    x.nwriters = config.writers;
+    x.server = rank >= size - config.writers;
+    x.model = !x.server;
+    x.writer = x.server;
+    estuary::detail::check_mpi(MPI_Comm_split(comm, x.model ? 0 : 1, rank, &x.model_comm), "MPI_Comm_split");
+    if (x.server) {
+      MPI_Comm_free(&x.model_comm);
+      x.model_comm = MPI_COMM_NULL;
+    }
+    estuary::detail::check_mpi(MPI_Comm_dup(comm, &x.xcomm), "MPI_Comm_dup");
+    for (int s = size - config.writers; s < size; ++s) x.server_xranks.push_back(s);
+  } else {
+    x.nwriters = std::min(config.writers, size);
+    estuary::detail::check_mpi(MPI_Comm_dup(comm, &x.model_comm), "MPI_Comm_dup");
+    estuary::detail::check_mpi(MPI_Comm_dup(comm, &x.xcomm), "MPI_Comm_dup");
+    // Writers spread over the ranks (w * P / D), so that on several nodes they share the load.
+    for (int w = 0; w < x.nwriters; ++w)
+      if (static_cast<i64>(w) * size / x.nwriters == rank) x.writer = true;
+  }
+  MPI_Comm_rank(x.xcomm, &x.xrank);
+  MPI_Comm_size(x.xcomm, &x.xsize);
+  if (x.model) MPI_Comm_rank(x.model_comm, &x.model_rank);
+  estuary::detail::check_mpi(MPI_Comm_dup(x.xcomm, &x.ctrl), "MPI_Comm_dup");
+  estuary::detail::check_mpi(MPI_Comm_split(x.xcomm, x.writer ? 0 : MPI_UNDEFINED, x.xrank, &x.wcomm), "MPI_Comm_split");
+  if (x.writer) MPI_Comm_rank(x.wcomm, &x.windex);
+  x.install_handler();
+}
+
+Output::~Output() {
+  if (!impl_) return;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) {
+    try {
+      if (impl_->model) impl_->do_close();
+    } catch (...) {
+      // A destructor must not throw; the records already written stay in the closed files.
+    }
+    for (MPI_Comm* c : {&impl_->model_comm, &impl_->xcomm, &impl_->ctrl, &impl_->wcomm})
+      if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+  }
+  impl_->restore_handler();
+}
+
+bool Output::is_server() const { return impl_->server; }
+MPI_Comm Output::model_comm() const { return impl_->model_comm; }
+const IoStats& Output::stats() const { return impl_->stats; }
+
+void Output::def_grid(const std::string& name, const Grid& local) {
+  Impl& x = *impl_;
+  if (!x.model || x.defined) throw Error("def_grid outside the definition phase", "grid " + name);
+  local.check();
+  GridInfo g;
+  g.name = name;
+  g.kind = local.kind;
+  g.dims = local.dims;
+  g.global_size = local.global_size;
+  g.ncorner = local.ncorner;
+  for (i64 i = 0; i < local.size(); ++i) g.points.push_back(local.global_index(i));
+  g.lon = local.lon;
+  g.lat = local.lat;
+  g.clon = local.corner_lon;
+  g.clat = local.corner_lat;
+  x.grids.push_back(std::move(g));
+}
+
+void Output::def_field(const FieldDef& field) {
+  Impl& x = *impl_;
+  if (!x.model || x.defined) throw Error("def_field outside the definition phase", "field " + field.name);
+  for (const FieldInfo& f : x.fields)
+    if (f.def.name == field.name) throw Error("field defined twice", "field " + field.name);
+  x.fields.push_back({field, -1});
+}
+
+void Output::end_def() {
+  Impl& x = *impl_;
+  const double t0 = MPI_Wtime();
+  if (x.server_mode && x.model_rank == 0 && x.model) {
+    const std::vector<char> cat = x.pack_catalog();
+    for (int s : x.server_xranks)
+      estuary::detail::check_mpi(MPI_Send(cat.data(), static_cast<int>(cat.size()), MPI_BYTE, s, kTagCatalog, x.ctrl),
+                        "MPI_Send");
+  }
+  // Every rank checks the same catalog against the same config: all fail alike, none hangs.
+  x.plan_vars();
+  x.build_transfers();
+  estuary::detail::agree(x.xcomm, [&] { x.create_files(); });
+  x.defined = true;
+  x.write_coordinates();
+  x.stats.model_io_s += MPI_Wtime() - t0;
+}
+
+void Output::serve() {
+  Impl& x = *impl_;
+  if (!x.server) throw Error("serve() called on a model rank", x.where_rank(), "only is_server() ranks serve");
+  MPI_Status st;
+  estuary::detail::check_mpi(MPI_Probe(0, kTagCatalog, x.ctrl, &st), "MPI_Probe");
+  int n = 0;
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  std::vector<char> cat(static_cast<std::size_t>(n));
+  estuary::detail::check_mpi(MPI_Recv(cat.data(), n, MPI_BYTE, 0, kTagCatalog, x.ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
+  x.unpack_catalog(cat);
+  x.plan_vars();
+  x.build_transfers();
+  estuary::detail::agree(x.xcomm, [&] { x.create_files(); });
+  x.defined = true;
+  x.serve_loop();
+  x.closed = true;
+}
+
+void Output::write(const std::string& field, double time, std::span<const double> data) {
+  Impl& x = *impl_;
+  const double t0 = MPI_Wtime();
+  if (!x.defined || x.closed) throw Error("write outside the output phase", "field " + field, "call end_def first");
+  auto it = x.vars_of_field.find(field);
+  auto fit = std::find_if(x.fields.begin(), x.fields.end(), [&](const FieldInfo& f) { return f.def.name == field; });
+  if (fit == x.fields.end())
+    throw Error("write of an undeclared field", "field " + field + ", " + x.where_rank(), "declare it with def_field");
+  const i64 n = fit->def.decomp.size();
+  if (static_cast<i64>(data.size()) != n)
+    throw Error("write of " + std::to_string(data.size()) + " values, the decomposition holds " + std::to_string(n),
+                "field " + field + ", " + x.where_rank());
+  if (it == x.vars_of_field.end()) return;  // declared but in no file
+  std::vector<int> due;
+  for (int vi : it->second) {
+    Var& v = x.vars[static_cast<std::size_t>(vi)];
+    if (v.op == Operation::once) {
+      if (!v.done_once) due.push_back(vi);
+      continue;
+    }
+    const double F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq_s;
+    const double eps = 1e-9 * F;
+    // The period a sample belongs to is (next_out - F, next_out].
+    if (std::isnan(v.next_out)) v.next_out = std::ceil(time / F - 1e-9) * F;
+    const std::size_t un = static_cast<std::size_t>(n);
+    switch (v.op) {
+      case Operation::instant:
+        break;
+      case Operation::average:
+      case Operation::accumulate:
+        if (v.nsamples == 0) v.acc.assign(data.begin(), data.end());
+        else for (std::size_t i = 0; i < un; ++i) v.acc[i] += data[i];
+        break;
+      case Operation::minimum:
+        if (v.nsamples == 0) v.acc.assign(data.begin(), data.end());
+        else for (std::size_t i = 0; i < un; ++i) v.acc[i] = std::min(v.acc[i], data[i]);
+        break;
+      case Operation::maximum:
+        if (v.nsamples == 0) v.acc.assign(data.begin(), data.end());
+        else for (std::size_t i = 0; i < un; ++i) v.acc[i] = std::max(v.acc[i], data[i]);
+        break;
+      case Operation::once:
+        break;
+    }
+    v.nsamples += 1;
+    if (time >= v.next_out - eps) due.push_back(vi);
+  }
+  bool terminate = false;
+  if (!due.empty()) {
+    // SIGTERM reaches ranks at different moments: agree at this output step, which every model
+    // rank reaches with the same records, so that all of them close at the same point.
+    int mine = g_sigterm ? 1 : 0, any = 0;
+    if (x.cfg.catch_sigterm)
+      estuary::detail::check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, x.model_comm), "MPI_Allreduce");
+    terminate = any != 0;
+  }
+  for (int vi : due) {
+    Var& v = x.vars[static_cast<std::size_t>(vi)];
+    if (v.op == Operation::once) {
+      x.emit(v, data.data(), time, time, time);
+      v.done_once = true;
+      continue;
+    }
+    const double F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq_s;
+    const double tb0 = v.next_out - F, tb1 = v.next_out;
+    if (v.op == Operation::instant) {
+      x.emit(v, data.data(), time, time, time);
+    } else {
+      if (v.op == Operation::average)
+        for (double& a : v.acc) a /= static_cast<double>(v.nsamples);
+      x.emit(v, v.acc.data(), 0.5 * (tb0 + tb1), tb0, tb1);
+    }
+    v.nsamples = 0;
+    while (v.next_out <= time + 1e-9 * F) v.next_out += F;
+  }
+  if (x.server_mode) {
+    // Lets MPI progress the transfers in flight while the model computes.
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, x.ctrl, &flag, MPI_STATUS_IGNORE);
+  }
+  x.stats.model_io_s += MPI_Wtime() - t0;
+  if (terminate) {
+    x.do_close();
+    throw Terminated("SIGTERM received: every record handed over is written and the files are closed",
+                     x.where_rank(), "end the run");
+  }
+}
+
+void Output::flush() {
+  Impl& x = *impl_;
+  if (!x.defined || x.closed) return;
+  const double t0 = MPI_Wtime();
+  if (x.server_mode) {
+    x.drain_slots();
+    x.command_servers(kFlush);
+  } else {
+    estuary::detail::agree(x.xcomm, [&] { x.sync_files(); });
+  }
+  x.stats.model_io_s += MPI_Wtime() - t0;
+}
+
+void Output::close() {
+  Impl& x = *impl_;
+  const double t0 = MPI_Wtime();
+  if (x.model) x.do_close();
+  x.stats.model_io_s += MPI_Wtime() - t0;
+}
+
+}  // namespace estuary::io

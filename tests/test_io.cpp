@@ -1,0 +1,345 @@
+// I/O: configuration errors, remap-and-write from several decompositions through 1 and 2
+// writers in both modes read back with the Reader into another decomposition, temporal
+// operations against a reference computed here, and the exception and SIGTERM paths.
+// (The independent Python reader checks the same files' contents and CF metadata: tests/io/.)
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <limits>
+
+#include "test_io_util.hpp"
+
+namespace io = estuary::io;
+using etest::all_ok;
+using iotest::i64;
+
+namespace {
+
+std::string out_dir(const std::string& name) {
+  return std::string(ESTUARY_IO_TEST_DIR) + "/np" + std::to_string(etest::world_size()) + "/" + name;
+}
+
+io::OutputConfig make_config(const std::string& dir, io::Mode mode, int writers, const std::string& ops_yaml) {
+  std::string y = "output:\n  mode: " + std::string(mode == io::Mode::server ? "server" : "serverless") +
+                  "\n  writers: " + std::to_string(writers) + "\n  directory: " + dir + "\n" + ops_yaml;
+  return io::OutputConfig::from_yaml_string(y, "test");
+}
+
+std::string expect_error(const std::string& yaml) {
+  try {
+    io::OutputConfig::from_yaml_string(yaml, "bad.yaml");
+  } catch (const estuary::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// Reads `var` record `rec` into a permuted decomposition (not the one written) and compares
+// with `expect(g)`; returns the number of mismatches on this rank.
+template <class F>
+int check_var(io::Reader& rd, const std::string& var, i64 rec, i64 nlev, F expect) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const auto d = etest::permuted_block(nlev * iotest::kNh, p, r, 5);
+  std::vector<double> got(static_cast<std::size_t>(d.size()));
+  rd.read_record(var, rec, d, got);
+  int bad = 0;
+  const auto idx = d.to_indices();
+  for (std::size_t i = 0; i < idx.size(); ++i)
+    if (got[i] != expect(idx[i])) ++bad;
+  return bad;
+}
+
+}  // namespace
+
+TEST(IoConfig, MalformedConfigsNameFileAndKey) {
+  const std::string head = "output:\n  files:\n    - name: f\n";
+  EXPECT_NE(expect_error("output: {mode: fast, files: [{name: f, output_freq: 1h, fields: [a]}]}")
+                .find("unknown mode 'fast' (config bad.yaml, key output.mode)"),
+            std::string::npos);
+  EXPECT_NE(expect_error(head + "      output_freq: 6 weeks\n      fields: [a]\n").find("bad duration '6 weeks'"),
+            std::string::npos);
+  EXPECT_NE(expect_error(head + "      output_freq: 6h\n      fields: [{name: a, operation: median}]\n")
+                .find("unknown operation 'median' (config bad.yaml, key output.files[0] (f).fields[0] (a).operation)"),
+            std::string::npos);
+  EXPECT_NE(expect_error(head + "      output_freq: 6h\n      fields: [{name: a, precision: half}]\n")
+                .find("unknown precision 'half'"),
+            std::string::npos);
+  EXPECT_NE(expect_error(head + "      output_freq: 6h\n      colour: red\n      fields: [a]\n")
+                .find("unknown key 'colour' (config bad.yaml, key output.files[0] (f).colour)"),
+            std::string::npos);
+  EXPECT_NE(expect_error(head + "      fields: [a]\n").find("a file needs an output_freq"), std::string::npos);
+  EXPECT_NE(expect_error(head + "      output_freq: 1h\n      fields: [{name: a, operation: average}, b]\n")
+                .find("mixes instant fields"),
+            std::string::npos);
+  EXPECT_NE(expect_error("output:\n  writers: -2\n  files: []\n").find("key output.writers"), std::string::npos);
+  EXPECT_NE(expect_error("output: [unclosed\n").find("YAML syntax"), std::string::npos);
+  EXPECT_NE(expect_error("coupling: {}\n").find("no `output:` section"), std::string::npos);
+  EXPECT_DOUBLE_EQ(io::parse_duration("6h", "x"), 21600.0);
+  EXPECT_DOUBLE_EQ(io::parse_duration("30min", "x"), 1800.0);
+  EXPECT_DOUBLE_EQ(io::parse_duration("1d", "x"), 86400.0);
+  EXPECT_DOUBLE_EQ(io::parse_duration("90", "x"), 90.0);
+  EXPECT_THROW(io::parse_duration("0h", "x"), estuary::Error);
+  EXPECT_THROW(io::parse_duration("-1d", "x"), estuary::Error);
+}
+
+TEST(IoConfig, FieldNotDeclaredByTheModelNamesFileAndKey) {
+  const auto cfg = make_config(out_dir("undeclared"), io::Mode::serverless, 1,
+                               "  files:\n    - {name: f, output_freq: 1h, fields: [t3, ghost]}\n");
+  std::string msg;
+  {
+    io::Output out(cfg, MPI_COMM_WORLD);
+    const int p = etest::world_size(), r = etest::world_rank();
+    out.def_grid("atm", iotest::grid_part(p, r));
+    out.def_field(iotest::field("t3", true, iotest::decomp_of("block", iotest::kNlev, p, r)));
+    try {
+      out.end_def();
+    } catch (const estuary::Error& e) {
+      msg = e.what();
+    }
+  }
+  EXPECT_NE(msg.find("field 'ghost' is not declared by the model (config test, file f, key fields[1].name)"),
+            std::string::npos)
+      << msg;
+}
+
+// Every decomposition, 1 and 2 writers, both modes: instant records of t3 (double) and sst
+// (float), read back into a permuted decomposition on all ranks.
+TEST(IoWrite, DecompositionsWritersModes) {
+  const int wp = etest::world_size();
+  for (io::Mode mode : {io::Mode::serverless, io::Mode::server})
+    for (int writers : {1, 2})
+      for (std::string kind : {"block", "cyclic", "boxes", "perm", "rank0"}) {
+        if (mode == io::Mode::server && writers >= wp) continue;  // needs a model rank
+        const std::string tag = std::string(mode == io::Mode::server ? "server" : "serverless") + "_w" +
+                                std::to_string(writers) + "_" + kind;
+        SCOPED_TRACE(tag);
+        const std::string dir = out_dir(tag);
+        const auto cfg = make_config(dir, mode, writers,
+                                     "  files:\n    - name: inst\n      output_freq: 2h\n      fields:\n"
+                                     "        - {name: t3, precision: double}\n        - sst\n");
+        i64 handed = 0, bytes = 0;
+        {
+          io::Output out(cfg, MPI_COMM_WORLD);
+          if (out.is_server()) {
+            out.serve();
+            bytes = out.stats().bytes_written;
+          } else {
+            int p = 1, r = 0;
+            MPI_Comm_size(out.model_comm(), &p);
+            MPI_Comm_rank(out.model_comm(), &r);
+            const auto d3 = iotest::decomp_of(kind, iotest::kNlev, p, r);
+            const auto d2 = iotest::decomp_of(kind, 1, p, r);
+            out.def_grid("atm", iotest::grid_part(p, r));
+            out.def_field(iotest::field("t3", true, d3));
+            out.def_field(iotest::field("sst", false, d2));
+            out.end_def();
+            for (i64 s = 1; s <= 5; ++s) {
+              out.write("t3", 3600.0 * static_cast<double>(s), iotest::values(d3, s, true));
+              out.write("sst", 3600.0 * static_cast<double>(s), iotest::values(d2, s, false));
+              if (s == 3) out.flush();
+            }
+            out.close();
+            handed = out.stats().records_handed_over;
+            bytes = out.stats().bytes_written;
+          }
+        }
+        // The writers together put each value once: 2 records of t3 (double) and sst (float),
+        // lon and lat (double), and their 4-corner bounds.
+        i64 total = 0;
+        MPI_Allreduce(&bytes, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        EXPECT_EQ(total, 2 * (iotest::kNlev * iotest::kNh * 8 + iotest::kNh * 4) + 2 * iotest::kNh * 8 +
+                             2 * iotest::kNh * 4 * 8);
+        // Steps 2 and 4 are output steps: 2 records of 2 variables, plus lon, lat and bounds.
+        if (etest::world_rank() == 0) {
+          EXPECT_EQ(handed, 2 * 2 + 4);
+        }
+        io::Reader rd(dir + "/inst.nc", MPI_COMM_WORLD);
+        ASSERT_EQ(rd.records(), 2);
+        EXPECT_EQ(rd.times(), (std::vector<double>{7200.0, 14400.0}));
+        int bad = 0;
+        for (i64 rec = 0; rec < 2; ++rec) {
+          const i64 step = 2 * (rec + 1);
+          bad += check_var(rd, "t3", rec, iotest::kNlev, [&](i64 g) { return iotest::value3(g, step); });
+          bad += check_var(rd, "sst", rec, 1, [&](i64 g) {
+            return static_cast<double>(static_cast<float>(iotest::value2(g, step)));
+          });
+        }
+        // Coordinates: the file's lon/lat equal the grid's, whatever the rank counts.
+        const estuary::Grid whole = estuary::GridGen::lonlat(iotest::kNx, iotest::kNy).make();
+        bad += check_var(rd, "lon", -1, 1, [&](i64 g) { return whole.lon[static_cast<std::size_t>(g)]; });
+        bad += check_var(rd, "lat", -1, 1, [&](i64 g) { return whole.lat[static_cast<std::size_t>(g)]; });
+        EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << etest::world_rank();
+      }
+}
+
+// average, minimum, maximum, accumulate over 3-hour periods of hourly samples that are not
+// monotonic in time, against the reference computed here; time and time_bnds too.
+TEST(IoWrite, TemporalOperations) {
+  const int wp = etest::world_size();
+  for (io::Mode mode : {io::Mode::serverless, io::Mode::server}) {
+    if (mode == io::Mode::server && wp < 2) continue;
+    SCOPED_TRACE(mode == io::Mode::server ? "server" : "serverless");
+    const std::string dir = out_dir(std::string("ops_") + (mode == io::Mode::server ? "server" : "serverless"));
+    const std::string files =
+        "  files:\n"
+        "    - name: a\n      output_freq: 3h\n      fields:\n"
+        "        - {name: t3, operation: average, precision: double}\n"
+        "        - {name: sst, operation: maximum, precision: double}\n"
+        "    - name: b\n      output_freq: 3h\n      fields:\n"
+        "        - {name: t3, operation: minimum, precision: double}\n"
+        "        - {name: sst, operation: accumulate, precision: double}\n"
+        "    - name: c\n      output_freq: 3h\n      fields:\n"
+        "        - {name: sst, operation: once, precision: double}\n";
+    const auto cfg = make_config(dir, mode, std::min(2, std::max(1, wp - 1)), files);
+    // Sample k at hour k: a wave in time, so min and max are not the first or last sample.
+    auto sample = [](i64 g, i64 k, bool three_d) {
+      return (three_d ? 1.0 : -2.0) * std::sin(0.7 * static_cast<double>(k) + 0.01 * static_cast<double>(g)) +
+             static_cast<double>(g % 7);
+    };
+    {
+      io::Output out(cfg, MPI_COMM_WORLD);
+      if (out.is_server()) {
+        out.serve();
+      } else {
+        int p = 1, r = 0;
+        MPI_Comm_size(out.model_comm(), &p);
+        MPI_Comm_rank(out.model_comm(), &r);
+        const auto d3 = iotest::decomp_of("boxes", iotest::kNlev, p, r);
+        const auto d2 = iotest::decomp_of("cyclic", 1, p, r);
+        out.def_grid("atm", iotest::grid_part(p, r));
+        out.def_field(iotest::field("t3", true, d3));
+        out.def_field(iotest::field("sst", false, d2));
+        out.end_def();
+        for (i64 k = 1; k <= 7; ++k) {  // 2 full periods; hour 7 is an incomplete third
+          std::vector<double> v3, v2;
+          for (i64 g : d3.to_indices()) v3.push_back(sample(g, k, true));
+          for (i64 g : d2.to_indices()) v2.push_back(sample(g, k, false));
+          out.write("t3", 3600.0 * static_cast<double>(k), v3);
+          out.write("sst", 3600.0 * static_cast<double>(k), v2);
+        }
+        out.close();
+      }
+    }
+    io::Reader ra(dir + "/a.nc", MPI_COMM_WORLD), rb(dir + "/b.nc", MPI_COMM_WORLD);
+    ASSERT_EQ(ra.records(), 2);
+    ASSERT_EQ(rb.records(), 2);
+    EXPECT_EQ(ra.times(), (std::vector<double>{5400.0, 16200.0}));  // middles of the periods
+    int bad = 0;
+    for (i64 rec = 0; rec < 2; ++rec) {
+      const i64 k0 = 3 * rec + 1;
+      auto ref = [&](i64 g, bool three_d, int op) {
+        double sum = 0, mn = std::numeric_limits<double>::infinity(), mx = -mn;
+        for (i64 k = k0; k < k0 + 3; ++k) {
+          const double s = sample(g, k, three_d);
+          sum += s;
+          mn = std::min(mn, s);
+          mx = std::max(mx, s);
+        }
+        return op == 0 ? sum / 3 : op == 1 ? mn : op == 2 ? mx : sum;
+      };
+      // average: the library divides the sum by the count, as the reference does.
+      bad += check_var(ra, "t3", rec, iotest::kNlev, [&](i64 g) { return ref(g, true, 0); });
+      bad += check_var(ra, "sst", rec, 1, [&](i64 g) { return ref(g, false, 2); });
+      bad += check_var(rb, "t3", rec, iotest::kNlev, [&](i64 g) { return ref(g, true, 1); });
+      bad += check_var(rb, "sst", rec, 1, [&](i64 g) { return ref(g, false, 3); });
+    }
+    io::Reader rc(dir + "/c.nc", MPI_COMM_WORLD);
+    EXPECT_EQ(rc.records(), 0);
+    bad += check_var(rc, "sst", -1, 1, [&](i64 g) { return sample(g, 1, false); });
+    EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << etest::world_rank();
+  }
+}
+
+// A model that raises mid-run: the destructor writes every record handed over and closes.
+TEST(IoShutdown, ExceptionKeepsRecordsHandedOver) {
+  const int wp = etest::world_size();
+  for (io::Mode mode : {io::Mode::serverless, io::Mode::server}) {
+    if (mode == io::Mode::server && wp < 2) continue;
+    const std::string dir = out_dir(std::string("throw_") + (mode == io::Mode::server ? "server" : "serverless"));
+    const auto cfg = make_config(dir, mode, 1, "  files:\n    - {name: h, output_freq: 1h, fields: [t3]}\n");
+    bool caught = false;
+    try {
+      io::Output out(cfg, MPI_COMM_WORLD);
+      if (out.is_server()) {
+        out.serve();
+      } else {
+        int p = 1, r = 0;
+        MPI_Comm_size(out.model_comm(), &p);
+        MPI_Comm_rank(out.model_comm(), &r);
+        const auto d3 = iotest::decomp_of("perm", iotest::kNlev, p, r);
+        out.def_grid("atm", iotest::grid_part(p, r));
+        out.def_field(iotest::field("t3", true, d3));
+        out.end_def();
+        for (i64 s = 1; s <= 10; ++s) {
+          if (s == 6) throw std::runtime_error("the model failed");
+          out.write("t3", 3600.0 * static_cast<double>(s), iotest::values(d3, s, true));
+        }
+      }
+    } catch (const std::runtime_error&) {
+      caught = true;
+    }
+    EXPECT_EQ(caught, mode == io::Mode::serverless || etest::world_rank() < wp - 1);
+    io::Reader rd(dir + "/h.nc", MPI_COMM_WORLD);
+    EXPECT_EQ(rd.records(), 5);
+    int bad = 0;
+    for (i64 rec = 0; rec < rd.records(); ++rec)
+      bad += check_var(rd, "t3", rec, iotest::kNlev, [&](i64 g) { return iotest::value3(g, rec + 1); });
+    EXPECT_TRUE(all_ok(bad == 0));
+  }
+}
+
+// SIGTERM reaching the ranks at different steps: the library agrees on one output step, writes
+// everything handed over, closes the files and throws Terminated on every model rank.
+TEST(IoShutdown, SigtermKeepsRecordsHandedOver) {
+  const int wp = etest::world_size();
+  for (io::Mode mode : {io::Mode::serverless, io::Mode::server}) {
+    if (mode == io::Mode::server && wp < 2) continue;
+    const std::string dir = out_dir(std::string("term_") + (mode == io::Mode::server ? "server" : "serverless"));
+    const auto cfg = make_config(dir, mode, 1,
+                                 "  files:\n    - {name: h, output_freq: 2h, restart: true, fields: [t3]}\n");
+    bool terminated = false;
+    i64 handed = -1;
+    {
+      io::Output out(cfg, MPI_COMM_WORLD);
+      if (out.is_server()) {
+        out.serve();
+      } else {
+        int p = 1, r = 0;
+        MPI_Comm_size(out.model_comm(), &p);
+        MPI_Comm_rank(out.model_comm(), &r);
+        const auto d3 = iotest::decomp_of("cyclic", iotest::kNlev, p, r);
+        out.def_grid("atm", iotest::grid_part(p, r));
+        out.def_field(iotest::field("t3", true, d3));
+        out.end_def();
+        try {
+          for (i64 s = 1; s <= 20; ++s) {
+            if (s == 5 + r % 3) std::raise(SIGTERM);  // ranks see it at steps 5, 6, 7
+            out.write("t3", 3600.0 * static_cast<double>(s), iotest::values(d3, s, true));
+          }
+        } catch (const io::Terminated&) {
+          terminated = true;
+        }
+        handed = out.stats().records_handed_over;
+      }
+    }
+    const bool model = mode == io::Mode::serverless || etest::world_rank() < wp - 1;
+    EXPECT_EQ(terminated, model);
+    // Rank 0 raises before step 5's write; step 6 is the first output step after: 3 records
+    // (hours 2, 4, 6), plus the 4 coordinate variables.
+    if (etest::world_rank() == 0) {
+      EXPECT_EQ(handed, 3 + 4);
+    }
+    // A restart file: renamed from its temporary name when closed.
+    EXPECT_TRUE(std::filesystem::exists(dir + "/h.nc"));
+    EXPECT_FALSE(std::filesystem::exists(dir + "/h.nc.tmp"));
+    io::Reader rd(dir + "/h.nc", MPI_COMM_WORLD);
+    EXPECT_EQ(rd.records(), 3);
+    int bad = 0;
+    for (i64 rec = 0; rec < rd.records(); ++rec)
+      bad += check_var(rd, "t3", rec, iotest::kNlev, [&](i64 g) { return iotest::value3(g, 2 * (rec + 1)); });
+    EXPECT_TRUE(all_ok(bad == 0));
+  }
+}
