@@ -393,7 +393,7 @@ void Component::Impl::build(const CouplingConfig& cfg, std::map<std::pair<std::s
   c->src_dims = {cfg.src_grid.nx, cfg.src_grid.ny};
   c->dst_dims = {cfg.dst_grid.nx, cfg.dst_grid.ny};
   const auto nv = static_cast<std::size_t>(c->nvalues);
-  c->acc.assign(nv * static_cast<std::size_t>(c->n_src), 0.0);
+  if (cfg.loctrans.value_or(LocTrans::instant) != LocTrans::instant) c->acc.assign(nv * static_cast<std::size_t>(c->n_src), 0.0);
   c->acc_count.assign(nf, 0);
   c->ready.assign(nf, 0);
   c->delivered.assign(nf, 0);
@@ -585,7 +585,7 @@ void Component::Impl::read_restart(Coupling& c) {
   if (crank == 0) std::copy(all.begin() + 2 * nv * g, all.end(), counts.begin());
   check_mpi(MPI_Bcast(counts.data(), static_cast<int>(counts.size()), MPI_DOUBLE, 0, comm), "MPI_Bcast");
   if (!c.is_src) return;
-  if (flags[1]) {
+  if (flags[1] && !c.acc.empty()) {  // (a configuration changed to INSTANT drops them)
     std::copy(local.begin() + nv * n, local.end(), c.acc.begin());
     for (std::size_t k = 0; k < counts.size(); ++k) c.acc_count[k] = static_cast<int>(counts[k]);
   }
@@ -656,9 +656,9 @@ Info Component::put(int var, double time, std::span<const double> values) {
   if (!m.defined || m.terminated) throw Error("put before enddef or after terminate", m.where());
   if (var < 0 || var >= static_cast<int>(m.vars.size()) || m.vars[static_cast<std::size_t>(var)].dir != Direction::out)
     throw Error("put of variable id " + std::to_string(var) + ", which is not an output field of this rank", m.where());
-  const double t0 = MPI_Wtime();
   Info info = Info::ok;
   for (auto [c, k] : m.vars[static_cast<std::size_t>(var)].uses) {
+    const double t0 = MPI_Wtime();
     const Info i = c->put(k, time, values);
     if (info == Info::ok || info == Info::loctrans) info = i;  // several targets: the strongest action
     c->src_timers.puts += 1;
@@ -672,9 +672,9 @@ Info Component::get(int var, double time, std::span<double> values) {
   if (!m.defined || m.terminated) throw Error("get before enddef or after terminate", m.where());
   if (var < 0 || var >= static_cast<int>(m.vars.size()) || m.vars[static_cast<std::size_t>(var)].dir != Direction::in)
     throw Error("get of variable id " + std::to_string(var) + ", which is not an input field of this rank", m.where());
-  const double t0 = MPI_Wtime();
   Info info = Info::ok;
   for (auto [c, k] : m.vars[static_cast<std::size_t>(var)].uses) {
+    const double t0 = MPI_Wtime();
     info = c->get(k, time, values);
     c->dst_timers.gets += 1;
     c->dst_timers.get_s += MPI_Wtime() - t0;

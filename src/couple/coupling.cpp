@@ -90,7 +90,7 @@ Info Coupling::put(int k, double t, std::span<const double> values) {
   const LocTrans lt = cfg->loctrans.value_or(LocTrans::instant);
   const double a = t + cfg->lag;
   const bool action = a >= 0 && is_multiple(a, cfg->period);
-  double* acc_k = acc.data() + first * n;
+  double* acc_k = lt == LocTrans::instant ? nullptr : acc.data() + first * n;
   const std::size_t m = static_cast<std::size_t>(nb * n);
   if (lt != LocTrans::instant) {
     int& c = acc_count[kk];
@@ -105,13 +105,6 @@ Info Coupling::put(int k, double t, std::span<const double> values) {
   }
   if (!action) return lt == LocTrans::instant ? Info::ok : Info::loctrans;
 
-  // The value of this action for position k, into its place in the action buffer.
-  std::vector<double> v(values.begin(), values.end());
-  if (lt != LocTrans::instant) {
-    const int c = acc_count[kk];
-    for (std::size_t i = 0; i < m; ++i) v[i] = lt == LocTrans::average ? acc_k[i] / c : acc_k[i];
-    acc_count[kk] = 0;
-  }
   if (!std::any_of(ready.begin(), ready.end(), [](char r) { return r != 0; })) action_time = a;
   else if (action_time != a)
     throw Error("the fields of a multi-field coupling are put at different coupling times (t=" + time_str(a - cfg->lag) +
@@ -119,8 +112,16 @@ Info Coupling::put(int k, double t, std::span<const double> values) {
                 "component " + src_comp + ", " + label, "put every field of the coupling at each coupling time");
   if (ready[kk])
     throw Error("put of " + name + " twice for the coupling time " + time_str(a), "component " + src_comp + ", " + label);
+  // The value of this action for position k, straight into its place in the action buffer.
   pending.resize(static_cast<std::size_t>(nvalues * n));
-  std::copy(v.begin(), v.end(), pending.begin() + first * n);
+  double* slot_k = pending.data() + first * n;
+  if (lt == LocTrans::instant) {
+    std::copy(values.begin(), values.end(), slot_k);
+  } else {
+    const int c = acc_count[kk];
+    for (std::size_t i = 0; i < m; ++i) slot_k[i] = lt == LocTrans::average ? acc_k[i] / c : acc_k[i];
+    acc_count[kk] = 0;
+  }
   ready[kk] = 1;
 
   const bool out = cfg->status == FieldStatus::expout || cfg->status == FieldStatus::output;

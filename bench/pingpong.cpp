@@ -1,0 +1,482 @@
+// bench/pingpong — the coupler's ping-pong toy of paper 000 (Sect. 3, Tables 1 and 2): an
+// atmosphere on the T799-class reduced Gaussian grid and an ocean on the ORCA025-like tripolar
+// grid (both with land) exchange fields through estuary::Component with 5-nearest-neighbour
+// weights in both directions.
+//
+//   mpirun -n 4 build/bench/pingpong [--grids full|small] [--iterations 10] [--warmup 2]
+//                                    [--fields 10] [--order bfb|sum] [--atm-ranks P/2]
+//                                    [--splits P/2] [--cases all|name,name,...] [--dir DIR]
+//
+// Ranks [0, a) are the component "atm" (T799), ranks [a, P) "ocn" (ORCA025); each holds a
+// contiguous block of its grid. Weights: generated once over all ranks with estuary's
+// distance_weights (neighbors = 5, CDO gendis's mask rule) and written as SCRIP files in DIR
+// (default /tmp/estuary_pingpong_<grids>); a later run reuses them (delete DIR to regenerate).
+// Every case then writes its own YAML configuration (MAPPING with those files) and constructs,
+// defines and ends the definition of a fresh Component on every rank (collective over the world).
+//
+// One ping-pong at model time t: atm puts its fields at t, ocn gets them at t and puts them
+// back, atm gets them at t (period = time step: every put and get acts). Two phases per case:
+//  - unbarriered: `warmup` ping-pongs not timed, then `iterations` timed; each rank times every
+//    ping-pong (from the start of its first call to the end of its last), the slowest rank
+//    counts (max over ranks per ping-pong), then the median over ping-pongs (pipo_s);
+//    pipo_mean_s is the slowest rank's whole loop / iterations (as the paper's totals);
+//  - barriered (as the paper's Table 2 "with barriers"): an MPI_Barrier over the world before
+//    each of the four steps (atm put, ocn get, ocn put, atm get), so that the work does not
+//    overlap. map_a2o_s and map_o2a_s: the remap time of one exchange in each direction, from
+//    the coupler's own timers (FieldTimers::remap_s: Remap::start on the source ranks, which
+//    for location src is the product and the source-side rearrangement, plus Remap::finish on
+//    the target ranks, which completes the crossing transfer and, for location dst, does the
+//    product): slowest source rank + slowest target rank, summed over the direction's
+//    couplings, median over ping-pongs. It includes the crossing transfer (the coupler's timers
+//    do not separate it). pipo_barrier_s: the barriered ping-pong, median. Per step (same
+//    order), slowest rank, median: steps_s (wall), steps_cpu_s (the thread's CPU time of the
+//    put/get calls: steadier than wall time when ranks share cores with other jobs) and
+//    steps_minflt (minor page faults); cpu_s is the sum of steps_cpu_s.
+//
+// Cases (--cases, comma-separated, default all of them):
+//   1f-src, 1f-dst        1 field each way, mapping on the source / target ranks (both ways)
+//   1f-larger, 1f-smaller 1 field, mapping on the ranks of the larger / smaller grid (ORCA025 /
+//                         T799 for the full grids: dst / src for atm->ocn, src / dst back)
+//   10f-10c               --fields fields each way as as many couplings (location src)
+//   10f-1c                --fields fields each way as one multi-field coupling (SRC1:SRC2:...)
+//   10f-bundle            one field each way with a bundle of --fields members
+//   1f-scripr             1 field, weights generated at enddef (SCRIPR DISTWGT 5; estuary then
+//                         maps at dst): the initialisation cost without weight files
+// The 1f-src/dst/larger/smaller cases run once per atm rank count in --splits (the shapes of
+// Table 1); the others on --atm-ranks ranks (Table 2).
+//
+// Per case, one JSON line: init_s (Component constructor to the end of enddef, slowest rank),
+// enddef_s, heap_peak_mb (peak of estuary's C++ heap during the case above what the benchmark
+// held before it: bench/heap_meter; the largest over ranks, and per rank), vm_hwm_mb (the
+// process's peak resident size so far, largest over ranks), a checksum of what atm got back
+// (the same for every bfb case with the same fields, whatever the split), and the ratios
+// (pipo, map, cpu) to the 1f-src case of the same split. The first line reports the weights (links, generation time or
+// "cached").
+#include <mpi.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "heap_meter.hpp"
+#include "estuary/couple.hpp"
+#include "estuary/decomp_gen.hpp"
+#include "estuary/grid.hpp"
+#include "estuary/weightgen.hpp"
+#include "estuary/weights.hpp"
+
+namespace {
+
+using i64 = std::int64_t;
+constexpr double kDt = 3600;  // time step = coupling period
+
+// A value printed as is inside a JSON line (a list).
+struct Raw {
+  std::string s;
+};
+std::ostream& operator<<(std::ostream& o, const Raw& r) { return o << r.s; }
+
+Raw list(const std::vector<double>& v, int digits = 4) {
+  std::ostringstream o;
+  o.precision(digits);
+  o << '[';
+  for (std::size_t i = 0; i < v.size(); ++i) o << (i ? ", " : "") << v[i];
+  o << ']';
+  return {o.str()};
+}
+
+struct Env {
+  int rank = 0, ranks = 1;
+  std::string dir;
+  estuary::GridGen gt, go;  // atm (T799) and ocn (ORCA025) grids
+  std::string w_a2o, w_o2a;  // weight file names, relative to dir
+  int fields = 10, iterations = 10, warmup = 2;
+  std::string order = "bfb";
+};
+
+std::string two(int k) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%02d", k);
+  return std::string(b);
+}
+
+// Field names: atm sends AS.., ocn receives OR.., ocn sends OS.., atm receives AR...
+std::vector<std::string> names(const std::string& prefix, int n) {
+  std::vector<std::string> v;
+  for (int k = 1; k <= n; ++k) v.push_back(prefix + two(k));
+  return v;
+}
+
+std::string yaml_list(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s + "]";
+}
+
+struct Case {
+  std::string name;
+  int atm_ranks = 1;
+  int nfields = 1;      // fields each way as the model sees them (def_var calls)
+  int bundle = 1;       // members per field
+  bool multi = false;   // the fields in one coupling
+  bool scripr = false;  // weights generated at enddef
+  std::string loc_a2o = "src", loc_o2a = "src";
+  std::string location;  // the case's location word
+};
+
+// The configuration of a case: couplings atm -> ocn and ocn -> atm.
+std::string config(const Env& e, const Case& c, double runtime) {
+  std::ostringstream y;
+  y << "# bench/pingpong case " << c.name << "\nruntime: " << static_cast<long>(runtime) << "\ntimeout: 600\ncouplings:\n";
+  const auto coupling = [&](const std::vector<std::string>& src, const std::vector<std::string>& dst, bool a2o) {
+    const std::string sc = a2o ? "atm" : "ocn", dc = a2o ? "ocn" : "atm";
+    const std::string sg = a2o ? "tgrid" : "ogrid", dg = a2o ? "ogrid" : "tgrid";
+    y << "  - source: {component: " << sc << ", fields: " << yaml_list(src) << ", grid: " << sg << "}\n"
+      << "    target: {component: " << dc << ", fields: " << yaml_list(dst) << ", grid: " << dg << "}\n"
+      << "    period: " << static_cast<long>(kDt) << "\n    transforms:\n";
+    if (c.scripr) y << "      - scripr: {method: distwgt, neighbors: 5}\n";
+    else
+      y << "      - mapping: {file: " << (a2o ? e.w_a2o : e.w_o2a) << ", location: " << (a2o ? c.loc_a2o : c.loc_o2a)
+        << ", order: " << e.order << "}\n";
+  };
+  for (bool a2o : {true, false}) {
+    const auto src = names(a2o ? "AS" : "OS", c.nfields), dst = names(a2o ? "OR" : "AR", c.nfields);
+    if (c.multi || c.nfields == 1) coupling(src, dst, a2o);
+    else
+      for (int k = 0; k < c.nfields; ++k) coupling({src[static_cast<std::size_t>(k)]}, {dst[static_cast<std::size_t>(k)]}, a2o);
+  }
+  return y.str();
+}
+
+// Sums of remap_s of this rank's coupling sides: [0] source side (" put"), [1] target side (" get").
+std::pair<double, double> remap_sums(const estuary::Component& comp) {
+  double s = 0, d = 0;
+  for (const estuary::FieldTimers& t : comp.timers()) {
+    if (t.field.size() >= 4 && t.field.compare(t.field.size() - 4, 4, " put") == 0) s += t.remap_s;
+    else d += t.remap_s;
+  }
+  return {s, d};
+}
+
+std::vector<double> max_over_ranks(std::vector<double> v) {
+  MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return v;
+}
+
+struct Result {
+  double pipo = 0, map_a2o = 0, map_o2a = 0, cpu = 0;
+};
+
+// Minor page faults of the process so far.
+double minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_minflt);
+}
+
+// This thread's CPU time, seconds.
+double cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
+  const bool atm = e.rank < c.atm_ranks;
+  const int side_rank = atm ? e.rank : e.rank - c.atm_ranks;
+  const int side_ranks = atm ? c.atm_ranks : e.ranks - c.atm_ranks;
+  const estuary::GridGen& g = atm ? e.gt : e.go;
+  const estuary::Decomp part = estuary::gen::block(g.size(), side_rank, side_ranks);
+  const std::size_t n = static_cast<std::size_t>(part.size());
+  const int per_var = c.bundle;  // members per def_var
+  const int nvals = c.nfields * c.bundle;
+
+  // The benchmark's own buffers, before the heap baseline: what atm sends, what each side got.
+  std::vector<double> send, recv(static_cast<std::size_t>(nvals) * n, 0.0);
+  if (atm) {
+    const std::vector<i64> idx = part.to_indices();
+    send.resize(static_cast<std::size_t>(nvals) * n);
+    for (int f = 0; f < nvals; ++f)
+      for (std::size_t i = 0; i < n; ++i)
+        send[static_cast<std::size_t>(f) * n + i] = 273.15 + f + 20 * std::sin(1e-4 * static_cast<double>(idx[i]) + f);
+  }
+  const int total_steps = e.warmup + 2 * e.iterations;
+  const std::string cfg_path = e.dir + "/" + c.name + "_a" + std::to_string(c.atm_ranks) + ".yaml";
+  if (e.rank == 0) std::ofstream(cfg_path) << config(e, c, (total_steps + 1) * kDt);
+  estuary::Grid grid;  // only for SCRIPR (centres and mask)
+  if (c.scripr) grid = g.make(part);
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  const double heap_base = static_cast<double>(bench::heap::current());
+  bench::heap::reset_peak();
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  estuary::ComponentOptions opt;
+  opt.config = cfg_path;
+  opt.directory = e.dir;
+  estuary::Component comp(atm ? "atm" : "ocn", opt);
+  const int p = comp.def_partition(part, atm ? "tpart" : "opart");
+  if (c.scripr) comp.def_grid(atm ? "tgrid" : "ogrid", p, std::move(grid));
+  std::vector<int> out, in;
+  for (const std::string& nm : names(atm ? "AS" : "OS", c.nfields)) out.push_back(comp.def_var(nm, p, estuary::Direction::out, per_var));
+  for (const std::string& nm : names(atm ? "AR" : "OR", c.nfields)) in.push_back(comp.def_var(nm, p, estuary::Direction::in, per_var));
+  const double t1 = MPI_Wtime();
+  comp.enddef();
+  const double t2 = MPI_Wtime();
+  const double init_s = bench::max_over_ranks(t2 - t0, MPI_COMM_WORLD);
+  const double enddef_s = bench::max_over_ranks(t2 - t1, MPI_COMM_WORLD);
+
+  const std::size_t m = static_cast<std::size_t>(per_var) * n;  // values per put/get
+  const auto span_of = [&](std::vector<double>& v, std::size_t k) { return std::span<double>(v.data() + k * m, m); };
+  const auto put_all = [&](double t, std::vector<double>& v) {
+    for (std::size_t k = 0; k < out.size(); ++k) comp.put(out[k], t, span_of(v, k));
+  };
+  const auto get_all = [&](double t) {
+    for (std::size_t k = 0; k < in.size(); ++k) comp.get(in[k], t, span_of(recv, k));
+  };
+
+  // Unbarriered ping-pongs.
+  std::vector<double> times;
+  double t = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  double loop_start = 0;
+  for (int it = 0; it < e.warmup + e.iterations; ++it, t += kDt) {
+    if (it == e.warmup) loop_start = MPI_Wtime();
+    const double s = MPI_Wtime();
+    if (atm) {
+      put_all(t, send);
+      get_all(t);
+    } else {
+      get_all(t);
+      put_all(t, recv);  // back what it got
+    }
+    if (it >= e.warmup) times.push_back(MPI_Wtime() - s);
+  }
+  const double loop_s = MPI_Wtime() - loop_start;
+  times = max_over_ranks(times);
+  const double pipo = bench::median(times);
+  const double pipo_mean = bench::max_over_ranks(loop_s, MPI_COMM_WORLD) / e.iterations;
+
+  // Barriered ping-pongs, four steps each: [0] atm puts (a2o, source side), [1] ocn gets (a2o,
+  // target side), [2] ocn puts (o2a, source side), [3] atm gets (o2a, target side). Per
+  // ping-pong and step, on the ranks doing it: the coupler's remap time (remap_s of the step's
+  // side), the wall time and the thread's CPU time of the calls; the slowest rank counts.
+  const int its = e.iterations;
+  constexpr int kRow = 16;  // [0, 4) remap_s, [4, 8) wall, [8, 12) CPU, [12, 16) minor page faults
+  std::vector<double> rows(static_cast<std::size_t>(kRow * its), 0.0), bar(static_cast<std::size_t>(its), 0.0);
+  for (int it = 0; it < its; ++it, t += kDt) {
+    double* row = rows.data() + kRow * it;
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double s = MPI_Wtime();
+    for (int step = 0; step < 4; ++step) {
+      const bool mine = (step == 0 || step == 3) == atm;
+      if (mine) {
+        const auto r0 = remap_sums(comp);
+        const double w0 = MPI_Wtime(), c0 = cpu_s(), f0 = minor_faults();
+        if (step == 0) put_all(t, send);
+        else if (step == 1) get_all(t);
+        else if (step == 2) put_all(t, recv);
+        else get_all(t);
+        row[8 + step] = cpu_s() - c0;
+        row[12 + step] = minor_faults() - f0;
+        row[4 + step] = MPI_Wtime() - w0;
+        const auto r1 = remap_sums(comp);
+        row[step] = step % 2 == 0 ? r1.first - r0.first : r1.second - r0.second;
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    bar[static_cast<std::size_t>(it)] = MPI_Wtime() - s;
+  }
+  rows = max_over_ranks(rows);
+  bar = max_over_ranks(bar);
+  const auto med = [&](int k) {
+    std::vector<double> v;
+    for (int it = 0; it < its; ++it) v.push_back(rows[static_cast<std::size_t>(kRow * it + k)]);
+    return bench::median(v);
+  };
+  std::vector<double> a2o, o2a;
+  for (int it = 0; it < its; ++it) {
+    a2o.push_back(rows[static_cast<std::size_t>(kRow * it)] + rows[static_cast<std::size_t>(kRow * it + 1)]);
+    o2a.push_back(rows[static_cast<std::size_t>(kRow * it + 2)] + rows[static_cast<std::size_t>(kRow * it + 3)]);
+  }
+  std::vector<double> step_wall, step_cpu, step_faults;
+  for (int k = 0; k < 4; ++k) {
+    step_wall.push_back(med(4 + k));
+    step_cpu.push_back(med(8 + k));
+    step_faults.push_back(med(12 + k));
+  }
+  Result res{pipo, bench::median(a2o), bench::median(o2a), step_cpu[0] + step_cpu[1] + step_cpu[2] + step_cpu[3]};
+  // Checksum of everything atm got back at the last ping-pong: the wrapping sum of the values'
+  // bit patterns, which does not depend on the order or the decomposition (bfb results are
+  // bit-identical for any split, so every bfb case with the same fields prints the same).
+  std::uint64_t local = 0;
+  if (atm)
+    for (double x : recv) {
+      std::uint64_t b = 0;
+      std::memcpy(&b, &x, sizeof b);
+      local += b;
+    }
+  std::uint64_t checksum = 0;
+  MPI_Allreduce(&local, &checksum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  comp.terminate();
+
+  const double heap_peak = (static_cast<double>(bench::heap::peak()) - heap_base) / 1048576.0;
+  std::vector<double> heaps(static_cast<std::size_t>(e.ranks));
+  MPI_Gather(&heap_peak, 1, MPI_DOUBLE, heaps.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  const double hwm = bench::max_over_ranks(bench::proc_status_mb("VmHWM:"), MPI_COMM_WORLD);
+  if (c.name == "1f-src") reference[c.atm_ranks] = res;
+  if (e.rank == 0) {
+    bench::Json j;
+    j.add("bench", "pingpong").add("case", c.name).add("grid_atm", e.gt.name()).add("grid_ocn", e.go.name())
+        .add("ranks", e.ranks).add("atm_ranks", c.atm_ranks).add("ocn_ranks", e.ranks - c.atm_ranks)
+        .add("fields", c.nfields * c.bundle).add("couplings_each_way", c.multi ? 1 : c.nfields)
+        .add("bundle", c.bundle).add("location", c.location)
+        .add("location_a2o", c.scripr ? "dst" : c.loc_a2o).add("location_o2a", c.scripr ? "dst" : c.loc_o2a)
+        .add("order", c.scripr ? "bfb" : e.order).add("weights", c.scripr ? "scripr_enddef" : "mapping_file")
+        .add("iterations", e.iterations)
+        .add("pipo_s", res.pipo).add("pipo_mean_s", pipo_mean).add("pipo_barrier_s", bench::median(bar))
+        .add("map_a2o_s", res.map_a2o).add("map_o2a_s", res.map_o2a).add("map_s", res.map_a2o + res.map_o2a)
+        .add("steps_s", list(step_wall)).add("steps_cpu_s", list(step_cpu))
+        .add("steps_minflt", list(step_faults, 6)).add("cpu_s", res.cpu)
+        .add("init_s", init_s).add("enddef_s", enddef_s)
+        .add("heap_peak_mb", *std::max_element(heaps.begin(), heaps.end())).add("heap_peak_mb_ranks", list(heaps))
+        .add("vm_hwm_mb", hwm);
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(checksum));
+    j.add("checksum", std::string(hex));
+    const auto ref = reference.find(c.atm_ranks);
+    if (c.name != "1f-src" && ref != reference.end() && ref->second.pipo > 0) {
+      j.add("pipo_ratio_to_1f", res.pipo / ref->second.pipo)
+          .add("map_ratio_to_1f", (res.map_a2o + res.map_o2a) / (ref->second.map_a2o + ref->second.map_o2a))
+          .add("cpu_ratio_to_1f", res.cpu / ref->second.cpu);
+    }
+    std::cout << j.str() << std::endl;
+  }
+  return res;
+}
+
+// Generates (or finds) the weight file of src -> dst; returns the JSON fields to report.
+void weights(const Env& e, const estuary::GridGen& src, const estuary::GridGen& dst, const std::string& file,
+             bench::Json& j, const std::string& key) {
+  const std::string path = e.dir + "/" + file;
+  int have = 0;
+  if (e.rank == 0) have = std::filesystem::exists(path) ? 1 : 0;
+  MPI_Bcast(&have, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  double gen_s = 0, write_s = 0;
+  i64 links = 0;
+  if (!have) {
+    const estuary::Grid b = dst.make(estuary::gen::block(dst.size(), e.rank, e.ranks));
+    estuary::DistanceWeightOptions o;
+    o.neighbors = 5;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    const estuary::Links l = estuary::distance_weights(src, b, MPI_COMM_WORLD, o);
+    gen_s = bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
+    i64 mine = l.size();
+    MPI_Allreduce(&mine, &links, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    estuary::WeightWriteOptions wo;
+    wo.map_method = "Distance weighted avg of nearest neighbors";
+    wo.title = "bench/pingpong 5-NN " + src.name() + " -> " + dst.name();
+    t0 = MPI_Wtime();
+    // Written under a temporary name and renamed: an interrupted run leaves no partial cache.
+    estuary::write_weights(path + ".tmp", l, src.size(), dst.size(), MPI_COMM_WORLD, wo);
+    if (e.rank == 0) std::filesystem::rename(path + ".tmp", path);
+    MPI_Barrier(MPI_COMM_WORLD);
+    write_s = bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
+  } else {
+    links = estuary::read_weights(path, MPI_COMM_WORLD).info.links;
+  }
+  j.add(key + "_file", path).add(key + "_links", links);
+  if (have) j.add(key + "_weights", "cached");
+  else j.add(key + "_gen_s", gen_s).add(key + "_write_s", write_s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  bench::Args args(argc, argv);
+  try {
+    if (ranks < 2) throw std::runtime_error("bench/pingpong needs at least 2 ranks (atm and ocn)");
+    const std::string grids = args.str("grids", "full");
+    if (grids != "full" && grids != "small") throw std::runtime_error("--grids full|small");
+    const bool small = grids == "small";
+    Env e{rank, ranks, args.str("dir", "/tmp/estuary_pingpong_" + grids),
+          (small ? estuary::GridGen::reduced_gaussian(48) : estuary::GridGen::t799()).with_land(),
+          (small ? estuary::GridGen::tripolar(360, 290) : estuary::GridGen::orca025()).with_land(), "", ""};
+    e.fields = static_cast<int>(std::max<i64>(1, args.num("fields", 10)));
+    e.iterations = static_cast<int>(std::max<i64>(1, args.num("iterations", 10)));
+    e.warmup = static_cast<int>(std::max<i64>(0, args.num("warmup", 2)));
+    e.order = args.str("order", "bfb");
+    if (e.order != "bfb" && e.order != "sum") throw std::runtime_error("--order bfb|sum");
+    e.w_a2o = "rmp_" + e.gt.name() + "_to_" + e.go.name() + "_dis5.nc";
+    e.w_o2a = "rmp_" + e.go.name() + "_to_" + e.gt.name() + "_dis5.nc";
+    const int atm_ranks = static_cast<int>(args.num("atm-ranks", ranks / 2));
+    std::vector<int> splits;
+    for (i64 s : args.nums("splits", std::to_string(atm_ranks))) splits.push_back(static_cast<int>(s));
+    for (int s : splits)
+      if (s < 1 || s >= ranks) throw std::runtime_error("--atm-ranks/--splits must lie in [1, ranks)");
+    std::vector<std::string> wanted;
+    {
+      std::stringstream in(args.str("cases", "all"));
+      std::string w;
+      while (std::getline(in, w, ','))
+        if (!w.empty()) wanted.push_back(w);
+    }
+    const auto want = [&](const std::string& nm) {
+      return std::find(wanted.begin(), wanted.end(), "all") != wanted.end() ||
+             std::find(wanted.begin(), wanted.end(), nm) != wanted.end();
+    };
+    if (rank == 0) std::filesystem::create_directories(e.dir);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    bench::Json wj;
+    wj.add("bench", "pingpong").add("case", "weights").add("grid_atm", e.gt.name()).add("grid_atm_n", e.gt.size())
+        .add("grid_ocn", e.go.name()).add("grid_ocn_n", e.go.size()).add("ranks", ranks).add("neighbors", 5);
+    weights(e, e.gt, e.go, e.w_a2o, wj, "a2o");
+    weights(e, e.go, e.gt, e.w_o2a, wj, "o2a");
+    if (rank == 0) std::cout << wj.str() << std::endl;
+
+    // The larger grid's ranks: the target's for atm -> ocn when ocn's grid is the larger.
+    const bool ocn_larger = e.go.size() >= e.gt.size();
+    std::vector<Case> cases;
+    for (int s : splits) {
+      if (want("1f-src")) cases.push_back({"1f-src", s, 1, 1, false, false, "src", "src", "src"});
+      if (want("1f-dst")) cases.push_back({"1f-dst", s, 1, 1, false, false, "dst", "dst", "dst"});
+      if (want("1f-larger"))
+        cases.push_back({"1f-larger", s, 1, 1, false, false, ocn_larger ? "dst" : "src", ocn_larger ? "src" : "dst", "larger"});
+      if (want("1f-smaller"))
+        cases.push_back({"1f-smaller", s, 1, 1, false, false, ocn_larger ? "src" : "dst", ocn_larger ? "dst" : "src", "smaller"});
+    }
+    // The field cases need the 1-field reference of their split.
+    if ((want("10f-10c") || want("10f-1c") || want("10f-bundle")) &&
+        (!want("1f-src") || std::find(splits.begin(), splits.end(), atm_ranks) == splits.end()))
+      cases.push_back({"1f-src", atm_ranks, 1, 1, false, false, "src", "src", "src"});
+    if (want("10f-10c")) cases.push_back({"10f-10c", atm_ranks, e.fields, 1, false, false, "src", "src", "src"});
+    if (want("10f-1c")) cases.push_back({"10f-1c", atm_ranks, e.fields, 1, true, false, "src", "src", "src"});
+    if (want("10f-bundle")) cases.push_back({"10f-bundle", atm_ranks, 1, e.fields, false, false, "src", "src", "src"});
+    if (want("1f-scripr")) cases.push_back({"1f-scripr", atm_ranks, 1, 1, false, true, "dst", "dst", "dst"});
+
+    std::map<int, Result> reference;
+    for (const Case& c : cases) run_case(e, c, reference);
+    MPI_Finalize();
+    return 0;
+  } catch (const std::exception& ex) {
+    std::cerr << "bench/pingpong: " << ex.what() << std::endl;
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+}
