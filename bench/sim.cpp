@@ -1,0 +1,281 @@
+// bench/sim — paper 004's skeletons replayed on simulated machines (SimGrid), over a rank sweep.
+//
+//   build/bench/sim --pattern allreduce --ranks 1e3,1e4,1e5 --topology dragonfly
+//   build/bench/sim --pattern transposition --algo ring-4 --ranks 100,1e3,1e4 --topology fattree
+//   build/bench/sim --pattern halo --width 20 --ranks 1e3,1e4 --platform torus-L
+// Options: --pattern allreduce|halo|transposition|coupling; --ranks list; --topology
+// torus|fattree|dragonfly (a machine just large enough, rebuilt per rank count) or --platform
+// <paper 004 Table 1 name>; --routing minimal|valiant; --bw GB/s (12.5), --lat ns (100); --algo burst|bruck|ring-<k>
+// (ring-1), --transpositions 1..3 (3); --width (20); --k radix (2), --doubles (3), --repeat (50,
+// GCR's 2N with N = 25); --nx --ny --nz (paper 004 Table 3: 28800, 14400, 256); --points
+// (coupling, 10^8); --crosstraffic; --stack-kib; --cfg name:value,... (more SimGrid settings).
+// One JSON object per rank count: simulated time, wall times (platform build, replay) and the
+// peak resident memory of the simulating process (each run is a child process of its own).
+//
+//   mpirun -n 8 build/bench/sim --calibrate [--algo ring-2] [--nx 256 --ny 64 --nz 256]
+// measures latency and bandwidth here by ping-pong (ranks 0 and 1), times a real slab
+// transposition (estuary's Redist, the algorithm given) on all ranks, replays the very schedules
+// of every rank on a one-switch platform with those link parameters, and prints the ratio.
+#include <mpi.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
+#include "bench_util.hpp"
+#include "estuary/decomp.hpp"
+#include "estuary/error.hpp"
+#include "estuary/redist.hpp"
+#include "estuary/sim.hpp"
+
+using namespace estuary::sim;
+
+namespace {
+
+// The most square px x py = ranks, px <= py.
+void grid2(std::int64_t ranks, int& px, int& py) {
+  px = static_cast<int>(std::sqrt(static_cast<double>(ranks)));
+  while (px > 1 && ranks % px != 0) --px;
+  py = static_cast<int>(ranks / px);
+}
+
+unsigned root_up(std::int64_t n, int d) {
+  unsigned r = static_cast<unsigned>(std::pow(static_cast<double>(n), 1.0 / d));
+  while (std::pow(static_cast<double>(r), d) < static_cast<double>(n)) ++r;
+  return std::max(r, 1u);
+}
+
+// A machine of the named topology with at least `ranks` hosts.
+Platform machine(const std::string& topology, std::int64_t ranks) {
+  if (topology == "torus") {
+    const unsigned a = root_up(ranks, 3);
+    unsigned c = a;  // shrink the last dimension while the hosts still suffice
+    while (c > 1 && std::int64_t{a} * a * (c - 1) >= ranks) --c;
+    return Platform::torus(a, a, c);
+  }
+  if (topology == "fattree") return Platform::fat_tree(3, root_up(ranks, 3));
+  if (topology == "dragonfly") {
+    // 4 hosts a router; groups = chassis = routers (SimGrid needs routers >= groups).
+    const unsigned g = root_up((ranks + 3) / 4, 3);
+    return Platform::dragonfly(g, g, g, 4);
+  }
+  throw estuary::Error("unknown topology '" + topology + "'", "bench/sim", "use torus, fattree or dragonfly");
+}
+
+// One-way time of a `bytes` message from `iters` round trips between ranks 0 and 1 (others
+// idle), or, with `all_pairs`, between ranks 2i and 2i+1 all at once: the load of a real
+// exchange, where every rank competes for the cores and the memory bus. The slowest pair's.
+double pingpong(int bytes, int iters, bool all_pairs) {
+  int rank = 0, p = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  const bool active = all_pairs ? (rank ^ 1) < p : rank < 2;
+  std::vector<char> buf(static_cast<std::size_t>(bytes));
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; active && i < iters; ++i) {
+    if (rank % 2 == 0) {
+      MPI_Send(buf.data(), bytes, MPI_CHAR, rank + 1, 0, MPI_COMM_WORLD);
+      MPI_Recv(buf.data(), bytes, MPI_CHAR, rank + 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buf.data(), bytes, MPI_CHAR, rank - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf.data(), bytes, MPI_CHAR, rank - 1, 0, MPI_COMM_WORLD);
+    }
+  }
+  return bench::max_over_ranks(active ? (MPI_Wtime() - t0) / (2.0 * iters) : 0.0, MPI_COMM_WORLD);
+}
+
+// Every rank's stages on rank 0, as numbers: [stages, (sends, (peer, bytes)*, recvs, ...)*].
+std::vector<std::vector<RankStage>> gather_stages(const std::vector<RankStage>& mine) {
+  std::vector<std::int64_t> flat{static_cast<std::int64_t>(mine.size())};
+  for (const RankStage& s : mine)
+    for (const auto* list : {&s.sends, &s.recvs}) {
+      flat.push_back(static_cast<std::int64_t>(list->size()));
+      for (const Msg& m : *list) flat.insert(flat.end(), {m.peer, m.bytes});
+    }
+  int rank = 0, p = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  int n = static_cast<int>(flat.size());
+  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
+  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  int total = 0;
+  for (int i = 0; i < p; ++i) displs[static_cast<std::size_t>(i)] = total, total += counts[static_cast<std::size_t>(i)];
+  std::vector<std::int64_t> all(static_cast<std::size_t>(std::max(total, 1)));
+  MPI_Gatherv(flat.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
+  std::vector<std::vector<RankStage>> out;
+  if (rank != 0) return out;
+  std::size_t at = 0;
+  for (int i = 0; i < p; ++i) {
+    std::vector<RankStage> stages(static_cast<std::size_t>(all[at++]));
+    for (RankStage& s : stages)
+      for (auto* list : {&s.sends, &s.recvs}) {
+        const std::int64_t m = all[at++];
+        for (std::int64_t j = 0; j < m; ++j, at += 2) list->push_back({static_cast<int>(all[at]), all[at + 1]});
+      }
+    out.push_back(std::move(stages));
+  }
+  return out;
+}
+
+int calibrate(const bench::Args& args) {
+  int rank = 0, p = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p < 2) {
+    std::cerr << "bench/sim --calibrate: run under mpirun with 2 or more ranks\n";
+    return 1;
+  }
+  // Two calibrations: one pair alone (the usual ping-pong), and all pairs at once.
+  const int big = 4 << 20;
+  double lat[2], bw[2];
+  for (int all = 0; all < 2; ++all) {
+    lat[all] = pingpong(8, 2000, all != 0);
+    bw[all] = big / std::max(pingpong(big, 20, all != 0) - lat[all], 1e-9);
+  }
+  // Packing and unpacking are memory copies the network model does not see: their speed with
+  // every rank copying at once (the cores and the memory bus shared as in the exchange).
+  double copy_Bps = 0;
+  {
+    std::vector<char> from(static_cast<std::size_t>(big), 1), to(static_cast<std::size_t>(big));
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < 20; ++i) {
+      std::copy(from.begin(), from.end(), to.begin());
+      from[static_cast<std::size_t>(i)] = to[static_cast<std::size_t>(big - 1 - i)];  // keep the copies
+    }
+    copy_Bps = 20.0 * big / bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
+  }
+  // A slab transposition (a) -> (b) of an nx x ny x nz grid of doubles: x slabs to z slabs.
+  const std::int64_t nx = args.num("nx", 256), ny = args.num("ny", 64), nz = args.num("nz", 256);
+  auto lo = [](std::int64_t n, int i, int q) { return n * i / q; };
+  const estuary::Decomp src = estuary::Decomp::box({nx, ny, nz}, {lo(nx, rank, p), 0, 0},
+                                                   {lo(nx, rank + 1, p) - lo(nx, rank, p), ny, nz});
+  const estuary::Decomp dst = estuary::Decomp::box({nx, ny, nz}, {0, 0, lo(nz, rank, p)},
+                                                   {nx, ny, lo(nz, rank + 1, p) - lo(nz, rank, p)});
+  const std::string algo = args.str("algo", "ring-2");
+  estuary::Redist rd(src, dst, MPI_COMM_WORLD, {algo, {}});
+  std::vector<double> a(static_cast<std::size_t>(src.size()), 1.0), b(static_cast<std::size_t>(dst.size()));
+  for (int w = 0; w < 3; ++w) rd.run({estuary::Field(a, b)});
+  std::vector<double> times;
+  for (int it = 0; it < 20; ++it) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    rd.run({estuary::Field(a, b)});
+    times.push_back(bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD));
+  }
+  const auto all_stages = gather_stages(rank_stages(rd.schedule(), 8));
+  if (rank == 0) {
+    const double real = bench::median(times);
+    // With packing: each stage first copies what it sends and receives, at copy_Bps.
+    auto with_copies = all_stages;
+    for (auto& stages : with_copies)
+      for (RankStage& st : stages) {
+        std::int64_t bytes = 0;
+        for (const Msg& m : st.sends) bytes += m.bytes;
+        for (const Msg& m : st.recvs) bytes += m.bytes;
+        st.compute_s = static_cast<double>(bytes) / copy_Bps;
+      }
+    for (int all = 0; all < 3; ++all) {
+      // One switch: host - switch - host is two links, so each gets half the measured latency.
+      Platform pl = Platform::fat_tree(1, static_cast<unsigned>(p));
+      pl.latency_s = lat[std::min(all, 1)] / 2;
+      pl.bandwidth_Bps = bw[std::min(all, 1)];
+      const SimResult r = simulate(pl, *table_pattern("real " + algo, all < 2 ? all_stages : with_copies));
+      bench::Json j;
+      j.add("bench", "sim-calibrate").add("ranks", p).add("algorithm", algo);
+      j.add("grid", std::to_string(nx) + "x" + std::to_string(ny) + "x" + std::to_string(nz));
+      j.add("calibration", all == 0 ? "one pair" : all == 1 ? "all pairs at once" : "all pairs at once + packing");
+      j.add("pingpong_latency_s", lat[std::min(all, 1)]).add("pingpong_bandwidth_Bps", bw[std::min(all, 1)]);
+      if (all == 2) j.add("copy_Bps", copy_Bps);
+      j.add("real_median_s", real).add("real_min_s", *std::min_element(times.begin(), times.end()));
+      j.add("simulated_s", r.simulated_s).add("ratio_real_over_sim", real / r.simulated_s);
+      j.add("platform", r.platform);
+      std::cout << j.str() << std::endl;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Args args(argc, argv);
+  if (args.str("calibrate", "0") == "1") {
+    MPI_Init(&argc, &argv);
+    int rc = 1;
+    try {
+      rc = calibrate(args);
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << "\n";
+    }
+    MPI_Finalize();
+    return rc;
+  }
+  const std::string kind = args.str("pattern", "allreduce");
+  const std::vector<std::int64_t> ranks_list = args.nums("ranks", "64,512,4096");
+  const std::string topology = args.str("topology", "dragonfly"), named = args.str("platform", "");
+  const std::int64_t nx = args.num("nx", 28800), ny = args.num("ny", 14400), nz = args.num("nz", 256);
+  SimOptions opt;
+  opt.crosstraffic = args.str("crosstraffic", "0") == "1";
+  opt.stack_kib = static_cast<int>(args.num("stack-kib", 0));
+  {  // --cfg name:value,name:value: further SimGrid settings
+    std::stringstream in(args.str("cfg", ""));
+    std::string item;
+    while (std::getline(in, item, ','))
+      if (!item.empty()) opt.config.push_back(item);
+  }
+  int failures = 0;
+  for (std::int64_t ranks : ranks_list) {
+    bench::Json j;
+    try {
+      Platform pl = named.empty() ? machine(topology, ranks) : Platform::by_name(named);
+      pl.bandwidth_Bps = std::stod(args.str("bw", "12.5")) * 1e9;
+      pl.latency_s = std::stod(args.str("lat", "100")) * 1e-9;
+      const std::string routing = args.str("routing", "minimal");
+      if (routing != "minimal" && routing != "valiant")
+        throw estuary::Error("unknown routing '" + routing + "'", "bench/sim", "use minimal or valiant");
+      pl.routing = routing == "valiant" ? Routing::valiant : Routing::minimal;
+      std::unique_ptr<Pattern> p;
+      int px = 1, py = 1;
+      grid2(ranks, px, py);
+      if (kind == "allreduce") {
+        p = allreduce({static_cast<int>(ranks), static_cast<int>(args.num("k", 2)),
+                       static_cast<int>(args.num("doubles", 3)), static_cast<int>(args.num("repeat", 50))});
+      } else if (kind == "halo") {
+        p = halo({nx, ny, nz, py, px, args.num("width", 20), 8});  // more ranks along the longer x
+      } else if (kind == "transposition") {
+        TranspositionSpec s;
+        s.nx = nx, s.ny = ny, s.nz = nz, s.cx = px, s.cy = py;
+        s.algo = AlltoallAlgo::parse(args.str("algo", "ring-1"));
+        s.transpositions = static_cast<int>(args.num("transpositions", 3));
+        p = transposition(s);
+      } else if (kind == "coupling") {
+        const int a = static_cast<int>(ranks - ranks / 2), b = static_cast<int>(ranks / 2);
+        p = coupling_p2p({args.num("points", 100000000), a, b, 8, 1});
+      } else {
+        throw estuary::Error("unknown pattern '" + kind + "'", "bench/sim",
+                             "use allreduce, halo, transposition or coupling");
+      }
+      const SimResult r = simulate(pl, *p, opt);
+      j.add("bench", "sim").add("pattern", r.pattern).add("platform", r.platform).add("ranks", r.ranks);
+      if (kind == "halo" || kind == "transposition") j.add("grid", std::to_string(py) + "x" + std::to_string(px));
+      j.add("stages", r.stages)
+          .add("messages", r.messages)
+          .add("bytes", r.bytes)
+          .add("simulated_s", r.simulated_s)
+          .add("wall_build_s", r.wall_build_s)
+          .add("wall_run_s", r.wall_run_s)
+          .add("peak_rss_mb", r.peak_rss_mb)
+          .add("crosstraffic", r.crosstraffic ? "on" : "off");
+    } catch (const std::exception& e) {
+      ++failures;
+      std::string what = e.what();
+      for (char& c : what)
+        if (c == '"' || c == '\\') c = '\'';  // keep the JSON line valid
+      j.add("bench", "sim").add("pattern", kind).add("ranks", ranks).add("error", what);
+    }
+    std::cout << j.str() << std::endl;
+  }
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,195 @@
+// Communication simulator: estuary's schedules and paper 004's skeletons replayed on simulated
+// torus, fat-tree and dragonfly machines with SimGrid (library estuary_sim; libestuary itself
+// does not depend on SimGrid).
+//
+// A Pattern says, for any rank and stage, which messages (peer, bytes) the rank sends and
+// receives. Skeleton patterns compute a rank's stage in closed form when asked, so a replay of
+// 10^5 ranks stores no per-rank schedule; real estuary Schedules (small scale) are converted to
+// a stored table. simulate() runs every rank as a SimGrid actor on a Platform built from
+// parameters and returns the simulated time of the whole pattern.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "estuary/schedule.hpp"
+
+namespace estuary::sim {
+
+// One message as the network sees it: the other rank and the simulated size.
+struct Msg {
+  int peer = 0;
+  std::int64_t bytes = 0;
+  bool operator==(const Msg&) const = default;
+};
+
+// What one rank does in one stage: post all sends and receives, wait for all of them. A rank
+// may start stage s+1 while its peers are still in stage s (as the MPI executor does).
+struct RankStage {
+  std::vector<Msg> sends, recvs;
+  double compute_s = 0;  // simulated computation before the stage's messages are posted
+  void clear() { sends.clear(); recvs.clear(); compute_s = 0; }
+  bool operator==(const RankStage&) const = default;
+};
+
+// A communication pattern over ranks() ranks with stages() stages on every rank (a stage may
+// be empty for some ranks). stage() must be const and cheap: the replay calls it once per rank
+// and stage, while the simulation runs.
+class Pattern {
+ public:
+  virtual ~Pattern() = default;
+  virtual std::string name() const = 0;
+  virtual int ranks() const = 0;
+  virtual int stages() const = 0;
+  // Fills `out` (cleared first) with stage s of `rank`.
+  virtual void stage(int rank, int s, RankStage& out) const = 0;
+};
+
+// ---- real estuary schedules ----
+
+// The stages of one rank's Schedule as messages of element count * bytes_per_element (local
+// copies and fills move no network data and are dropped).
+std::vector<RankStage> rank_stages(const Schedule& schedule, std::int64_t bytes_per_element);
+// A stored pattern, one stage list per rank (shorter lists are padded with empty stages).
+// For real schedules gathered from a small MPI run: memory grows with the messages.
+std::unique_ptr<Pattern> table_pattern(std::string name, std::vector<std::vector<RankStage>> per_rank);
+
+// ---- closed-form skeletons of paper 004 (Sect. 3) ----
+
+// All-to-all algorithms of Table 2, with the message placement of estuary's schedules
+// (src/xfer/alltoall.cpp): burst, bruck, ring-k ("ring-1", "ring-4", ...).
+struct AlltoallAlgo {
+  enum class Kind { burst, bruck, ring } kind = Kind::ring;
+  int k = 1;  // ring only
+  static AlltoallAlgo parse(const std::string& name);  // throws estuary::Error on unknown names
+  std::string name() const;
+};
+
+// The spectral transposition of Fig. 3: an nx x ny x nz grid of elem_bytes values on cx x cy
+// ranks (rank = a + cx*b), moved (a)->(b)->(c)->(d) by `transpositions` (1..3) slab
+// transpositions, each a set of simultaneous all-to-alls within rows or columns of the rank
+// grid. Block sizes split n over p as gen::block does (rank i gets [i*n/p, (i+1)*n/p)).
+struct TranspositionSpec {
+  std::int64_t nx = 0, ny = 0, nz = 0;
+  int cx = 1, cy = 1;
+  AlltoallAlgo algo;
+  int transpositions = 3;
+  int elem_bytes = 8;
+};
+std::unique_ptr<Pattern> transposition(const TranspositionSpec& spec);
+
+// The halo exchange of Fig. 4b on a periodic nx x ny grid (nz levels) split over px x py
+// ranks (rank = i + px*j): stage 0 sweeps x (left and right halos of `width` columns, from
+// neighbours' neighbours when the halo is wider than a subdomain), stage 1 sweeps y over the
+// x-extended rows so that corners arrive too. Needs width < nx and width < ny.
+struct HaloSpec {
+  std::int64_t nx = 0, ny = 0, nz = 1;
+  int px = 1, py = 1;
+  std::int64_t width = 1;
+  int elem_bytes = 8;
+};
+std::unique_ptr<Pattern> halo(const HaloSpec& spec);
+
+// `repeat` recursive-k allreduces of `doubles` values (GCR: 2N allreduces), with the stages of
+// estuary's executor (recursive_k_stages in allreduce.hpp); k = 2 is recursive doubling.
+struct AllreduceSpec {
+  int ranks = 1;
+  int k = 2;
+  int doubles = 3;
+  int repeat = 1;
+};
+std::unique_ptr<Pattern> allreduce(const AllreduceSpec& spec);
+
+// A coupler exchange with the P2P schedule: `points` values block-distributed over the
+// src_ranks ranks [0, src_ranks) of one component go to the block distribution over the
+// dst_ranks ranks [src_ranks, src_ranks + dst_ranks) of the other, in one stage.
+struct CouplingSpec {
+  std::int64_t points = 0;
+  int src_ranks = 1, dst_ranks = 1;
+  int elem_bytes = 8;
+  int fields = 1;
+};
+std::unique_ptr<Pattern> coupling_p2p(const CouplingSpec& spec);
+
+// The alpha-beta estimate of a pattern with no network contention: stages run one after the
+// other, each taking alpha + beta * (the larger of the bytes a rank sends and receives in it),
+// maximised over ranks (a rank's messages share its one network port).
+double alpha_beta_s(const Pattern& pattern, double alpha_s, double bytes_per_s);
+
+// ---- platforms ----
+
+enum class Topology { torus, fat_tree, dragonfly };
+// minimal: SimGrid's native routing (dimension order on the torus, up-down on the fat tree,
+// minimal on the dragonfly). valiant: built on top of the replay, an approximation (see
+// docs/simulator.md): each message travels as two concurrent host-to-host legs through a
+// pseudo-random intermediate host (cut-through: the bytes stream through it), and the receiver
+// is told by a 0-byte message once both legs are done. UGAL is not implemented yet.
+enum class Routing { minimal, valiant };
+
+// A machine built from parameters; one simulated rank per host, rank r on host r.
+struct Platform {
+  Topology topology = Topology::torus;
+  // torus: the dimensions (one host per torus node).
+  std::vector<unsigned> dims;
+  // fat tree (SimGrid's generalised fat tree): levels, and per level the down links, up links
+  // and parallel links; hosts = product of down.
+  unsigned levels = 0;
+  std::vector<unsigned> down, up, parallel;
+  // dragonfly: groups, chassis per group, routers per chassis, hosts per router, and the
+  // links between groups, between chassis and between routers (Cray XC layout).
+  unsigned groups = 0, chassis = 0, routers = 0, nodes = 0;
+  unsigned group_links = 1, chassis_links = 1, router_links = 1;
+
+  double bandwidth_Bps = 12.5e9;  // every link
+  double latency_s = 100e-9;      // every link
+  Routing routing = Routing::minimal;
+
+  static Platform torus(unsigned x, unsigned y, unsigned z);
+  // A k-ary fat tree of `levels` switch levels: k^levels hosts, full bisection.
+  static Platform fat_tree(unsigned levels, unsigned k);
+  // group_links is set for a balanced dragonfly: chassis*routers*nodes / (2*(groups-1)), at
+  // least 1. SimGrid needs routers >= groups (simulate() checks).
+  static Platform dragonfly(unsigned groups, unsigned chassis, unsigned routers, unsigned nodes);
+  // Paper 004 Table 1 by name (torus-M, fattree-M, dragonfly-MM, -SL, -LS, torus-L, fattree-L,
+  // dragonfly-ML); throws on unknown names.
+  static Platform by_name(const std::string& name);
+
+  std::int64_t hosts() const;
+  std::string describe() const;  // e.g. "torus 8x8x8, 12.5 GB/s, 100 ns, minimal"
+};
+
+// ---- replay ----
+
+struct SimOptions {
+  int stack_kib = 0;           // actor stack; 0: 64 KiB below 20 000 ranks, else 16 KiB
+  bool crosstraffic = false;   // SimGrid network/crosstraffic (ACK traffic on reverse paths)
+  // Run in a forked child process (default): SimGrid allows one engine per process, and the
+  // child's peak memory is the run's own. false runs in this process, once per process.
+  bool fork = true;
+  // Further SimGrid settings, "name:value" (as after --cfg=), applied after estuary's own.
+  std::vector<std::string> config;
+};
+
+struct SimResult {
+  std::string pattern, platform;
+  int ranks = 0, stages = 0;
+  double simulated_s = 0;     // simulated time when the last rank finished
+  double wall_build_s = 0;    // platform construction
+  double wall_run_s = 0;      // engine.run()
+  double peak_rss_mb = 0;     // peak resident memory of the simulating process
+  std::int64_t messages = 0, bytes = 0;
+  bool crosstraffic = false;
+};
+
+// Replays `pattern` on `platform` (ranks() <= hosts()). Throws estuary::Error when the pattern
+// does not fit, when sends and receives do not match (the replay would deadlock), or when the
+// simulation fails.
+SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOptions& options = {});
+
+// Checks that every message sent has a receive of the same size posted in the same stage by
+// the peer, and vice versa. Throws estuary::Error naming the first mismatch. O(messages).
+void check_matching(const Pattern& pattern);
+
+}  // namespace estuary::sim
