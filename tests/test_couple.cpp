@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <netcdf.h>
+
 #include "couple_test_util.hpp"
 #include "estuary/couple.hpp"
 #include "estuary/decomp_gen.hpp"
@@ -424,4 +426,114 @@ TEST(Couple, ErrorsNameTheField) {
     }
   }
   comp.terminate();
+}
+
+namespace {
+// Every record of a variable in a netCDF file (read with the netCDF library directly).
+std::vector<std::vector<double>> nc_records(const std::string& path, const std::string& var, std::vector<double>& times) {
+  int nc = -1, tv = -1, vv = -1, td = -1;
+  EXPECT_EQ(nc_open(path.c_str(), NC_NOWRITE, &nc), NC_NOERR) << path;
+  EXPECT_EQ(nc_inq_varid(nc, "time", &tv), NC_NOERR);
+  EXPECT_EQ(nc_inq_varid(nc, var.c_str(), &vv), NC_NOERR) << var;
+  EXPECT_EQ(nc_inq_dimid(nc, "time", &td), NC_NOERR);
+  std::size_t nt = 0;
+  nc_inq_dimlen(nc, td, &nt);
+  times.assign(nt, 0.0);
+  if (nt) nc_get_var_double(nc, tv, times.data());
+  int nd = 0;
+  nc_inq_varndims(nc, vv, &nd);
+  std::vector<int> dims(static_cast<std::size_t>(nd));
+  nc_inq_vardimid(nc, vv, dims.data());
+  std::size_t per = 1;
+  for (int d = 1; d < nd; ++d) {
+    std::size_t len = 0;
+    nc_inq_dimlen(nc, dims[static_cast<std::size_t>(d)], &len);
+    per *= len;
+  }
+  std::vector<double> all(nt * per);
+  if (!all.empty()) nc_get_var_double(nc, vv, all.data());
+  nc_close(nc);
+  std::vector<std::vector<double>> out;
+  for (std::size_t r = 0; r < nt; ++r) out.emplace_back(all.begin() + static_cast<long>(r * per), all.begin() + static_cast<long>((r + 1) * per));
+  return out;
+}
+}  // namespace
+
+// EXPOUT writes both sides' values at every coupling time; OUTPUT writes the source's values
+// to a file and sends nothing; INPUT gets its values from a file another tool wrote.
+TEST(Couple, ExpoutOutputAndInputFiles) {
+  const Layout l = layout();
+  const Links w = synthetic_links(kNs, kNd);
+  const std::string dir = fresh_dir("files");
+  write_synthetic_weights(dir + "/w.nc", kNs, kNd);
+  // The INPUT file, written with the netCDF library: O_IN(time, n) at 0, 3600, 7200, 10800.
+  if (world_rank() == 0) {
+    int nc = -1, td = -1, nd = -1, tv = -1, vv = -1;
+    nc_create((dir + "/forcing.nc").c_str(), NC_CLOBBER, &nc);
+    nc_def_dim(nc, "time", NC_UNLIMITED, &td);
+    nc_def_dim(nc, "n", static_cast<std::size_t>(kNd), &nd);
+    nc_def_var(nc, "time", NC_DOUBLE, 1, &td, &tv);
+    const int d2[2] = {td, nd};
+    nc_def_var(nc, "O_IN", NC_DOUBLE, 2, d2, &vv);
+    nc_enddef(nc);
+    for (std::size_t r = 0; r < 4; ++r) {
+      const double t = 3600.0 * static_cast<double>(r);
+      const std::vector<double> v = global_field(kNd, t, 5);
+      const std::size_t start[2] = {r, 0}, count[2] = {1, static_cast<std::size_t>(kNd)};
+      nc_put_vara_double(nc, tv, start, count, &t);
+      nc_put_vara_double(nc, vv, start, count, v.data());
+    }
+    nc_close(nc);
+  }
+  write_text(dir + "/namcouple",
+             " $NFIELDS\n 3\n $END\n $RUNTIME\n 14400\n $END\n $STRINGS\n"
+             "A_F O_F 1 3600 2 rst.nc EXPOUT\n12 10 8 9 agrd ogrd\nR 0 R 0\nLOCTRANS MAPPING\nAVERAGE\nw.nc src bfb\n"
+             "A_G A_G 1 3600 1 OUTPUT\nagrd agrd\nLOCTRANS\nINSTANT\n"
+             "O_IN O_IN 1 3600 0 forcing.nc INPUT\n $END\n");
+  Model m;
+  m.out = {{"A_F", 1}, {"A_G", 1}};
+  m.in = {{"O_F", 1}, {"O_IN", 1}};
+  std::vector<std::vector<Info>> puts;
+  const auto got = run_model(dir, m, &puts);
+  const Decomp dd = dst_decomp(l);
+  if (l.src) {
+    for (std::size_t k = 0; k < puts[0].size(); ++k) {
+      EXPECT_EQ(puts[0][k], k % 3 == 0 ? Info::sentout : Info::loctrans) << k;
+      EXPECT_EQ(puts[1][k], k % 3 == 0 ? Info::output : Info::ok) << k;
+    }
+  }
+  if (l.dst) {
+    for (const Got& g : got[1]) {  // INPUT: the file's record at each coupling time
+      if (std::fmod(g.t, kPeriod) != 0) continue;
+      EXPECT_EQ(g.info, Info::input);
+      const std::vector<double> want = local_of(global_field(kNd, g.t, 5), dd);
+      ASSERT_EQ(g.v, want) << "t=" << g.t;
+    }
+    for (const Got& g : got[0]) {
+      if (std::fmod(g.t, kPeriod) == 0) {
+        EXPECT_EQ(g.info, Info::recvout);
+      }
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() != 0) return;
+  const std::string src_comp = l.dst && l.src ? "solo" : "atm", dst_comp = l.dst && l.src ? "solo" : "ocn";
+  std::vector<double> times;
+  // EXPOUT source side: the LOCTRANS averages; target side: W times them.
+  const auto srec = nc_records(dir + "/A_F_" + src_comp + ".nc", "A_F", times);
+  ASSERT_EQ(times, (std::vector<double>{0, 3600, 7200, 10800}));
+  const auto drec = nc_records(dir + "/O_F_" + dst_comp + ".nc", "O_F", times);
+  ASSERT_EQ(times, (std::vector<double>{0, 3600, 7200, 10800}));
+  for (std::size_t r = 0; r < 4; ++r) {
+    const double t = 3600.0 * static_cast<double>(r);
+    const std::vector<double> avg = loctrans_ref("AVERAGE", std::max(t - kPeriod, -kDt), t);
+    ASSERT_EQ(srec[r].size(), static_cast<std::size_t>(kNs));
+    for (std::size_t i = 0; i < avg.size(); ++i) ASSERT_NEAR(srec[r][i], avg[i], 1e-14) << "t=" << t;
+    const std::vector<double> want = apply_serial(w, avg, kNd);
+    for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(drec[r][i], want[i], 1e-12) << "t=" << t;
+  }
+  // OUTPUT: the value put at each coupling time, nothing in between.
+  const auto orec = nc_records(dir + "/A_G_" + src_comp + ".nc", "A_G", times);
+  ASSERT_EQ(times, (std::vector<double>{0, 3600, 7200, 10800}));
+  for (std::size_t r = 0; r < 4; ++r) ASSERT_EQ(orec[r], global_field(kNs, 3600.0 * static_cast<double>(r), 10));
 }

@@ -357,7 +357,11 @@ void Coupling::write_output(bool source, double t, const std::vector<double>& va
   if (r != 0) return;
   const std::vector<std::string>& names = source ? cfg->src_fields : cfg->dst_fields;
   const std::string comp = source ? src_comp : dst_comp;
-  const std::string path = (directory.empty() ? "" : directory + "/") + join(names) + "_" + comp + ".nc";
+  // OUTPUT may name its file (YAML `file`); otherwise, as for EXPOUT, <fields>_<component>.nc.
+  const std::string file = cfg->status == FieldStatus::output && !cfg->input_file.empty()
+                               ? cfg->input_file
+                               : join(names) + "_" + comp + ".nc";
+  const std::string path = (directory.empty() || file.starts_with("/") ? "" : directory + "/") + file;
   append_records(path, value_names(names, bundle), t, all, global, source ? src_dims : dst_dims);
 }
 
