@@ -537,3 +537,134 @@ TEST(Couple, ExpoutOutputAndInputFiles) {
   ASSERT_EQ(times, (std::vector<double>{0, 3600, 7200, 10800}));
   for (std::size_t r = 0; r < 4; ++r) ASSERT_EQ(orec[r], global_field(kNs, 3600.0 * static_cast<double>(r), 10));
 }
+
+namespace {
+// Synthetic cell areas (any positive numbers serve CONSERV) and a mask with a few holes.
+double area_of(i64 i, bool source) { return source ? 1.0 + 0.01 * static_cast<double>(i % 17) : 2.0 + 0.03 * static_cast<double>(i % 5); }
+std::int32_t mask_of(i64 i) { return i % 11 == 3 ? 0 : 1; }
+
+Grid grid_of(const Decomp& d, bool source) {
+  Grid g;
+  for (i64 i : d.to_indices()) {
+    g.lon.push_back(static_cast<double>(i % 12) * 30.0);
+    g.lat.push_back(-60.0 + static_cast<double>(i / 12) * 10.0);
+    g.area.push_back(area_of(i, source));
+    if (!source) g.mask.push_back(mask_of(i));
+  }
+  return g;
+}
+}  // namespace
+
+// One source field to two targets: one through BLASOLD, the mapping, CONSERV GLOBAL (gather)
+// and BLASNEW, with CHECKIN/CHECKOUT lines in the log; the other plain. Values equal the
+// serial formulas of OASIS's CONSERV applied to W times the transformed source.
+TEST(Couple, ConservBlasAndOneSourceToTwoTargets) {
+  const Layout l = layout();
+  const Links w = synthetic_links(kNs, kNd);
+  const std::string dir = fresh_dir("conserv");
+  write_synthetic_weights(dir + "/w.nc", kNs, kNd);
+  write_text(dir + "/namcouple",
+             " $NFIELDS\n 2\n $END\n $RUNTIME\n 7200\n $END\n $STRINGS\n"
+             "A_F O_F 1 3600 6 rst.nc EXPORTED\n12 10 8 9 agrd ogrd\nR 0 R 0\n"
+             "CHECKIN BLASOLD MAPPING CONSERV BLASNEW CHECKOUT\nINT=1\n2.0 1\nCONSTANT 1.0\nw.nc dst bfb\nGLOBAL gather\n"
+             "0.5 1\nCONSTANT -3.0\nINT=1\n"
+             "A_F O_P 1 3600 1 rst2.nc EXPORTED\n12 10 8 9 agrd ogrd\nR 0 R 0\nMAPPING\nw.nc\n $END\n");
+  ComponentOptions o;
+  o.config = dir + "/namcouple";
+  o.directory = dir;
+  Component comp(l.comp, o);
+  const Decomp sd = src_decomp(l), dd = dst_decomp(l);
+  int sv = -1, dv = -1, pv = -1;
+  if (l.src) {
+    const int part = comp.def_partition(sd, "agrd");
+    comp.def_grid("agrd", part, grid_of(sd, true));
+    sv = comp.def_var("A_F", part, Direction::out);
+  }
+  if (l.dst) {
+    const int part = comp.def_partition(dd, "ogrd");
+    comp.def_grid("ogrd", part, grid_of(dd, false));
+    dv = comp.def_var("O_F", part, Direction::in);
+    pv = comp.def_var("O_P", part, Direction::in);
+  }
+  comp.enddef();
+  for (double t = 0; t < 7200; t += kPeriod) {
+    if (l.src) {
+      EXPECT_EQ(comp.put(sv, t, local_of(global_field(kNs, t), sd)), Info::sent);
+    }
+    if (!l.dst) continue;
+    std::vector<double> f(static_cast<std::size_t>(dd.size())), p(f.size());
+    EXPECT_EQ(comp.get(dv, t, f), Info::recvd);
+    EXPECT_EQ(comp.get(pv, t, p), Info::recvd);
+    // The reference: x = 2 src + 1; y = W x; GLOBAL over valid target points; z = 0.5 y - 3.
+    std::vector<double> x = global_field(kNs, t);
+    const std::vector<double> plain = apply_serial(w, x, kNd);
+    for (double& v : x) v = 2.0 * v + 1.0;
+    std::vector<double> y = apply_serial(w, x, kNd);
+    double ss = 0, sdst = 0, ad = 0;
+    for (i64 i = 0; i < kNs; ++i) ss += x[static_cast<std::size_t>(i)] * area_of(i, true);
+    for (i64 j = 0; j < kNd; ++j)
+      if (mask_of(j)) {
+        sdst += y[static_cast<std::size_t>(j)] * area_of(j, false);
+        ad += area_of(j, false);
+      }
+    for (i64 j = 0; j < kNd; ++j)
+      if (mask_of(j)) y[static_cast<std::size_t>(j)] -= (sdst - ss) / ad;
+    for (double& v : y) v = 0.5 * v - 3.0;
+    const std::vector<double> want = local_of(y, dd), want_plain = local_of(plain, dd);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(f[i], want[i], 1e-11) << "t=" << t << " point " << i;
+      ASSERT_EQ(p[i], want_plain[i]) << "the plain target of the same source, t=" << t << " point " << i;
+    }
+    EXPECT_NEAR(comp.last_source_integral(dv), ss, 1e-9 * std::fabs(ss));
+  }
+  comp.terminate();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() != 0) return;
+  // CHECKIN (source) and CHECKOUT (target) wrote one line per coupling time to the logs, with
+  // the global sum of the values before BLASOLD and after BLASNEW.
+  std::string logs;
+  for (const char* c : {"atm", "ocn", "solo"}) {
+    std::ifstream in(dir + "/estuary." + std::string(c) + ".log");
+    logs += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  for (const std::string what : {"CHECKIN A_F -> O_F", "CHECKOUT A_F -> O_F"})
+    for (const std::string t : {"t=0 ", "t=3600 "})
+      EXPECT_NE(logs.find(what + " (" + dir + "/namcouple:8) " + t), std::string::npos) << what << " " << t << "\n" << logs;
+  double s0 = 0;
+  for (double v : global_field(kNs, 0)) s0 += v;
+  const std::size_t at = logs.find("CHECKIN A_F -> O_F (" + dir + "/namcouple:8) t=0 value 0:");
+  ASSERT_NE(at, std::string::npos) << logs;
+  const std::size_t sum_at = logs.find("sum ", at);
+  ASSERT_NE(sum_at, std::string::npos) << logs;
+  EXPECT_NEAR(std::stod(logs.substr(sum_at + 4, 30)), s0, 1e-12 * std::max(1.0, std::fabs(s0))) << logs;
+}
+
+// OASIS ig_paral arrays (0-based offsets) give the points OASIS's documentation says, in order;
+// malformed ones are refused with the entry at fault.
+TEST(Couple, OasisPartitions) {
+  using V = std::vector<i64>;
+  const auto pts = [](std::initializer_list<i64> p, i64 n) {
+    const V a(p);
+    return oasis_partition(a, n).to_indices();
+  };
+  EXPECT_EQ(pts({0, 0, 6}, 6), (V{0, 1, 2, 3, 4, 5}));                     // serial
+  EXPECT_EQ(pts({1, 3, 4}, 10), (V{3, 4, 5, 6}));                          // apple
+  EXPECT_EQ(pts({2, 5, 2, 3, 4}, 20), (V{5, 6, 9, 10, 13, 14}));           // box: 2 x 3 in rows of 4
+  EXPECT_EQ(pts({3, 2, 7, 2, 1, 3}, 10), (V{7, 8, 1, 2, 3}));              // orange: two segments
+  EXPECT_EQ(pts({4, 3, 9, 0, 4}, 10), (V{9, 0, 4}));                       // points
+  const auto refused = [](std::initializer_list<i64> p, i64 n, const std::string& words) {
+    const V a(p);
+    try {
+      oasis_partition(a, n);
+      ADD_FAILURE() << "accepted " << words;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused({1, 8, 4}, 10, "outside the grid's 10 points");
+  refused({2, 3, 2, 2, 4}, 20, "does not fit rows of 4");
+  refused({3, 2, 0, 2}, 10, "the orange form needs 6");
+  refused({4, 2, 3, 10}, 10, "point 2 is 10");
+  refused({7, 1}, 10, "unknown partition kind 7");
+  refused({0, 0, 5}, 6, "serial size 5 differs");
+}
