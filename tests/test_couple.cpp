@@ -668,3 +668,49 @@ TEST(Couple, OasisPartitions) {
   refused({7, 1}, 10, "unknown partition kind 7");
   refused({0, 0, 5}, 6, "serial size 5 differs");
 }
+
+// A put runs at most one coupling period ahead: when the target never gets, the next coupling
+// time's put stops after the time-out naming the target and the time it did not get; on ranks
+// that both put and get, putting the next time before getting this one is refused at once.
+// terminate() then reports the transfer that was never got, on every rank.
+TEST(Couple, PutWaitsAtMostOnePeriod) {
+  const Layout l = layout();
+  const std::string dir = fresh_dir("putwait");
+  write_synthetic_weights(dir + "/w.nc", kNs, kNd);
+  write_text(dir + "/namcouple", namcouple(4 * kPeriod, "A_F O_F", 1, "MAPPING\nw.nc\n"));
+  setenv("ESTUARY_COUPLE_TIMEOUT", "1", 1);
+  ComponentOptions o;
+  o.config = dir + "/namcouple";
+  o.directory = dir;
+  Component comp(l.comp, o);
+  int sv = -1;
+  if (l.src) sv = comp.def_var("A_F", comp.def_partition(src_decomp(l), "agrd"), Direction::out);
+  if (l.dst) comp.def_var("O_F", comp.def_partition(dst_decomp(l), "ogrd"), Direction::in);
+  comp.enddef();  // reads the time-out
+  unsetenv("ESTUARY_COUPLE_TIMEOUT");
+  if (l.src) {
+    const std::vector<double> v = local_of(global_field(kNs, 0), src_decomp(l));
+    EXPECT_EQ(comp.put(sv, 0, v), Info::sent);  // the target never gets it
+    try {
+      comp.put(sv, kPeriod, v);
+      ADD_FAILURE() << "the next coupling time's put returned";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      if (l.dst) {
+        EXPECT_NE(msg.find("before the get of the coupling time 0 on a rank that both puts and gets"), std::string::npos) << msg;
+      } else {
+        EXPECT_NE(msg.find("waited 1 s for component ocn to get the coupling time 0"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("ocn last got it never"), std::string::npos) << msg;
+      }
+    }
+  }
+  try {
+    comp.terminate();
+    ADD_FAILURE() << "terminate accepted a transfer that was never got";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_TRUE(msg.find("terminate before the get of the coupling time 0") != std::string::npos ||
+                msg.find("terminate waited 1 s for component ocn to get the coupling time 0") != std::string::npos)
+        << msg;
+  }
+}

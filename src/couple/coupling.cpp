@@ -173,6 +173,7 @@ void Coupling::act(double a) {
   const double t1 = MPI_Wtime();
   remap->start(fields);
   in_flight = true;
+  acted = true;
   in_flight_time = a;
   src_timers.remap_s += MPI_Wtime() - t1;
   src_timers.exchanges += 1;
@@ -180,30 +181,43 @@ void Coupling::act(double a) {
 }
 
 // Before the next action: the target must have received the previous one.
-void Coupling::complete_previous() {
-  if (in_flight && is_dst)
-    throw Error("put for the coupling time " + time_str(action_time) + " before the get of the coupling time " +
-                    time_str(in_flight_time) + " on this rank",
-                "component " + src_comp + ", " + label,
-                "on ranks that both put and get a coupling, get each coupling time before putting the next");
-  if (awaiting_ack) {  // the source root: the target root has received the previous action
+void Coupling::complete_previous(bool terminating) {
+  if (!acted) return;
+  // 0: fine; 1: the target did not acknowledge in time; 2: this rank also gets the coupling and
+  // has not got the previous time; 3: the target acknowledged another time. Agreed over the
+  // source ranks, so that none of them goes on into the next action's moves alone.
+  double state[2] = {0, last_ack};
+  double got = 0;
+  if (in_flight && is_dst) state[0] = 2;
+  if (awaiting_ack && state[0] == 0) {  // the source root
     MPI_Request req = MPI_REQUEST_NULL;
-    double got = 0;
     check_mpi(MPI_Irecv(&got, 1, MPI_DOUBLE, dst_root, kAckTag, comm, &req), "MPI_Irecv");
-    if (!wait_bounded(req, timeout))
-      throw Error("put of " + join(cfg->src_fields) + " for the coupling time " + time_str(action_time) + " waited " +
-                      time_str(timeout) + " s for component " + dst_comp + " to get the coupling time " +
-                      time_str(in_flight_time) + " (" + join(cfg->dst_fields) + "); " + dst_comp + " last got it " +
-                      (last_ack > -1e299 ? "at t=" + time_str(last_ack) : "never"),
-                  "component " + src_comp + ", " + label,
-                  "check that " + dst_comp + " gets the field at every coupling time and does not wait for " + src_comp +
-                      " (deadlock); the time-out is `timeout` in the configuration or ESTUARY_COUPLE_TIMEOUT");
-    awaiting_ack = false;
-    if (got != last_sent)
-      throw Error(dst_comp + " acknowledged the coupling time " + time_str(got) + ", expected " + time_str(last_sent),
-                  "component " + src_comp + ", " + label, "both components must use the same period and lag");
-    last_ack = got;
+    if (!wait_bounded(req, timeout)) {
+      state[0] = 1;
+    } else {
+      awaiting_ack = false;
+      state[0] = got == last_sent ? 0 : 3;
+      last_ack = state[1] = got;
+    }
   }
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, state, 2, MPI_DOUBLE, MPI_MAX, src_comm), "MPI_Allreduce");
+  const std::string where = "component " + src_comp + ", " + label;
+  const std::string doing = terminating ? std::string("terminate") : "put for the coupling time " + time_str(action_time);
+  if (state[0] == 2)
+    throw Error(doing + " before the get of the coupling time " +
+                    time_str(in_flight_time) + " on a rank that both puts and gets the coupling",
+                where, "on ranks that both put and get a coupling, get each coupling time before putting the next");
+  if (state[0] == 1)
+    throw Error((terminating ? "terminate" : "put of " + join(cfg->src_fields) + " for the coupling time " + time_str(action_time)) +
+                    " waited " + time_str(timeout) + " s for component " + dst_comp + " to get the coupling time " +
+                    time_str(in_flight_time) + " (" + join(cfg->dst_fields) + "); " + dst_comp + " last got it " +
+                    (state[1] > -1e299 ? "at t=" + time_str(state[1]) : "never"),
+                where,
+                "check that " + dst_comp + " gets the field at every coupling time and does not wait for " + src_comp +
+                    " (deadlock); the time-out is `timeout` in the configuration or ESTUARY_COUPLE_TIMEOUT");
+  if (state[0] == 3)
+    throw Error(dst_comp + " acknowledged the coupling time " + time_str(state[1]) + ", expected " + time_str(in_flight_time),
+                where, "both components must use the same period and lag");
   if (!header_reqs.empty()) {
     check_mpi(MPI_Waitall(static_cast<int>(header_reqs.size()), header_reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
     header_reqs.clear();
@@ -212,6 +226,7 @@ void Coupling::complete_previous() {
     remap->finish(remap_fields());
     in_flight = false;
   }
+  acted = false;
 }
 
 Info Coupling::get(int k, double t, std::span<double> values) {
@@ -401,10 +416,7 @@ void Coupling::send_initial(const std::vector<double>& record) {
 }
 
 void Coupling::finish_all() {
-  if (in_flight && is_dst)
-    throw Error("the coupling time " + time_str(in_flight_time) + " was put but never got on this rank",
-                "component " + dst_comp + ", " + label, "get every coupling time before terminate");
-  complete_previous();
+  if (is_src) complete_previous(true);
   if (ack_req != MPI_REQUEST_NULL) check_mpi(MPI_Wait(&ack_req, MPI_STATUS_IGNORE), "MPI_Wait");
 }
 

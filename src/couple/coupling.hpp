@@ -70,6 +70,7 @@ struct Coupling {
   double action_time = 0;
   std::vector<double> last_put;       // per position
   bool in_flight = false;             // Remap::start done, finish not yet
+  bool acted = false;                 // an action whose completion is due (all source ranks)
   double in_flight_time = 0;
   bool awaiting_ack = false;          // source root: acknowledgement of in_flight_time due
   double last_ack = -1e300;           // source root: last time the target acknowledged
@@ -111,7 +112,7 @@ struct Coupling {
  private:
   std::vector<RemapField> remap_fields();
   void act(double a);
-  void complete_previous();
+  void complete_previous(bool terminating = false);
   void receive(double t);
   void read_input(double t);
   void check(const char* what, const std::vector<double>& v, std::int64_t n, MPI_Comm side, double t);
