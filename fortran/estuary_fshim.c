@@ -1,0 +1,77 @@
+/* C shims for the Fortran module `estuary` (fortran/estuary.f90): what iso_c_binding cannot do
+ * portably by itself. MPI communicators cross as Fortran integer handles (MPI_Fint) and are
+ * converted here with MPI_Comm_f2c / MPI_Comm_c2f, so the module needs neither the `mpi` module
+ * nor the C type of MPI_Comm; MPI is initialised on first use and finalised at the end, as
+ * OASIS3-MCT's oasis_init_comp / oasis_terminate do, when the program has not done it itself. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "estuary.h"
+
+static int initialised_mpi = 0; /* 1: MPI_Init was called here, so MPI_Finalize is ours too */
+
+/* MPI_Init when MPI is not running yet. Returns EST_OK or EST_ERR_MPI. */
+int est_f_mpi_init(void) {
+  int up = 0, down = 0;
+  MPI_Initialized(&up);
+  MPI_Finalized(&down);
+  if (down) return EST_ERR_MPI;
+  if (up) return EST_OK;
+  if (MPI_Init(NULL, NULL) != MPI_SUCCESS) return EST_ERR_MPI;
+  initialised_mpi = 1;
+  return EST_OK;
+}
+
+/* MPI_Finalize if est_f_mpi_init started MPI. */
+int est_f_mpi_finalize(void) {
+  int down = 0;
+  MPI_Finalized(&down);
+  if (!initialised_mpi || down) return EST_OK;
+  initialised_mpi = 0;
+  return MPI_Finalize() == MPI_SUCCESS ? EST_OK : EST_ERR_MPI;
+}
+
+/* est_comp_new with a Fortran communicator; has_world = 0: MPI_COMM_WORLD. */
+int est_f_comp_new(const char* name, int has_world, MPI_Fint world, const char* config,
+                   const char* directory, est_comp* out) {
+  return est_comp_new(name, has_world ? MPI_Comm_f2c(world) : MPI_COMM_WORLD, config, directory, out);
+}
+
+/* est_comp_comm, giving a Fortran communicator. */
+int est_f_comp_comm(est_comp c, MPI_Fint* local) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  const int rc = est_comp_comm(c, &comm);
+  if (rc == EST_OK && local != NULL) *local = MPI_Comm_c2f(comm);
+  return rc;
+}
+
+/* est_redist_new with a Fortran communicator; fill = 1: missing destination indices get
+ * fill_value instead of being an error. */
+int est_f_redist_new(est_decomp src, est_decomp dst, MPI_Fint comm, int fill, double fill_value,
+                     est_redist* out) {
+  est_redist_options o = est_redist_options_default();
+  if (fill) {
+    o.missing = EST_MISSING_FILL;
+    o.fill_value = fill_value;
+  }
+  return est_redist_new(src, dst, MPI_Comm_f2c(comm), &o, out);
+}
+
+/* The length of est_last_error()'s text, and a copy of it into buf (no terminating NUL). */
+int64_t est_f_last_error(char* buf, int64_t len) {
+  const char* m = est_last_error();
+  const int64_t n = (int64_t)strlen(m);
+  if (buf != NULL && len > 0) memcpy(buf, m, (size_t)(n < len ? n : len));
+  return n;
+}
+
+/* MPI_Abort on MPI_COMM_WORLD (after the caller has printed its message). */
+void est_f_abort(int errorcode) {
+  fflush(stdout);
+  fflush(stderr);
+  int up = 0;
+  MPI_Initialized(&up);
+  if (up) MPI_Abort(MPI_COMM_WORLD, errorcode);
+}
