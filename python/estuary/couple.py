@@ -1,0 +1,290 @@
+"""The coupler, with pyOASIS's names and call sequence.
+
+A pyOASIS model ports by changing its import::
+
+    import estuary.couple as pyoasis          # was: import pyoasis
+    from estuary.couple import OASIS          # was: from pyoasis import OASIS
+
+    comp = pyoasis.Component("ocean")         # collective over MPI.COMM_WORLD
+    comm = comp.localcomm                     # an mpi4py communicator: the component's ranks
+    part = pyoasis.ApplePartition(offset, size, global_size=n)
+    sst = pyoasis.Var("SST", part, OASIS.OUT)   # or OasisParameters.OASIS_OUT
+    comp.enddef()
+    for t in range(0, runtime, dt):
+        info = sst.put(t, field)              # numpy float64, the partition's local order
+    comp.terminate()
+
+Differences from pyOASIS:
+ - estuary needs each partition's global size; pass ``global_size=``. Without it (-1), the
+   size is the largest index end over the component's ranks: that is collective over
+   ``component.localcomm``, so every rank of the component must then define the partition.
+ - partitions and variables belong to the component given as ``component=`` or, as in pyOASIS,
+   to the last one created on this rank.
+ - errors raise ``estuary.Error`` with estuary's message (which names the field, the time, the
+   partner ...), not an OASIS error code.
+ - ``Component(name, coupled=True, communicator=None, config="", directory="")``: ``config`` is
+   the namcouple or YAML file (default: $ESTUARY_CONFIG, estuary.yaml, namcouple),
+   ``directory`` where restarts and logs go.
+"""
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+from mpi4py import MPI
+
+from . import _native
+
+_estuary = _native()
+
+
+class OasisParameters(enum.IntEnum):
+    """pyOASIS's parameter values (direction flags and the info codes of put and get)."""
+
+    OASIS_OK = 0
+    OASIS_ERROR = -10
+    OASIS_NOTDEF = -2
+    OASIS_VAR_UNCPL = -1
+    OASIS_OUT = 20
+    OASIS_IN = 21
+    OASIS_INOUT = 2
+    OASIS_RECVD = 3
+    OASIS_SENT = 4
+    OASIS_LOCTRANS = 5
+    OASIS_TOREST = 6
+    OASIS_OUTPUT = 7
+    OASIS_SENTOUT = 8
+    OASIS_TORESTOUT = 9
+    OASIS_FROMREST = 10
+    OASIS_INPUT = 11
+    OASIS_RECVOUT = 12
+    OASIS_FROMRESTOUT = 13
+
+
+class OASIS:
+    """The short names pyOASIS also offers (``from pyoasis import OASIS``): OASIS.OUT, OASIS.Sent ..."""
+
+    OUT = OasisParameters.OASIS_OUT
+    IN = OasisParameters.OASIS_IN
+    Ok = OasisParameters.OASIS_OK
+    Recvd = OasisParameters.OASIS_RECVD
+    Sent = OasisParameters.OASIS_SENT
+    LocTrans = OasisParameters.OASIS_LOCTRANS
+    ToRest = OasisParameters.OASIS_TOREST
+    Output = OasisParameters.OASIS_OUTPUT
+    SentOut = OasisParameters.OASIS_SENTOUT
+    ToRestOut = OasisParameters.OASIS_TORESTOUT
+    FromRest = OasisParameters.OASIS_FROMREST
+    Input = OasisParameters.OASIS_INPUT
+    RecvOut = OasisParameters.OASIS_RECVOUT
+    FromRestOut = OasisParameters.OASIS_FROMRESTOUT
+
+
+_current: "Component | None" = None  # the last component created on this rank
+
+
+def _component(component):
+    c = component if component is not None else _current
+    if c is None:
+        raise _estuary.Error("estuary: no component on this rank (create estuary.couple.Component first)")
+    return c
+
+
+class Component:
+    """A coupled component. Collective over ``communicator`` (default MPI.COMM_WORLD): every rank
+    of it creates exactly one Component, with the name of the component it belongs to."""
+
+    def __init__(self, name: str, coupled: bool = True, communicator=None, config: str = "",
+                 directory: str = ""):
+        global _current
+        if not coupled:
+            raise _estuary.Error("estuary: uncoupled components (coupled=False) are not supported "
+                                 f"(component {name})")
+        self.name = name
+        self.communicator = communicator if communicator is not None else MPI.COMM_WORLD
+        self._c = _estuary.Component(name, config=config, directory=directory, world=self.communicator)
+        self._terminated = False
+        self.partitions: list[Partition] = []
+        self.variables: list[Var] = []
+        _current = self
+
+    @property
+    def localcomm(self) -> MPI.Intracomm:
+        """The component's own ranks (mpi4py communicator; owned by estuary, do not free it)."""
+        return self._c.comm
+
+    def get_localcomm(self) -> MPI.Intracomm:
+        return self.localcomm
+
+    @property
+    def native(self):
+        """The low-level _estuary.Component (def_grid, timers, last_source_integral ...)."""
+        return self._c
+
+    def def_grid(self, name: str, partition: "Partition", grid) -> None:
+        """The grid's cells at the partition's points (an estuary.Grid), for SCRIPR and CONSERV."""
+        self._c.def_grid(name, partition.id, grid)
+
+    def enddef(self) -> None:
+        """Collective over the world: reads the configuration and sets up every coupling."""
+        self._c.enddef()
+
+    def terminate(self) -> None:
+        """Collective over the world: finishes transfers, writes restarts. Idempotent."""
+        global _current
+        if not self._terminated:
+            self._terminated = True
+            self._c.terminate()
+        if _current is self:
+            _current = None
+
+    def timers(self) -> list[dict]:
+        return self._c.timers()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.terminate()
+        return False
+
+    def __repr__(self):
+        return f"estuary.couple.Component({self.name!r})"
+
+
+class Partition:
+    """This rank's points of a grid, as an OASIS ig_paral array (0-based offsets)."""
+
+    def __init__(self, ig_paral, global_size: int = -1, name: str = "", component: Component | None = None):
+        comp = _component(component)
+        ig = np.ascontiguousarray(ig_paral, dtype=np.int64)
+        if global_size is None or global_size < 0:
+            global_size = comp.localcomm.allreduce(self._local_end(ig), op=MPI.MAX)
+        self.component = comp
+        self.ig_paral = ig
+        self.global_size = int(global_size)
+        self.decomp = _estuary.oasis_partition(ig, self.global_size)
+        self.id = comp._c.def_partition(self.decomp, name)
+        self.name = name
+        comp.partitions.append(self)
+
+    @staticmethod
+    def _local_end(ig) -> int:
+        return 0
+
+    @property
+    def size(self) -> int:
+        """This rank's points."""
+        return self.decomp.size
+
+    def get_id(self) -> int:
+        return self.id
+
+
+class SerialPartition(Partition):
+    """The whole grid on this rank: ig_paral [0, 0, size]."""
+
+    def __init__(self, size: int, global_size: int = -1, name: str = "", component: Component | None = None):
+        super().__init__([0, 0, size], size if global_size is None or global_size < 0 else global_size,
+                         name, component)
+
+
+class ApplePartition(Partition):
+    """One contiguous segment: ig_paral [1, offset, size]."""
+
+    def __init__(self, offset: int, size: int, global_size: int = -1, name: str = "",
+                 component: Component | None = None):
+        super().__init__([1, offset, size], global_size, name, component)
+
+    @staticmethod
+    def _local_end(ig) -> int:
+        return int(ig[1] + ig[2])
+
+
+class BoxPartition(Partition):
+    """A box of a 2-D grid: ig_paral [2, global_offset, local_extent_x, local_extent_y, global_extent_x]."""
+
+    def __init__(self, global_offset: int, local_extent_x: int, local_extent_y: int, global_extent_x: int,
+                 global_size: int = -1, name: str = "", component: Component | None = None):
+        super().__init__([2, global_offset, local_extent_x, local_extent_y, global_extent_x], global_size, name,
+                         component)
+
+    @staticmethod
+    def _local_end(ig) -> int:
+        if ig[2] <= 0 or ig[3] <= 0:
+            return 0
+        return int(ig[1] + (ig[3] - 1) * ig[4] + ig[2])
+
+
+class OrangePartition(Partition):
+    """Several segments: ig_paral [3, nseg, offset1, extent1, ...]."""
+
+    def __init__(self, offsets, extents, global_size: int = -1, name: str = "",
+                 component: Component | None = None):
+        offsets, extents = list(offsets), list(extents)
+        if len(offsets) != len(extents):
+            raise _estuary.Error(f"estuary: OrangePartition with {len(offsets)} offsets and {len(extents)} extents")
+        ig = [3, len(offsets)]
+        for o, e in zip(offsets, extents):
+            ig += [o, e]
+        super().__init__(ig, global_size, name, component)
+
+    @staticmethod
+    def _local_end(ig) -> int:
+        seg = ig[2:].reshape(-1, 2)
+        return int((seg[:, 0] + seg[:, 1]).max()) if len(seg) else 0
+
+
+class PointsPartition(Partition):
+    """Explicit points: ig_paral [4, npts, index1, ...] (0-based)."""
+
+    def __init__(self, global_indices, global_size: int = -1, name: str = "",
+                 component: Component | None = None):
+        idx = np.asarray(global_indices, dtype=np.int64).ravel()
+        super().__init__(np.concatenate([[4, len(idx)], idx]), global_size, name, component)
+
+    @staticmethod
+    def _local_end(ig) -> int:
+        return int(ig[2:].max()) + 1 if len(ig) > 2 else 0
+
+
+class Var:
+    """A coupling field on a partition: ``Var(name, partition, OASIS.OUT, bundle_size=1)``.
+
+    ``put(time, field)`` and ``get(time, field)`` take numpy float64 arrays of
+    ``bundle_size * partition.size`` values (any shape; C- or Fortran-contiguous, the memory
+    order being the local order, bundle members slowest) and return the info code
+    (OasisParameters values: OASIS.Sent, OASIS.Recvd, ...). ``get`` writes into ``field`` in
+    place, so it must be a contiguous float64 array already."""
+
+    def __init__(self, name: str, partition: Partition, direction, bundle_size: int = 1):
+        d = int(direction.value if isinstance(direction, enum.Enum) else direction)
+        if d not in (OasisParameters.OASIS_OUT, OasisParameters.OASIS_IN):
+            raise _estuary.Error(f"estuary: field {name}: direction {direction!r} is neither OASIS_OUT nor OASIS_IN")
+        self.name = name
+        self.partition = partition
+        self.direction = OasisParameters(d)
+        self.bundle_size = bundle_size
+        self._comp = partition.component
+        self.id = self._comp._c.def_var(name, partition.id, d == OasisParameters.OASIS_OUT, bundle_size)
+        self._comp.variables.append(self)
+
+    def put(self, time, field) -> int:
+        if self.direction != OasisParameters.OASIS_OUT:
+            raise _estuary.Error(f"estuary: put of {self.name}, an input field (OASIS_IN)")
+        return self._comp._c.put(self.id, float(time), field)
+
+    def get(self, time, field) -> int:
+        if self.direction != OasisParameters.OASIS_IN:
+            raise _estuary.Error(f"estuary: get of {self.name}, an output field (OASIS_OUT)")
+        return self._comp._c.get(self.id, float(time), field)
+
+    def get_id(self) -> int:
+        return self.id
+
+    def get_name(self) -> str:
+        return self.name
+
+    def __repr__(self):
+        return f"estuary.couple.Var({self.name!r}, {self.direction.name})"

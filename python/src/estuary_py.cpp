@@ -1,0 +1,514 @@
+// _estuary: the low-level Python module over estuary's C++ API (python/estuary/ is the Python
+// layer users import).
+//
+// Why nanobind rather than pybind11: it is several times smaller (module size and compile
+// time), its calls are faster, and nb::ndarray hands numpy arrays to C++ as pointer + shape
+// without copies (checked dtype, contiguity and writability), which is what put/get and the
+// redistribution need. pybind11's py::array_t can do the last too, but with more machinery.
+//
+// Communicators: Python passes mpi4py communicators (or None for MPI.COMM_WORLD, or a Fortran
+// handle as an int). The caster below converts with comm.py2f() and MPI_Comm_f2c, and back with
+// MPI_Comm_c2f and MPI.Comm.f2py. We do not use mpi4py's C API (mpi4py/mpi4py.h,
+// PyMPIComm_Get): its binary wheels may be built for another MPI ABI than the one estuary links,
+// while a Fortran handle is an int that means the same thing to both sides.
+//
+// Arrays: float64 arrays, C- or Fortran-contiguous (the memory order is the local order of the
+// partition or decomposition; a (nx, ny) Fortran array of a box partition has x fastest, as
+// OASIS wants). Inputs may be converted (a copy); outputs must already be contiguous float64
+// (no conversion: the results would land in a temporary), else TypeError. Redist.run takes
+// both arrays as they are (its overloads for float64, float32, int32, int64 pick by dtype).
+//
+// Errors: estuary::Error becomes estuary.Error (a RuntimeError) carrying estuary's message;
+// estuary::MpiError becomes estuary.MpiError, a subclass.
+#include <mpi.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "estuary/couple.hpp"
+#include "estuary/decomp.hpp"
+#include "estuary/decomp_gen.hpp"
+#include "estuary/error.hpp"
+#include "estuary/grid.hpp"
+#include "estuary/plan.hpp"
+#include "estuary/redist.hpp"
+#include "estuary/remap.hpp"
+#include "estuary/schedule.hpp"
+#include "estuary/types.hpp"
+#include "estuary/weightgen.hpp"
+#include "estuary/weights.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using i64 = std::int64_t;
+
+// An MPI communicator as Python sees it (an mpi4py communicator).
+struct PyComm {
+  MPI_Comm comm = MPI_COMM_WORLD;
+};
+
+namespace nanobind::detail {
+template <>
+struct type_caster<PyComm> {
+  NB_TYPE_CASTER(PyComm, const_name("mpi4py.MPI.Comm"))
+
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    if (src.is_none()) {
+      value.comm = MPI_COMM_WORLD;
+      return true;
+    }
+    PyObject* f = nullptr;
+    if (PyLong_Check(src.ptr())) {
+      f = src.ptr();
+      Py_INCREF(f);
+    } else if (PyObject_HasAttrString(src.ptr(), "py2f")) {
+      f = PyObject_CallMethod(src.ptr(), "py2f", nullptr);
+    }
+    if (!f) {
+      PyErr_Clear();
+      return false;
+    }
+    const long h = PyLong_AsLong(f);
+    Py_DECREF(f);
+    if (h == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    value.comm = MPI_Comm_f2c(static_cast<MPI_Fint>(h));
+    return true;
+  }
+
+  static handle from_cpp(const PyComm& c, rv_policy, cleanup_list*) noexcept {
+    PyObject* mod = PyImport_ImportModule("mpi4py.MPI");
+    if (!mod) return handle();
+    PyObject* cls = PyObject_GetAttrString(mod, "Intracomm");
+    PyObject* comm = nullptr;
+    if (cls) {
+      PyObject* base = PyObject_CallMethod(cls, "f2py", "i", static_cast<int>(MPI_Comm_c2f(c.comm)));
+      // Intracomm(comm) makes the intracommunicator class of the same handle (no duplicate).
+      if (base) comm = PyObject_CallOneArg(cls, base);
+      Py_XDECREF(base);
+    }
+    Py_XDECREF(cls);
+    Py_DECREF(mod);
+    return comm;
+  }
+};
+}  // namespace nanobind::detail
+
+namespace {
+
+// Float64 arrays, C or Fortran order; the memory order is the local order.
+using InArray = nb::ndarray<const double, nb::any_contig, nb::device::cpu>;
+using OutArray = nb::ndarray<double, nb::any_contig, nb::device::cpu>;
+using IdxArray = nb::ndarray<const i64, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+std::span<const double> span_of(const InArray& a) { return {a.data(), a.size()}; }
+std::span<double> span_of(const OutArray& a) { return {a.data(), a.size()}; }
+
+// A numpy array that owns a vector (moved, no copy).
+template <class T>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(std::vector<T>&& v) {
+  auto* heap = new std::vector<T>(std::move(v));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T, nb::ndim<1>>(heap->data(), {heap->size()}, owner);
+}
+
+std::vector<i64> vec_of(const IdxArray& a) { return {a.data(), a.data() + a.size()}; }
+
+// Links <-> (rows, cols, weights) numpy arrays.
+nb::tuple links_to_py(estuary::Links&& l) {
+  return nb::make_tuple(to_numpy(std::move(l.row)), to_numpy(std::move(l.col)), to_numpy(std::move(l.weight)));
+}
+estuary::Links links_from(const IdxArray& rows, const IdxArray& cols, const InArray& w) {
+  if (rows.size() != cols.size() || rows.size() != w.size())
+    throw estuary::Error("links of " + std::to_string(rows.size()) + " rows, " + std::to_string(cols.size()) +
+                             " columns and " + std::to_string(w.size()) + " weights",
+                         "Python links", "pass three arrays of one length");
+  estuary::Links l;
+  l.row = vec_of(rows);
+  l.col = vec_of(cols);
+  l.weight.assign(w.data(), w.data() + w.size());
+  return l;
+}
+
+estuary::RemapLocation location_of(const std::string& s) {
+  if (s == "src") return estuary::RemapLocation::src;
+  if (s == "dst") return estuary::RemapLocation::dst;
+  throw estuary::Error("remap location \"" + s + "\"", "Remap", "use \"src\" or \"dst\"");
+}
+estuary::RemapOrder order_of(const std::string& s) {
+  if (s == "bfb") return estuary::RemapOrder::bfb;
+  if (s == "sum") return estuary::RemapOrder::sum;
+  throw estuary::Error("remap order \"" + s + "\"", "Remap", "use \"bfb\" or \"sum\"");
+}
+
+// Redist.run for one element type: one field, source and destination arrays.
+template <class T>
+void redist_run(estuary::Redist& r, nb::ndarray<const T, nb::any_contig, nb::device::cpu> src,
+                nb::ndarray<T, nb::any_contig, nb::device::cpu> dst) {
+  const estuary::Field f(estuary::type_of<T>(), src.data(), static_cast<i64>(src.size()), dst.data(),
+                         static_cast<i64>(dst.size()));
+  nb::gil_scoped_release release;
+  r.run({f});
+}
+
+template <class T>
+void def_redist_run(nb::class_<estuary::Redist>& c) {
+  c.def("run", &redist_run<T>, "src"_a.noconvert(), "dst"_a.noconvert(),
+        "Collective: moves src (laid out as the source Decomp) into dst (the destination Decomp).");
+}
+
+nb::dict schedule_stats_dict(const estuary::ScheduleStats& s) {
+  nb::dict d;
+  d["stages"] = s.stages;
+  d["messages_sent"] = s.messages_sent;
+  d["messages_received"] = s.messages_received;
+  d["elements_sent"] = s.elements_sent;
+  d["elements_received"] = s.elements_received;
+  d["elements_copied"] = s.elements_copied;
+  d["largest_message"] = s.largest_message;
+  d["smallest_message"] = s.smallest_message;
+  return d;
+}
+
+std::vector<std::pair<int, i64>> peer_counts(const std::vector<estuary::PeerSegments>& ps) {
+  std::vector<std::pair<int, i64>> out;
+  for (const auto& p : ps) out.emplace_back(p.peer, p.count());
+  return out;
+}
+
+estuary::Grid make_grid(const std::string& name, std::vector<i64> dims, i64 global_size, const InArray& lon,
+                        const InArray& lat, std::optional<IdxArray> points, std::optional<InArray> area,
+                        std::optional<nb::ndarray<const std::int32_t, nb::ndim<1>, nb::c_contig>> mask) {
+  estuary::Grid g;
+  g.name = name;
+  g.dims = std::move(dims);
+  g.global_size = global_size;
+  g.kind = g.dims.size() == 2 ? estuary::GridKind::curvilinear : estuary::GridKind::unstructured;
+  g.lon.assign(lon.data(), lon.data() + lon.size());
+  g.lat.assign(lat.data(), lat.data() + lat.size());
+  if (points) g.points = vec_of(*points);
+  if (area) g.area.assign(area->data(), area->data() + area->size());
+  if (mask) g.mask.assign(mask->data(), mask->data() + mask->size());
+  g.check();
+  return g;
+}
+
+}  // namespace
+
+NB_MODULE(_estuary, m) {
+  m.doc() = "estuary's C++ API (low level; import estuary instead)";
+  // MPI is initialised by mpi4py (estuary never calls MPI_Init itself).
+  nb::module_::import_("mpi4py.MPI");
+
+  auto error = nb::exception<estuary::Error>(m, "Error", PyExc_RuntimeError);
+  nb::exception<estuary::MpiError>(m, "MpiError", error.ptr());
+
+  // ---- decompositions ----
+  nb::class_<estuary::Decomp>(m, "Decomp", "The global indices one rank owns, in its local order.")
+      .def_static("indices", [](i64 n, IdxArray idx) { return estuary::Decomp::indices(n, vec_of(idx)); },
+                  "global_size"_a, "indices"_a, "An explicit list of global indices.")
+      .def_static(
+          "stripes",
+          [](i64 n, const std::vector<std::tuple<i64, i64, i64>>& s) {
+            std::vector<estuary::Stripe> v;
+            for (auto [a, c, st] : s) v.push_back({a, c, st});
+            return estuary::Decomp::stripes(n, std::move(v));
+          },
+          "global_size"_a, "stripes"_a, "Runs of (start, count, stride).")
+      .def_static(
+          "box",
+          [](std::vector<i64> shape, std::vector<i64> start, std::vector<i64> count, const std::string& order) {
+            if (order != "C" && order != "F")
+              throw estuary::Error("box order \"" + order + "\"", "Decomp.box", "use \"C\" (last dimension fastest) or \"F\"");
+            return estuary::Decomp::box(std::move(shape), std::move(start), std::move(count),
+                                        order == "C" ? estuary::Order::row_major : estuary::Order::column_major);
+          },
+          "global_shape"_a, "start"_a, "count"_a, "order"_a = "C",
+          "The sub-box [start, start + count) of an N-D array; order \"C\" (row-major) or \"F\".")
+      .def_static("empty", &estuary::Decomp::empty, "global_size"_a, "A rank that owns nothing.")
+      .def_prop_ro("size", &estuary::Decomp::size, "Local elements.")
+      .def_prop_ro("global_size", &estuary::Decomp::global_size)
+      .def_prop_ro("kind", [](const estuary::Decomp& d) {
+        return d.kind() == estuary::Decomp::Kind::indices ? "indices" : d.kind() == estuary::Decomp::Kind::stripes ? "stripes" : "box";
+      })
+      .def("__len__", [](const estuary::Decomp& d) { return d.size(); })
+      .def("to_indices", [](const estuary::Decomp& d) { return to_numpy(d.to_indices()); },
+           "The global index of every local element (numpy int64).");
+
+  nb::module_ gen = m.def_submodule("gen", "Decomposition generators: each rank computes its own share.");
+  gen.def("block", &estuary::gen::block, "n"_a, "rank"_a, "ranks"_a);
+  gen.def("cyclic", &estuary::gen::cyclic, "n"_a, "rank"_a, "ranks"_a);
+  gen.def("random", &estuary::gen::random, "n"_a, "rank"_a, "ranks"_a, "seed"_a = 42);
+  gen.def("rows2d", &estuary::gen::rows2d, "n"_a, "rank"_a, "ranks"_a);
+  gen.def("cols2d", &estuary::gen::cols2d, "n"_a, "rank"_a, "ranks"_a);
+  gen.def("by_name", &estuary::gen::by_name, "kind"_a, "n"_a, "rank"_a, "ranks"_a);
+  gen.def("kinds", &estuary::gen::kinds);
+  gen.def("grid_shape", [](i64 n) {
+    i64 nx = 0, ny = 0;
+    estuary::gen::grid_shape(n, nx, ny);
+    return std::make_pair(nx, ny);
+  }, "n"_a);
+
+  // ---- redistribution ----
+  nb::class_<estuary::Redist> redist(m, "Redist", "Moves data between two decompositions (collective).");
+  redist.def(
+      "__init__",
+      [](estuary::Redist* self, const estuary::Decomp& src, const estuary::Decomp& dst, PyComm comm,
+         const std::string& algorithm) {
+        estuary::RedistOptions o;
+        o.algorithm = algorithm;
+        nb::gil_scoped_release release;
+        new (self) estuary::Redist(src, dst, comm.comm, o);
+      },
+      "src"_a, "dst"_a, "comm"_a = nb::none(), "algorithm"_a = "");
+  def_redist_run<double>(redist);
+  def_redist_run<float>(redist);
+  def_redist_run<std::int32_t>(redist);
+  def_redist_run<std::int64_t>(redist);
+  redist.def("schedule_stats", [](const estuary::Redist& r) { return schedule_stats_dict(r.schedule().stats()); },
+             "This rank's schedule counts (local).")
+      .def_prop_ro("algorithm", [](const estuary::Redist& r) { return r.schedule().algorithm; })
+      .def("sends", [](const estuary::Redist& r) { return peer_counts(r.plan().sends()); },
+           "(peer, elements) this rank sends, itself included.")
+      .def("recvs", [](const estuary::Redist& r) { return peer_counts(r.plan().recvs()); },
+           "(peer, elements) this rank receives, itself included.")
+      .def("describe", [](const estuary::Redist& r) { return r.schedule().describe(); });
+  m.def("schedule_names", &estuary::schedule_names);
+
+  // ---- weights and remapping ----
+  m.def(
+      "write_weights",
+      [](const std::string& path, IdxArray rows, IdxArray cols, InArray w, i64 src_size, i64 dst_size, PyComm comm,
+         const std::string& map_method, const estuary::Grid* src_grid, const estuary::Grid* dst_grid) {
+        const estuary::Links l = links_from(rows, cols, w);
+        estuary::WeightWriteOptions o;
+        o.map_method = map_method;
+        o.src_grid = src_grid;
+        o.dst_grid = dst_grid;
+        nb::gil_scoped_release release;
+        estuary::write_weights(path, l, src_size, dst_size, comm.comm, o);
+      },
+      "path"_a, "rows"_a, "cols"_a, "weights"_a, "src_size"_a, "dst_size"_a, "comm"_a = nb::none(),
+      "map_method"_a = "", "src_grid"_a = nb::none(), "dst_grid"_a = nb::none(),
+      "Collective: writes every rank's links (0-based rows = destination, cols = source) as one SCRIP file.");
+  m.def(
+      "read_weights",
+      [](const std::string& path, PyComm comm) {
+        estuary::WeightSlice s;
+        {
+          nb::gil_scoped_release release;
+          s = estuary::read_weights(path, comm.comm);
+        }
+        nb::dict info;
+        info["src_size"] = s.info.src_size;
+        info["dst_size"] = s.info.dst_size;
+        info["links"] = s.info.links;
+        info["first"] = s.info.first;
+        info["map_method"] = s.info.map_method;
+        info["format"] = s.info.format == estuary::WeightFormat::scrip ? "scrip" : "esmf";
+        return nb::make_tuple(links_to_py(std::move(s.links)), info);
+      },
+      "path"_a, "comm"_a = nb::none(),
+      "Collective: this rank's slice ((rows, cols, weights), info) of a SCRIP or ESMF weight file.");
+
+  nb::class_<estuary::Remap>(m, "Remap", "Applies a distributed weight matrix: dst = W src (collective).")
+      .def(
+          "__init__",
+          [](estuary::Remap* self, const std::string& file, const estuary::Decomp& src, const estuary::Decomp& dst,
+             PyComm comm, const std::string& location, const std::string& order, double unmapped) {
+            estuary::RemapOptions o;
+            o.location = location_of(location);
+            o.order = order_of(order);
+            o.unmapped_value = unmapped;
+            nb::gil_scoped_release release;
+            new (self) estuary::Remap(file, src, dst, comm.comm, o);
+          },
+          "weight_file"_a, "src"_a, "dst"_a, "comm"_a = nb::none(), "location"_a = "dst", "order"_a = "bfb",
+          "unmapped_value"_a = 0.0)
+      .def_static(
+          "from_links",
+          [](IdxArray rows, IdxArray cols, InArray w, const estuary::Decomp& src, const estuary::Decomp& dst,
+             PyComm comm, const std::string& location, const std::string& order, double unmapped) {
+            const estuary::Links l = links_from(rows, cols, w);
+            estuary::RemapOptions o;
+            o.location = location_of(location);
+            o.order = order_of(order);
+            o.unmapped_value = unmapped;
+            nb::gil_scoped_release release;
+            return estuary::Remap(l, src, dst, comm.comm, o);
+          },
+          "rows"_a, "cols"_a, "weights"_a, "src"_a, "dst"_a, "comm"_a = nb::none(), "location"_a = "dst",
+          "order"_a = "bfb", "unmapped_value"_a = 0.0, "This rank's share of links, any distribution.")
+      .def(
+          "run",
+          [](estuary::Remap& r, InArray src, OutArray dst) {
+            nb::gil_scoped_release release;
+            r.run(span_of(src), span_of(dst));
+          },
+          "src"_a, "dst"_a.noconvert())
+      .def("stats", [](const estuary::Remap& r) {
+        const estuary::RemapStats s = r.stats();
+        nb::dict d;
+        d["links"] = s.links;
+        d["rows"] = s.rows;
+        d["gathered"] = s.gathered;
+        d["partials"] = s.partials;
+        d["exchanges"] = s.exchanges;
+        return d;
+      });
+
+  // ---- grids and weight generation ----
+  nb::class_<estuary::Grid>(m, "Grid", "Cells of a horizontal grid (this rank's points).")
+      .def("__init__",
+           [](estuary::Grid* self, const std::string& name, std::vector<i64> dims, i64 global_size, InArray lon,
+              InArray lat, std::optional<IdxArray> points, std::optional<InArray> area,
+              std::optional<nb::ndarray<const std::int32_t, nb::ndim<1>, nb::c_contig>> mask) {
+             new (self) estuary::Grid(make_grid(name, std::move(dims), global_size, lon, lat, points, area, mask));
+           },
+           "name"_a, "dims"_a, "global_size"_a, "lon"_a, "lat"_a, "points"_a = nb::none(), "area"_a = nb::none(),
+           "mask"_a = nb::none())
+      .def_ro("name", &estuary::Grid::name)
+      .def_ro("dims", &estuary::Grid::dims)
+      .def_ro("global_size", &estuary::Grid::global_size)
+      .def_prop_ro("size", &estuary::Grid::size)
+      .def_prop_ro("lon", [](const estuary::Grid& g) { return to_numpy(std::vector<double>(g.lon)); })
+      .def_prop_ro("lat", [](const estuary::Grid& g) { return to_numpy(std::vector<double>(g.lat)); })
+      .def_prop_ro("area", [](const estuary::Grid& g) { return to_numpy(std::vector<double>(g.area)); })
+      .def_prop_ro("mask", [](const estuary::Grid& g) { return to_numpy(std::vector<std::int32_t>(g.mask)); })
+      .def_prop_ro("points", [](const estuary::Grid& g) { return to_numpy(std::vector<i64>(g.points)); });
+
+  nb::class_<estuary::GridGen>(m, "GridGen", "A grid recipe: builds any rank's share of a grid.")
+      .def_static("lonlat", &estuary::GridGen::lonlat, "nlon"_a, "nlat"_a)
+      .def_static("gaussian", &estuary::GridGen::gaussian, "nlon"_a, "nlat"_a)
+      .def_static("reduced_gaussian", &estuary::GridGen::reduced_gaussian, "n"_a)
+      .def_static("t799", &estuary::GridGen::t799)
+      .def_static("tripolar", &estuary::GridGen::tripolar, "nx"_a, "ny"_a)
+      .def_static("orca025", &estuary::GridGen::orca025)
+      .def_static("cubed_sphere", &estuary::GridGen::cubed_sphere, "n"_a)
+      .def("with_land", &estuary::GridGen::with_land)
+      .def_prop_ro("name", &estuary::GridGen::name)
+      .def_prop_ro("dims", &estuary::GridGen::dims)
+      .def_prop_ro("size", &estuary::GridGen::size)
+      .def("make", [](const estuary::GridGen& g) { return g.make(); }, "Every point.")
+      .def("make", [](const estuary::GridGen& g, const estuary::Decomp& d) { return g.make(d); }, "part"_a,
+           "The points `part` holds, in its local order.");
+
+  m.def(
+      "distance_weights",
+      [](const estuary::GridGen& src, const estuary::Grid& dst, PyComm comm, int neighbors) {
+        estuary::DistanceWeightOptions o;
+        o.neighbors = neighbors;
+        estuary::Links l;
+        {
+          nb::gil_scoped_release release;
+          l = estuary::distance_weights(src, dst, comm.comm, o);
+        }
+        return links_to_py(std::move(l));
+      },
+      "src"_a, "dst"_a, "comm"_a = nb::none(), "neighbors"_a = 4,
+      "Collective: inverse-distance weights (CDO remapdis) for the dst points this rank holds.");
+  m.def(
+      "bilinear_weights",
+      [](const estuary::GridGen& src, const estuary::Grid& dst, PyComm comm, bool extrapolate) {
+        estuary::BilinearWeightOptions o;
+        o.extrapolate = extrapolate;
+        estuary::Links l;
+        {
+          nb::gil_scoped_release release;
+          l = estuary::bilinear_weights(src, dst, comm.comm, o);
+        }
+        return links_to_py(std::move(l));
+      },
+      "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = true,
+      "Collective: bilinear weights (CDO remapbil) for the dst points this rank holds.");
+
+  // ---- the coupler ----
+  m.def(
+      "oasis_partition",
+      [](IdxArray ig_paral, i64 global_size) {
+        return estuary::oasis_partition(std::span<const i64>(ig_paral.data(), ig_paral.size()), global_size);
+      },
+      "ig_paral"_a, "global_size"_a, "The Decomp of an OASIS ig_paral array (0-based offsets).");
+
+  nb::class_<estuary::Component>(m, "Component", "A coupled component (collective over the world).")
+      .def(
+          "__init__",
+          [](estuary::Component* self, const std::string& name, const std::string& config, const std::string& directory,
+             PyComm world) {
+            estuary::ComponentOptions o;
+            o.config = config;
+            o.directory = directory;
+            o.world = world.comm;
+            nb::gil_scoped_release release;
+            new (self) estuary::Component(name, o);
+          },
+          "name"_a, "config"_a = "", "directory"_a = "", "world"_a = nb::none())
+      .def_prop_ro("name", &estuary::Component::name)
+      .def_prop_ro("comm", [](const estuary::Component& c) { return PyComm{c.comm()}; })
+      .def("def_partition", &estuary::Component::def_partition, "decomp"_a, "name"_a = "")
+      .def("partition_size", &estuary::Component::partition_size, "partition"_a)
+      .def("def_grid", &estuary::Component::def_grid, "name"_a, "partition"_a, "grid"_a)
+      .def(
+          "def_var",
+          [](estuary::Component& c, const std::string& name, int part, bool out, int bundle) {
+            return c.def_var(name, part, out ? estuary::Direction::out : estuary::Direction::in, bundle);
+          },
+          "name"_a, "partition"_a, "out"_a, "bundle"_a = 1)
+      .def("enddef", [](estuary::Component& c) {
+        nb::gil_scoped_release release;
+        c.enddef();
+      })
+      .def(
+          "put",
+          [](estuary::Component& c, int var, double time, InArray values) {
+            nb::gil_scoped_release release;
+            return static_cast<int>(c.put(var, time, span_of(values)));
+          },
+          "var"_a, "time"_a, "values"_a)
+      .def(
+          "get",
+          [](estuary::Component& c, int var, double time, OutArray values) {
+            nb::gil_scoped_release release;
+            return static_cast<int>(c.get(var, time, span_of(values)));
+          },
+          "var"_a, "time"_a, "values"_a.noconvert())
+      .def("terminate", [](estuary::Component& c) {
+        nb::gil_scoped_release release;
+        c.terminate();
+      })
+      .def("last_source_integral", &estuary::Component::last_source_integral, "var"_a)
+      .def("timers", [](const estuary::Component& c) {
+        nb::list out;
+        for (const auto& t : c.timers()) {
+          nb::dict d;
+          d["field"] = t.field;
+          d["puts"] = t.puts;
+          d["gets"] = t.gets;
+          d["exchanges"] = t.exchanges;
+          d["put_s"] = t.put_s;
+          d["get_s"] = t.get_s;
+          d["wait_s"] = t.wait_s;
+          d["remap_s"] = t.remap_s;
+          out.append(d);
+        }
+        return out;
+      });
+
+  m.def("info_name", [](int i) { return std::string(estuary::name_of(static_cast<estuary::Info>(i))); }, "info"_a,
+        "OASIS's name of an info code (\"Sent\", \"Recvd\", ...).");
+}

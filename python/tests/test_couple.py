@@ -1,0 +1,208 @@
+"""The coupler through the pyOASIS-like classes: two components (one on a single rank) couple
+through a namcouple written at run time; every value got is compared with a serial numpy
+computation from the same weights and LOCTRANS, and every info code is checked."""
+import numpy as np
+import pytest
+
+import estuary
+import estuary.couple as pyoasis
+from estuary.couple import OASIS, OasisParameters
+
+NSX, NSY, NDX, NDY = 12, 10, 8, 9  # source (atmosphere) and target (ocean) grids
+NS, ND = NSX * NSY, NDX * NDY
+DT, PERIOD = 1200.0, 3600.0
+RUNTIME = 4 * PERIOD
+
+
+def layout(comm):
+    """(is_src, is_dst, component, index, count): half atmosphere, half ocean; one rank: both."""
+    p, r = comm.size, comm.rank
+    if p == 1:
+        return True, True, "solo", 0, 1
+    h = p // 2
+    if r < h:
+        return True, False, "atm", r, h
+    return False, True, "ocn", r - h, p - h
+
+
+def namcouple(rest, ntrans, line2_extra=""):
+    return (" $NFIELDS\n 1\n $END\n $RUNTIME\n " + str(int(RUNTIME)) + "\n $END\n $NLOGPRT\n 1\n $END\n"
+            " $NNOREST\n T\n $END\n $STRINGS\n"
+            f"A_F O_F 1 {int(PERIOD)} {ntrans} rst.nc EXPORTED\n{NSX} {NSY} {NDX} {NDY} agrd ogrd {line2_extra}\n"
+            "R 0 R 0\n" + rest + " $END\n")
+
+
+def synthetic_links(ns, nd):
+    rows, cols, w = [], [], []
+    for r in range(nd):
+        row = (r * 7 + 3) % nd
+        for j in range(row % 5):
+            rows.append(row)
+            cols.append((row * 13 + j * 29 + 5) % ns)
+            w.append(0.1 + 0.37 * j + 0.001 * row)
+    return np.array(rows, np.int64), np.array(cols, np.int64), np.array(w)
+
+
+def apply_ref(src):
+    rows, cols, w = synthetic_links(NS, ND)
+    out = np.zeros(ND)
+    for r, c, x in zip(rows, cols, w):
+        out[r] += x * src[c]
+    return out
+
+
+def global_field(t):
+    i = np.arange(NS, dtype=np.float64)
+    return 273.0 + 10.0 * np.sin(0.1 * i + t / 3000.0) + 0.001 * i
+
+
+def setup_dir(comm, d, text):
+    from mpi4py import MPI
+
+    if comm.rank == 0:
+        estuary.write_weights(str(d / "w.nc"), *synthetic_links(NS, ND), NS, ND, MPI.COMM_SELF)
+        (d / "namcouple").write_text(text)
+    comm.Barrier()
+
+
+def dst_partition(kind, index, count):
+    """The ocean's share (a block of rows, listed in one of the OASIS forms); returns the partition
+    and the global indices of its points in local order."""
+    y0, y1 = index * NDY // count, (index + 1) * NDY // count
+    pts = np.arange(y0 * NDX, y1 * NDX)
+    if kind == "apple":
+        return pyoasis.ApplePartition(int(y0 * NDX), int(len(pts)), global_size=ND, name="ogrd"), pts
+    if kind == "box":  # the whole rows [y0, y1): local (x, y) with x fastest
+        return pyoasis.BoxPartition(int(y0 * NDX), NDX, int(y1 - y0), NDX, global_size=ND, name="ogrd"), pts
+    if kind == "orange":  # each row a segment, listed last row first
+        rows = list(range(y0, y1))[::-1]
+        part = pyoasis.OrangePartition([r * NDX for r in rows], [NDX] * len(rows), name="ogrd")  # global size: found
+        return part, np.concatenate([np.arange(r * NDX, (r + 1) * NDX) for r in rows]) if rows else pts
+    if kind == "points":  # reversed
+        return pyoasis.PointsPartition(pts[::-1].tolist(), global_size=ND, name="ogrd"), pts[::-1]
+    raise ValueError(kind)
+
+
+def run(comm, d, dst_kind="apple", bad_put=False):
+    is_src, is_dst, name, index, count = layout(comm)
+    comp = pyoasis.Component(name, config=str(d / "namcouple"), directory=str(d))
+    local = comp.localcomm
+    sv = dv = None
+    spts = np.arange(index, NS, count)  # atmosphere: cyclic over its ranks
+    if is_src:
+        spart = pyoasis.PointsPartition(spts.tolist(), global_size=NS, name="agrd")
+        sv = pyoasis.Var("A_F", spart, OasisParameters.OASIS_OUT)
+    dpts = None
+    if is_dst:
+        dpart, dpts = dst_partition(dst_kind, index, count)
+        dv = pyoasis.Var("O_F", dpart, OASIS.IN)
+    comp.enddef()
+    puts, gets, errors = [], [], []
+    t = 0.0
+    while t < RUNTIME:
+        if is_src:
+            if bad_put and t == 0:
+                try:
+                    sv.put(t, np.zeros(len(spts) + 1))
+                except estuary.Error as e:
+                    errors.append(str(e))
+            puts.append(sv.put(t, global_field(t)[spts]))
+        if is_dst:
+            if dst_kind == "box":  # a Fortran-ordered (nx, ny_local) array, as pyOASIS passes
+                v = np.full((NDX, len(dpts) // NDX), -999.0, order="F")
+            else:
+                v = np.full(len(dpts), -999.0)
+            info = dv.get(t, v)
+            gets.append((t, info, v.ravel(order="F").copy()))
+        t += DT
+    comp.terminate()
+    return dict(is_src=is_src, is_dst=is_dst, local=(local.size, local.rank, count, index), puts=puts,
+                gets=gets, dpts=dpts, errors=errors, comp=comp)
+
+
+@pytest.mark.parametrize("dst_kind", ["apple", "box", "orange", "points"])
+def test_mapping_equals_serial_reference(comm, shared_dir, dst_kind):
+    setup_dir(comm, shared_dir, namcouple("MAPPING\nw.nc dst bfb\n", 1))
+    res = run(comm, shared_dir, dst_kind, bad_put=True)
+    lsize, lrank, count, index = res["local"]
+    assert (lsize, lrank) == (count, index)  # localcomm: the component's ranks
+    if res["is_src"]:
+        assert res["puts"] == [OASIS.Sent if k % 3 == 0 else OASIS.Ok for k in range(12)]
+        assert len(res["errors"]) == 1 and "A_F" in res["errors"][0], res["errors"]
+    if res["is_dst"]:
+        for t, info, v in res["gets"]:
+            if t % PERIOD:
+                assert info == OASIS.Ok
+                assert np.all(v == -999.0), "a get between coupling times must leave the field alone"
+            else:
+                assert info == OASIS.Recvd
+                want = apply_ref(global_field(t))[res["dpts"]]
+                np.testing.assert_allclose(v, want, rtol=0, atol=1e-12, err_msg=f"t={t}")
+
+
+@pytest.mark.parametrize("op", ["AVERAGE", "ACCUMUL", "T_MAX"])
+def test_loctrans(comm, shared_dir, op):
+    setup_dir(comm, shared_dir, namcouple(f"LOCTRANS MAPPING\n{op}\nw.nc src sum\n", 2))
+    res = run(comm, shared_dir)
+    if res["is_src"]:
+        assert res["puts"] == [OASIS.Sent if k % 3 == 0 else OASIS.LocTrans for k in range(12)]
+    if res["is_dst"]:
+        assert [g[1] for g in res["gets"]] == [OASIS.Recvd if k % 3 == 0 else OASIS.Ok for k in range(12)]
+        for t, info, v in res["gets"]:
+            if t % PERIOD:
+                continue
+            steps = [s for s in np.arange(0.0, RUNTIME, DT) if max(t - PERIOD, -DT) < s <= t]
+            xs = np.array([global_field(s) for s in steps])
+            red = {"AVERAGE": xs.mean(axis=0), "ACCUMUL": xs.sum(axis=0), "T_MAX": xs.max(axis=0)}[op]
+            np.testing.assert_allclose(v, apply_ref(red)[res["dpts"]], rtol=1e-13, atol=1e-10, err_msg=f"t={t}")
+
+
+def test_errors_name_the_field(comm, shared_dir):
+    setup_dir(comm, shared_dir, namcouple("MAPPING\nw.nc dst bfb\n", 1))
+    is_src, is_dst, name, index, count = layout(comm)
+    comp = pyoasis.Component(name, config=str(shared_dir / "namcouple"), directory=str(shared_dir))
+    msgs = []
+    spts = np.arange(index, NS, count)
+    sv = dv = None
+    if is_src:
+        part = pyoasis.PointsPartition(spts.tolist(), global_size=NS, name="agrd")
+        with pytest.raises(estuary.Error, match="neither"):
+            pyoasis.Var("A_F", part, 7)
+        with pytest.raises(estuary.Error, match="bundle"):
+            pyoasis.Var("X_F", part, OASIS.OUT, bundle_size=0)
+        sv = pyoasis.Var("A_F", part, OASIS.OUT)
+        with pytest.raises(estuary.Error, match="A_F"):
+            sv.get(0, np.zeros(len(spts)))  # an output field cannot be got
+    if is_dst:
+        dpart, dpts = dst_partition("apple", index, count)
+        dv = pyoasis.Var("O_F", dpart, OASIS.IN)
+    with pytest.raises(estuary.Error, match="outside"):  # beyond the grid
+        pyoasis.ApplePartition(NS - 1, 5, global_size=NS)
+    comp.enddef()
+    with pytest.raises(estuary.Error, match="after enddef"):
+        comp.native.def_partition(estuary.gen.block(4, 0, 1))
+    t = 0.0
+    while t < RUNTIME:
+        if is_src:
+            sv.put(t, global_field(t)[spts])
+        if is_dst:
+            v = np.zeros(len(dpts))
+            with pytest.raises(TypeError):  # float32 output: refused, not silently converted
+                dv.get(t, v.astype(np.float32))
+            try:
+                dv.get(t, np.zeros(len(dpts) + 3))
+            except estuary.Error as e:
+                msgs.append(str(e))
+            dv.get(t, v)
+        t += DT
+    comp.terminate()
+    comp.terminate()  # idempotent
+    if is_dst:
+        assert len(msgs) == 12 and all("O_F" in m and m.startswith("estuary:") for m in msgs), msgs[:2]
+    assert issubclass(estuary.Error, RuntimeError)
+
+
+def test_info_codes_match_oasis():
+    assert OASIS.Sent == 4 and OASIS.Recvd == 3 and OasisParameters.OASIS_OUT == 20
+    assert estuary.info_name(int(OASIS.Sent)) == "Sent" and estuary.info_name(int(OASIS.Recvd)) == "Recvd"
+    assert estuary.info_name(int(OASIS.LocTrans)) == "LocTrans"
