@@ -132,8 +132,8 @@ int main(int argc, char** argv) {
       for (std::size_t k = 0; k < outs.size(); ++k) std::printf("%s: sent %s\n", role.c_str(), outs[k].c_str());
       if (!atm) std::printf("ocean: worst relative conservation error of the heat flux over the run: %.1e\n", worst_conservation);
       for (const auto& ti : timers)
-        std::printf("%s: %-60s put %.3f s  get %.3f s  transfer+remap %.3f s\n", role.c_str(), ti.field.c_str(), ti.put_s,
-                    ti.get_s, ti.remap_s);
+        std::printf("%s: %s:\n        put %.3f s  get %.3f s (of which waiting %.3f s)  transfer+remap %.3f s\n", role.c_str(),
+                    ti.field.c_str(), ti.put_s, ti.get_s, ti.wait_s, ti.remap_s);
       if (!atm && worst_conservation > 1e-12) {
         std::fprintf(stderr, "ocean: conservation error %.1e exceeds 1e-12\n", worst_conservation);
         status = 1;

@@ -399,8 +399,8 @@ void Component::Impl::build(const CouplingConfig& cfg, std::map<std::pair<std::s
   c->delivered.assign(nf, 0);
   c->last_put.assign(nf, -1e300);
   c->last_get.assign(nf, -1e300);
-  c->src_timers.field = c->label + " put";
-  c->dst_timers.field = c->label + " get";
+  c->src_timers.field = c->label + ", source side";
+  c->dst_timers.field = c->label + ", target side";
   const std::string here = "enddef, " + c->label;
   detail::agree(c->comm, [&] {
     if (cfg.src_grid.nx > 0 && cfg.src_grid.ny > 0 && has_src && cfg.src_grid.nx * cfg.src_grid.ny != c->src_global)
