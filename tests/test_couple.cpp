@@ -346,17 +346,27 @@ TEST(Couple, RestartEqualsOneLongRun) {
   }
 }
 
-// A get whose partner never puts stops with a message naming the partner, the field and the
-// last time it was put, after the configured time-out — not a hang.
-TEST(Couple, DeadlockTimesOutWithMessage) {
-  const Layout l = layout();
-  const std::string dir = fresh_dir("deadlock");
+namespace {
+// A fresh folder with the synthetic weights and a namcouple coupling A_F -> O_F through them,
+// and a get/put time-out of 1 s (read at enddef; the caller unsets it afterwards).
+ComponentOptions one_mapping_with_short_timeout(const std::string& name) {
+  const std::string dir = fresh_dir(name);
   write_synthetic_weights(dir + "/w.nc", kNs, kNd);
   write_text(dir + "/namcouple", namcouple(4 * kPeriod, "A_F O_F", 1, "MAPPING\nw.nc\n"));
   setenv("ESTUARY_COUPLE_TIMEOUT", "1", 1);
   ComponentOptions o;
   o.config = dir + "/namcouple";
   o.directory = dir;
+  return o;
+}
+
+}  // namespace
+
+// A get whose partner never puts stops with a message naming the partner, the field and the
+// last time it was put, after the configured time-out — not a hang.
+TEST(Couple, DeadlockTimesOutWithMessage) {
+  const Layout l = layout();
+  const ComponentOptions o = one_mapping_with_short_timeout("deadlock");
   Component comp(l.comp, o);
   int dv = -1;
   if (l.src) comp.def_var("A_F", comp.def_partition(src_decomp(l), "agrd"), Direction::out);
@@ -675,13 +685,7 @@ TEST(Couple, OasisPartitions) {
 // terminate() then reports the transfer that was never got, on every rank.
 TEST(Couple, PutWaitsAtMostOnePeriod) {
   const Layout l = layout();
-  const std::string dir = fresh_dir("putwait");
-  write_synthetic_weights(dir + "/w.nc", kNs, kNd);
-  write_text(dir + "/namcouple", namcouple(4 * kPeriod, "A_F O_F", 1, "MAPPING\nw.nc\n"));
-  setenv("ESTUARY_COUPLE_TIMEOUT", "1", 1);
-  ComponentOptions o;
-  o.config = dir + "/namcouple";
-  o.directory = dir;
+  const ComponentOptions o = one_mapping_with_short_timeout("putwait");
   Component comp(l.comp, o);
   int sv = -1;
   if (l.src) sv = comp.def_var("A_F", comp.def_partition(src_decomp(l), "agrd"), Direction::out);
