@@ -34,6 +34,9 @@ struct Grid {
   std::vector<double> corner_lon, corner_lat;  // size() * ncorner, degrees, counter-clockwise
   std::vector<std::int32_t> mask;    // 1 valid, 0 masked; empty: every point valid
   std::vector<double> area;          // steradians; empty until given or compute_areas()
+  // The fraction of each cell that a remapping uses (SCRIP grid_frac: conservative weights
+  // set it for the destination). Empty: 1 on valid points, 0 on masked ones.
+  std::vector<double> frac;
 
   std::int64_t size() const { return static_cast<std::int64_t>(lon.size()); }
   bool whole() const { return points.empty() && size() == global_size; }

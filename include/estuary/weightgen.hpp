@@ -74,4 +74,54 @@ struct BilinearWeightOptions {
 Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
 Links bilinear_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
 
+// Conservative weights (SCRIP CONSERV, CDO remapcon/gencon, YAC's conservative method): the
+// weight of source cell s for destination cell d is the area of their intersection on the
+// sphere over a normalising area. Cells are polygons from their corners; edges are great-circle
+// arcs, except that on grids of the lon-lat kinds (and on any 4-corner grid whose every cell is
+// a lon-lat box, which is CDO's test too) the edges between corners of equal latitude follow
+// that circle of latitude. Intersection areas are exact up to rounding for both edge kinds.
+//
+// Normalisation, as SCRIP and CDO name it, with A_ds the intersection area, A_d the destination
+// cell's area and F_d the sum of A_ds over the unmasked source cells:
+//   fracarea: w = A_ds / F_d  (a constant maps to itself; CDO's default)
+//   destarea: w = A_ds / A_d  (partly covered cells get partial sums)
+//   none:     w = A_ds        (steradians)
+// Masked source cells get no links; masked destination cells get no links. Links of an
+// intersection whose area is below 1e-15 of the destination cell's are dropped (touching cells).
+//
+// Second order (SCRIP's CONSERV SECOND, YAC's 2nd order): the source field is taken as linear
+// in each source cell, f(x) = f_s + g_s . (x - c_s), with c_s the cell's centroid and g_s a
+// least-squares gradient from the centroids of its unmasked edge neighbours (logically
+// rectangular source grids: i +- 1, j +- 1, cyclic in i when the grid wraps). The gradient's
+// coefficients are folded into the weights, so the result is one ordinary sparse matrix (one
+// weight per link, neighbours of the intersecting cells included) that every reader applies.
+//
+// Parallelism: each rank handles the destination cells it holds. Bounding caps of the cells
+// are dealt to the owners of a fixed lon-lat partition of the sphere (round robin), which pair
+// the overlapping ones; each rank then fetches the source cells it needs with the plan engine.
+// No rank holds either whole grid. The result depends only on the cells, not on the number of
+// ranks or the decompositions (each destination cell's links are computed alone, in increasing
+// source index).
+enum class ConservNormalization { fracarea, destarea, none };
+const char* name_of(ConservNormalization n);
+
+struct ConservativeOptions {
+  int order = 1;  // 1 or 2
+  ConservNormalization normalization = ConservNormalization::fracarea;
+  // false: every edge a great-circle arc, whatever the grid kind.
+  bool latitude_edges = true;
+};
+
+struct ConservativeWeights {
+  Links links;                  // for dst's points, in dst's local order
+  std::vector<double> dst_area; // per dst point: its cell's area (steradians)
+  std::vector<double> dst_frac; // per dst point: F_d / A_d, the part covered by unmasked source
+};
+
+// Collective over comm; `src` and `dst` as for distance_weights, both with corners. Throws
+// estuary::Error (on every rank) for grids without corners, order not 1 or 2, second order on
+// a source grid that is not two-dimensional, and as distance_weights does.
+ConservativeWeights conservative_weights(const Grid& src, const Grid& dst, MPI_Comm comm,
+                                         const ConservativeOptions& options = {});
+
 }  // namespace estuary

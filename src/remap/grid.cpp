@@ -138,6 +138,7 @@ void Grid::check() const {
   else if (corner_lon.size() != nc || corner_lat.size() != nc) bad = "corner_lon/corner_lat";
   else if (!mask.empty() && mask.size() != n) bad = "mask";
   else if (!area.empty() && area.size() != n) bad = "area";
+  else if (!frac.empty() && frac.size() != n) bad = "frac";
   if (!bad.empty())
     throw Error("grid array " + bad + " does not match the " + std::to_string(n) +
                     " cell centres (ncorner " + std::to_string(ncorner) + ")",

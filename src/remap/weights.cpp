@@ -168,7 +168,7 @@ void define_grid(NcFile& f, const std::string& side, const Grid& g, int nctype_i
 }
 
 // Writes the points of `g` this rank holds into the side's grid variables, converted as SCRIP
-// stores them: radians, an integer mask, and fraction 1 on valid points.
+// stores them: radians, an integer mask, and the grid's fractions (1 on valid points if none).
 void write_grid_points(NcFile& f, const std::string& side, const Grid& g) {
   constexpr double rad = 3.14159265358979323846 / 180.0;
   const std::size_t n = static_cast<std::size_t>(g.size()), nc = static_cast<std::size_t>(std::max(g.ncorner, 0));
@@ -178,6 +178,7 @@ void write_grid_points(NcFile& f, const std::string& side, const Grid& g) {
     lat[k] = g.lat[k] * rad;
     lon[k] = g.lon[k] * rad;
     if (!g.valid(static_cast<i64>(k))) mask[k] = 0, frac[k] = 0.0;
+    if (!g.frac.empty()) frac[k] = g.frac[k];
   }
   for (std::size_t k = 0; k < n * nc; ++k) {
     clat[k] = g.corner_lat[k] * rad;
