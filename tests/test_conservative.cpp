@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -162,8 +163,12 @@ TEST(Conservative, IntersectionsTileTheSphere) {
     const estuary::Grid src = sg.make();
     double src_area = 0;
     for (double a : src.area) src_area += a;
-    if (dn != "tri") EXPECT_NEAR(area, 4 * M_PI, 1e-12) << dn << " cell areas";
-    if (sn != "tri") EXPECT_NEAR(src_area, 4 * M_PI, 1e-12) << sn << " cell areas (the grid's own)";
+    if (dn != "tri") {
+      EXPECT_NEAR(area, 4 * M_PI, 1e-12) << dn << " cell areas";
+    }
+    if (sn != "tri") {
+      EXPECT_NEAR(src_area, 4 * M_PI, 1e-12) << sn << " cell areas (the grid's own)";
+    }
     EXPECT_NEAR(inter, std::min(area, src_area), 1e-12) << sn << "->" << dn << " intersections";
     // The same areas as Grid::compute_areas (a separate implementation: exact lon-lat boxes,
     // great-circle polygons otherwise).
@@ -267,4 +272,137 @@ TEST(Conservative, Errors) {
   } catch (const estuary::Error& e) {
     EXPECT_NE(std::string(e.what()).find("order must be 1 or 2"), std::string::npos) << e.what();
   }
+}
+
+namespace {
+
+// The exact average of f(x) = x + 2z over a lon-lat box (its corners, degrees).
+double box_average(const double* clon, const double* clat) {
+  const double d = M_PI / 180;
+  double l1 = clon[0], l2 = clon[1];
+  if (l2 < l1) l2 += 360;
+  const double p1 = std::min(clat[0], clat[2]) * d, p2 = std::max(clat[0], clat[2]) * d;
+  l1 *= d;
+  l2 *= d;
+  const double area = (l2 - l1) * (std::sin(p2) - std::sin(p1));
+  const double ix = (std::sin(l2) - std::sin(l1)) * ((p2 - p1) / 2 + (std::sin(2 * p2) - std::sin(2 * p1)) / 4);
+  const double iz = (l2 - l1) * (std::sin(p2) * std::sin(p2) - std::sin(p1) * std::sin(p1)) / 2;
+  return (ix + 2 * iz) / area;
+}
+
+// Worst error of the remapped field of cell averages, on destination cells within 60 degrees of
+// the equator (the gradient from neighbours is poor in the rows at the poles).
+double remap_error(i64 n, int order) {
+  const estuary::GridGen sg = estuary::GridGen::lonlat(2 * n, n), dg = estuary::GridGen::lonlat(2 * (n * 2 / 3) + 2, n * 2 / 3 + 1);
+  const estuary::Grid src = sg.make();
+  std::vector<double> f(static_cast<std::size_t>(src.size()));
+  for (std::size_t s = 0; s < f.size(); ++s) f[s] = box_average(&src.corner_lon[4 * s], &src.corner_lat[4 * s]);
+  ConservativeOptions o;
+  o.order = order;
+  const int p = etest::world_size(), r = etest::world_rank();
+  const estuary::Grid dst = dg.make(estuary::gen::block(dg.size(), r, p));
+  const auto w = estuary::conservative_weights(src, dst, MPI_COMM_WORLD, o);  // whole source everywhere: repeats
+  std::map<i64, double> got;
+  for (std::size_t k = 0; k < w.links.row.size(); ++k) got[w.links.row[k]] += w.links.weight[k] * f[static_cast<std::size_t>(w.links.col[k])];
+  double worst = 0;
+  for (i64 j = 0; j < dst.size(); ++j) {
+    const auto u = static_cast<std::size_t>(j);
+    if (std::abs(dst.lat[u]) > 60) continue;
+    worst = std::max(worst, std::abs(got[dst.global_index(j)] - box_average(&dst.corner_lon[4 * u], &dst.corner_lat[4 * u])));
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
+
+}  // namespace
+
+// Second order against exact cell averages of a linear field: far more accurate than first
+// order, and converging as h^2 (first order as h) when the grids are refined.
+TEST(Conservative, SecondOrderConvergesFaster) {
+  const double e1 = remap_error(24, 1), e2 = remap_error(24, 2);
+  const double f1 = remap_error(48, 1), f2 = remap_error(48, 2);
+  if (etest::world_rank() == 0)
+    std::printf("max error, h and h/2: first order %.3g %.3g, second order %.3g %.3g\n", e1, f1, e2, f2);
+  EXPECT_LT(e2, 0.2 * e1);
+  EXPECT_LT(f2, 0.2 * f1);
+  EXPECT_GT(e1 / f1, 1.5);  // first order: error halves
+  EXPECT_GT(e2 / f2, 3.0);  // second order: error quarters
+}
+
+// Second-order weights: a constant still maps to itself; a source grid that is not
+// logically rectangular is refused.
+TEST(Conservative, SecondOrderConstantAndErrors) {
+  ConservativeOptions o;
+  o.order = 2;
+  const auto w = weights(rtest::grid("tril"), rtest::grid("gg"), "cyclic", "block", o);
+  std::map<i64, double> rowsum;
+  for (std::size_t k = 0; k < w.links.row.size(); ++k) rowsum[w.links.row[k]] += w.links.weight[k];
+  double worst = 0;
+  for (const auto& [d, v] : rowsum) worst = std::max(worst, std::abs(v - 1.0));
+  EXPECT_LT(worst, 1e-12);
+  EXPECT_FALSE(rowsum.empty());
+  try {
+    weights(rtest::grid("cs"), rtest::grid("gg"), "block", "block", o);
+    ADD_FAILURE() << "no error for second order from an unstructured grid";
+  } catch (const estuary::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("logically rectangular"), std::string::npos) << e.what();
+  }
+}
+
+// The fingerprint that keys cached weight files: the same for any decomposition (and ranks
+// holding nothing), different for a changed mask or corner.
+TEST(Conservative, GridFingerprint) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const estuary::GridGen g = rtest::grid("tri");
+  const std::uint64_t a = estuary::grid_fingerprint(g.make(estuary::gen::block(g.size(), r, p)), MPI_COMM_WORLD);
+  const std::uint64_t b = estuary::grid_fingerprint(g.make(rtest::decomp("last reversed", g.size(), p, r)), MPI_COMM_WORLD);
+  EXPECT_EQ(a, b);
+  const std::uint64_t c = estuary::grid_fingerprint(g.with_land().make(estuary::gen::cyclic(g.size(), r, p)), MPI_COMM_WORLD);
+  EXPECT_NE(a, c);
+  estuary::Grid moved = g.make(estuary::gen::block(g.size(), r, p));
+  if (r == 0 && moved.size() > 0) moved.corner_lat[0] += 1e-9;
+  EXPECT_NE(a, estuary::grid_fingerprint(moved, MPI_COMM_WORLD));
+}
+
+// OASIS's FRACNNEI: destination cells that only land (masked source) overlaps take the nearest
+// unmasked source cell, with weight 1; the others keep their fracarea links.
+TEST(Conservative, FracnneiFillsUncoveredCells) {
+  const estuary::GridGen sg = rtest::grid("tril"), dg = rtest::grid("ll");
+  ConservativeOptions o;
+  o.nearest_for_uncovered = true;
+  const auto plain = gather_sorted(weights(sg, dg, "block", "cyclic").links);
+  const auto nnei = gather_sorted(weights(sg, dg, "block", "cyclic", o).links);
+  std::map<i64, std::vector<Link>> a, b;
+  for (const Link& l : plain) a[l.dst].push_back(l);
+  for (const Link& l : nnei) b[l.dst].push_back(l);
+  const estuary::Grid src = sg.make(), dst = dg.make();
+  int filled = 0;
+  for (i64 d = 0; d < dst.size(); ++d) {
+    ASSERT_TRUE(b.count(d)) << "dst " << d << " has no link with FRACNNEI";
+    if (a.count(d)) {
+      ASSERT_EQ(a[d].size(), b[d].size()) << "dst " << d;
+      for (std::size_t k = 0; k < a[d].size(); ++k) EXPECT_EQ(a[d][k].w, b[d][k].w);
+      continue;
+    }
+    ++filled;
+    ASSERT_EQ(b[d].size(), 1u);
+    EXPECT_EQ(b[d][0].w, 1.0);
+    // Brute force: the nearest unmasked source centre (chord distance).
+    auto xyz = [](double lo, double la) {
+      const double r = M_PI / 180;
+      return std::array<double, 3>{std::cos(la * r) * std::cos(lo * r), std::cos(la * r) * std::sin(lo * r), std::sin(la * r)};
+    };
+    const auto q = xyz(dst.lon[static_cast<std::size_t>(d)], dst.lat[static_cast<std::size_t>(d)]);
+    auto dist = [&](i64 s) {
+      const auto v = xyz(src.lon[static_cast<std::size_t>(s)], src.lat[static_cast<std::size_t>(s)]);
+      return (v[0] - q[0]) * (v[0] - q[0]) + (v[1] - q[1]) * (v[1] - q[1]) + (v[2] - q[2]) * (v[2] - q[2]);
+    };
+    double best = 1e300;
+    for (i64 s = 0; s < src.size(); ++s)
+      if (src.valid(s)) best = std::min(best, dist(s));
+    // (Ties within float rounding, as DISTWGT measures, may go either way.)
+    EXPECT_TRUE(src.valid(b[d][0].src)) << "dst " << d;
+    EXPECT_LE(dist(b[d][0].src), best * (1 + 1e-6)) << "dst " << d << " src " << b[d][0].src;
+  }
+  EXPECT_GT(filled, 0) << "the test grid should have destination cells over land only";
 }

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <netcdf.h>
 
@@ -11,6 +14,8 @@
 #include "estuary/couple.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/error.hpp"
+#include "estuary/weightgen.hpp"
+#include "estuary/weights.hpp"
 
 using namespace estuary;
 using namespace ctest_util;
@@ -716,5 +721,92 @@ TEST(Couple, PutWaitsAtMostOnePeriod) {
     EXPECT_TRUE(msg.find("terminate before the get of the coupling time 0") != std::string::npos ||
                 msg.find("terminate waited 1 s for component ocn to get the coupling time 0") != std::string::npos)
         << msg;
+  }
+}
+
+// SCRIPR CONSERV without a weight file: estuary generates first-order FRACAREA weights at
+// enddef (lon-lat source, tripolar target), the coupled values equal W f computed serially
+// with conservative_weights; the weights are cached in rmp_agrd_to_ogrd_CONSERV_FRACAREA.nc
+// with the grids' fingerprint and reused by the next run; a changed grid (a land mask) makes
+// the next run generate them again.
+namespace {
+
+struct ConservRun {
+  std::vector<std::vector<double>> got;  // per coupling time, this rank's target values
+  std::string log;                       // this component's log
+};
+
+ConservRun run_scripr_conserv(const std::string& dir, bool land) {
+  const Layout l = layout();
+  ComponentOptions o;
+  o.config = dir + "/namcouple";
+  o.directory = dir;
+  ConservRun out;
+  {
+    Component comp(l.comp, o);
+    const Decomp sd = src_decomp(l), dd = dst_decomp(l);
+    const GridGen sg = land ? GridGen::lonlat(12, 10).with_land() : GridGen::lonlat(12, 10), dg = GridGen::tripolar(8, 9);
+    int sv = -1, dv = -1;
+    if (l.src) {
+      const int part = comp.def_partition(sd, "agrd");
+      comp.def_grid("agrd", part, sg.make(sd));
+      sv = comp.def_var("A_F", part, Direction::out);
+    }
+    if (l.dst) {
+      const int part = comp.def_partition(dd, "ogrd");
+      comp.def_grid("ogrd", part, dg.make(dd));
+      dv = comp.def_var("O_F", part, Direction::in);
+    }
+    comp.enddef();
+    for (double t = 0; t < 2 * kPeriod; t += kPeriod) {
+      if (l.src) comp.put(sv, t, local_of(global_field(kNs, t), sd));
+      if (l.dst) {
+        std::vector<double> v(static_cast<std::size_t>(dd.size()), -999.0);
+        comp.get(dv, t, v);
+        out.got.push_back(v);
+      }
+    }
+    comp.terminate();
+  }
+  std::ifstream f(dir + "/estuary." + l.comp + ".log");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  out.log = ss.str();
+  return out;
+}
+
+}  // namespace
+
+TEST(Couple, ScriprConservGeneratedAndCached) {
+  const Layout l = layout();
+  const std::string dir = fresh_dir("scripr_conserv");
+  write_text(dir + "/namcouple", namcouple(2 * kPeriod, "A_F O_F", 1, "SCRIPR\nCONSERV LR SCALAR LATLON 1 FRACAREA FIRST\n"));
+  const std::string cache = dir + "/rmp_agrd_to_ogrd_CONSERV_FRACAREA.nc";
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const bool land = run == 2;
+    const ConservRun r = run_scripr_conserv(dir, land);
+    const std::string expect = run == 1 ? "CONSERV weights reused from" : "CONSERV weights generated in";
+    EXPECT_NE(r.log.find(expect), std::string::npos) << r.log;
+    EXPECT_TRUE(std::filesystem::exists(cache));
+    EXPECT_FALSE(read_global_attribute(cache, "estuary_fingerprint", MPI_COMM_SELF).empty());
+    if (!l.dst) continue;
+    // The serial reference: the same weights computed on this rank alone, applied to f(t).
+    const GridGen sg = land ? GridGen::lonlat(12, 10).with_land() : GridGen::lonlat(12, 10);
+    const ConservativeWeights w = conservative_weights(sg.make(), GridGen::tripolar(8, 9).make(), MPI_COMM_SELF);
+    ASSERT_GT(w.links.size(), 0);
+    const Decomp dd = dst_decomp(l);
+    ASSERT_EQ(r.got.size(), 2u);
+    for (std::size_t ti = 0; ti < r.got.size(); ++ti) {
+      const std::vector<double> f = global_field(kNs, static_cast<double>(ti) * kPeriod);
+      std::vector<double> ref(static_cast<std::size_t>(kNd), 0.0);
+      for (i64 k = 0; k < w.links.size(); ++k) {
+        const auto u = static_cast<std::size_t>(k);
+        ref[static_cast<std::size_t>(w.links.row[u])] += w.links.weight[u] * f[static_cast<std::size_t>(w.links.col[u])];
+      }
+      const std::vector<double> want = local_of(ref, dd);
+      for (std::size_t j = 0; j < want.size(); ++j)
+        EXPECT_NEAR(r.got[ti][j], want[j], 1e-12 * (1 + std::abs(want[j]))) << "point " << j << " time " << ti;
+    }
   }
 }

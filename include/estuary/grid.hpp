@@ -56,6 +56,11 @@ struct Grid {
 // orientation. Repeated vertices (a triangle stored as a degenerate quadrilateral) add nothing.
 double spherical_polygon_area(std::span<const double> lon, std::span<const double> lat);
 
+// A 64-bit fingerprint of the grid's cells (global indices, centres, corners, mask), the same
+// for any decomposition: collective over comm, each point counted once per rank holding it (so
+// hold each point once). Keys cached weight files to the grids they were made for.
+std::uint64_t grid_fingerprint(const Grid& grid, MPI_Comm comm);
+
 // Writes `grid` as a SCRIP grid file (grid_dims, grid_center_lat/lon, grid_corner_lat/lon,
 // grid_imask; units "degrees") that CDO reads as a grid description. Collective over comm:
 // each rank writes the points it holds, in turns, so together they must hold every point

@@ -110,12 +110,19 @@ struct ConservativeOptions {
   ConservNormalization normalization = ConservNormalization::fracarea;
   // false: every edge a great-circle arc, whatever the grid kind.
   bool latitude_edges = true;
+  // OASIS's FRACNNEI: a valid destination cell that no unmasked source cell overlaps takes the
+  // value of the nearest unmasked source cell (by centre) instead of none.
+  bool nearest_for_uncovered = false;
 };
 
 struct ConservativeWeights {
-  Links links;                  // for dst's points, in dst's local order
+  Links links;                  // for dst's points, in dst's local order (FRACNNEI's last)
   std::vector<double> dst_area; // per dst point: its cell's area (steradians)
   std::vector<double> dst_frac; // per dst point: F_d / A_d, the part covered by unmasked source
+  // This rank's share of the work: seconds in the search (caps dealt and paired), in fetching
+  // the source cells, and in the intersections; and the (destination, source) pairs it clipped.
+  double search_seconds = 0, fetch_seconds = 0, intersect_seconds = 0;
+  std::int64_t pairs = 0;
 };
 
 // Collective over comm; `src` and `dst` as for distance_weights, both with corners. Throws

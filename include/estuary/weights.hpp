@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "estuary/grid.hpp"
@@ -45,6 +46,10 @@ struct WeightFileInfo {
   std::string map_method, normalization;  // global attributes, "" when absent
 };
 
+// Collective over comm: a global text attribute of a netCDF file ("" when the file or the
+// attribute is absent), read by one rank. Cheap: to look at a weight file before reading it.
+std::string read_global_attribute(const std::string& path, const std::string& name, MPI_Comm comm);
+
 struct WeightReadOptions {
   // Sizes of the grids the weights are for: a file saying otherwise, or holding an index
   // beyond them, is an error. -1: take the file's word (and check indices against it).
@@ -71,6 +76,8 @@ struct WeightWriteOptions {
   // normalization of none, fracarea or destarea, and both grids. Empty: not written.
   std::string map_method;  // e.g. "Distance weighted avg of nearest neighbors"
   std::string normalization = "none";
+  // Extra global attributes (name, text), e.g. the fingerprint of the grids a cached file is for.
+  std::vector<std::pair<std::string, std::string>> attributes;
   // SCRIP only: grids written as src_grid_* / dst_grid_* (centres, corners, imask, area, frac;
   // in radians as SCRIP and CDO write them). Each rank passes the points it holds (together
   // every point once), or nullptr on every rank to leave them out.

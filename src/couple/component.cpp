@@ -474,14 +474,60 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
   } else if (cfg.scripr) {
     const std::string method = cfg.scripr->method;
     if (method == "CONSERV") {
-      weight_file = path_in(opt.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_CONSERV_" +
-                                               (cfg.scripr->normalization.empty() ? "DESTAREA" : cfg.scripr->normalization) +
-                                               ".nc");
-      detail::agree(c.comm, [&] {
-        if (!std::filesystem::exists(weight_file))
-          throw Error("SCRIPR CONSERV reads its weights from " + weight_file + ", which does not exist", here,
-                      "generate them (e.g. cdo gencon) under that name, or use MAPPING with a weight file");
-      });
+      // OASIS's convention: the weights live in rmp_<src>_to_<dst>_CONSERV_<NORM>.nc. A file
+      // there that estuary did not write (SCRIP, CDO, an earlier OASIS run) is used as it is;
+      // otherwise estuary generates the weights and caches them there, keyed by the grids'
+      // fingerprint, so the next run with the same grids reads them instead.
+      const std::string norm = cfg.scripr->normalization.empty() ? "DESTAREA" : cfg.scripr->normalization;
+      weight_file = path_in(opt.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_CONSERV_" + norm + ".nc");
+      Grid sg = side_grid(true), dg = side_grid(false);
+      const int order = cfg.scripr->order == "SECOND" ? 2 : 1;
+      char fp[80];
+      std::snprintf(fp, sizeof fp, "%016llx-%016llx-CONSERV-%s-%d",
+                    static_cast<unsigned long long>(grid_fingerprint(sg, c.comm)),
+                    static_cast<unsigned long long>(grid_fingerprint(dg, c.comm)), norm.c_str(), order);
+      int exists = std::filesystem::exists(weight_file) ? 1 : 0;
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &exists, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
+      const std::string cached = exists ? read_global_attribute(weight_file, "estuary_fingerprint", c.comm) : "";
+      // 0 read the user's file, 1 reuse the cache, 2 generate: the same on every rank.
+      int action = !exists ? 2 : cached.empty() ? 0 : cached == fp ? 1 : 2;
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &action, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
+      if (action == 0) {
+        log("coupling " + c.label + ": CONSERV weights read from " + weight_file);
+      } else if (action == 1) {
+        log("coupling " + c.label + ": CONSERV weights reused from " + weight_file + " (same grids)");
+      } else {
+        const double t0 = MPI_Wtime();
+        ConservativeOptions co;
+        co.order = order;
+        co.normalization = norm == "DESTAREA" ? ConservNormalization::destarea : ConservNormalization::fracarea;
+        co.nearest_for_uncovered = norm == "FRACNNEI";
+        try {
+          ConservativeWeights w = conservative_weights(sg, dg, c.comm, co);
+          links = std::move(w.links);
+        } catch (const MpiError&) {
+          throw;
+        } catch (const Error& e) {
+          throw Error(e.fault(), here + (e.where().empty() ? "" : ", " + e.where()), e.fix());
+        }
+        WeightWriteOptions wo;
+        wo.map_method = "Conservative remapping";
+        wo.normalization = norm == "DESTAREA" ? "destarea" : "fracarea";
+        wo.title = "estuary SCRIPR CONSERV " + norm + (order == 2 ? " SECOND" : " FIRST");
+        wo.attributes = {{"estuary_fingerprint", fp}};
+        // Written under a temporary name and renamed: a run cut short leaves no half file.
+        const std::string tmp = weight_file + ".tmp";
+        write_weights(tmp, links, c.src_global, c.dst_global, c.comm, wo);
+        int r = 0;
+        MPI_Comm_rank(c.comm, &r);
+        if (r == 0) std::filesystem::rename(tmp, weight_file);
+        check_mpi(MPI_Barrier(c.comm), "MPI_Barrier");
+        weight_file.clear();
+        char took[64];
+        std::snprintf(took, sizeof took, "%.3f", MPI_Wtime() - t0);
+        log("coupling " + c.label + ": CONSERV weights generated in " + took + " s, cached in " +
+            path_in(opt.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_CONSERV_" + norm + ".nc"));
+      }
     } else {
       Grid sg = side_grid(true), dg = side_grid(false);
       if (method == "DISTWGT") {

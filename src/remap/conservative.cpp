@@ -5,7 +5,9 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,7 +46,9 @@ constexpr double kTouching = 1e-15;
 // makes on a sample of cells). Collective.
 bool latitude_edges(const Grid& g, bool allowed, MPI_Comm comm) {
   int ok = 0;
-  if (allowed) {
+  if (g.size() == 0) {
+    ok = 1;  // no say
+  } else if (allowed) {
     if (g.kind == GridKind::lonlat || g.kind == GridKind::gaussian || g.kind == GridKind::reduced_gaussian) {
       ok = 1;
     } else if (g.ncorner == 4) {
@@ -131,7 +135,7 @@ std::vector<std::vector<i64>> deal_caps(const std::vector<Cap>& caps, const std:
 
 bool caps_meet(const Cap& a, const Cap& b) {
   const double r = a.radius + b.radius;
-  return r >= M_PI || sphere::angle(a.centre, b.centre) <= r;
+  return r >= M_PI || sphere::dot(a.centre, b.centre) >= std::cos(r);
 }
 
 // At a bin owner: every (destination cap, source cap) pair that meets, as
@@ -193,13 +197,14 @@ struct SourceCells {
   std::vector<i64> index;       // global indices, increasing
   std::vector<Polygon> cell;    // by position in index
   std::vector<std::int32_t> valid;
+  std::vector<Vec3> centroid;   // second order only
   i64 position(i64 g) const {
     return std::lower_bound(index.begin(), index.end(), g) - index.begin();
   }
 };
 
 // The source cells in `need` (sorted, unique), fetched from the ranks that hold them.
-SourceCells fetch_sources(const Grid& src, std::vector<i64> need, bool lat, MPI_Comm comm) {
+SourceCells fetch_sources(const Grid& src, int ncorner, std::vector<i64> need, bool lat, MPI_Comm comm) {
   std::vector<i64> held = src.points;
   if (held.empty()) {
     held.resize(static_cast<std::size_t>(src.size()));
@@ -208,7 +213,7 @@ SourceCells fetch_sources(const Grid& src, std::vector<i64> need, bool lat, MPI_
   RedistOptions ro;
   ro.plan.duplicate = DuplicatePolicy::lowest_rank;
   Redist move(Decomp::indices(src.global_size, held), Decomp::indices(src.global_size, need), comm, ro);
-  const std::size_t ns = static_cast<std::size_t>(src.size()), nn = need.size(), nc = static_cast<std::size_t>(src.ncorner);
+  const std::size_t ns = static_cast<std::size_t>(src.size()), nn = need.size(), nc = static_cast<std::size_t>(ncorner);
   // One field per corner coordinate, and the mask.
   std::vector<std::vector<double>> from(2 * nc, std::vector<double>(ns)), to(2 * nc, std::vector<double>(nn));
   for (std::size_t k = 0; k < ns; ++k)
@@ -235,13 +240,98 @@ SourceCells fetch_sources(const Grid& src, std::vector<i64> need, bool lat, MPI_
   return s;
 }
 
-// The pieces a destination cell is clipped against: the cell itself when it is convex by
-// construction (a lon-lat box, a triangle), else the fan of triangles from its centre (as CDO
-// does, so that concave cells are right).
+// Second order: the gradient of the source field in cell s as a linear function of the values
+// of its neighbours, g_s = sum_n G_n (f_n - f_s): least squares over the unmasked edge
+// neighbours' centroids in the tangent plane at s's centroid. Fewer than two neighbours, or
+// neighbours in a line, give no gradient (first order in that cell).
+struct Gradient {
+  std::vector<i64> neighbour;
+  std::vector<Vec3> coeff;
+};
+
+class Gradients {
+ public:
+  Gradients(const SourceCells& s, i64 nx, i64 ny) : s_(s), nx_(nx), ny_(ny), done_(s.index.size(), 0), g_(s.index.size()) {
+    // The grid wraps in i when the first and last cells of a row share an edge (two corners).
+    const i64 a = s.position(0), b = s.position(nx - 1);
+    int shared = 0;
+    if (nx > 2)
+      for (const Vec3& u : s.cell[static_cast<std::size_t>(a)].v)
+        for (const Vec3& w : s.cell[static_cast<std::size_t>(b)].v) shared += sphere::norm(u - w) < 1e-12 ? 1 : 0;
+    cyclic_ = shared >= 2;
+  }
+
+  // The neighbours of g whose cells the gradient uses (whether fetched or not).
+  static void neighbours(i64 g, i64 nx, i64 ny, bool wrap, std::vector<i64>& out) {
+    const i64 i = g % nx, j = g / nx;
+    if (i > 0 || wrap) out.push_back(j * nx + (i + nx - 1) % nx);
+    if (i < nx - 1 || wrap) out.push_back(j * nx + (i + 1) % nx);
+    if (j > 0) out.push_back(g - nx);
+    if (j < ny - 1) out.push_back(g + nx);
+  }
+
+  const Gradient& at(std::size_t pos) {
+    if (done_[pos]) return g_[pos];
+    done_[pos] = 1;
+    Gradient& out = g_[pos];
+    const Vec3 c = s_.centroid[pos];
+    // East and north at c (any orthonormal pair at a pole).
+    Vec3 e1 = sphere::cross(Vec3{0, 0, 1}, c);
+    if (sphere::norm(e1) < 1e-12) e1 = {1, 0, 0};
+    e1 = sphere::normalized(e1);
+    const Vec3 e2 = sphere::cross(c, e1);
+    std::vector<i64> nb;
+    neighbours(s_.index[pos], nx_, ny_, cyclic_, nb);
+    std::vector<std::pair<double, double>> d;
+    std::vector<i64> used;
+    for (i64 n : nb) {
+      const auto q = static_cast<std::size_t>(s_.position(n));
+      if (q >= s_.index.size() || s_.index[q] != n || !s_.valid[q] || s_.cell[q].size() == 0) continue;
+      const Vec3 r = s_.centroid[q] - c;
+      d.emplace_back(sphere::dot(r, e1), sphere::dot(r, e2));
+      used.push_back(n);
+    }
+    double m11 = 0, m12 = 0, m22 = 0;
+    for (const auto& [x, y] : d) m11 += x * x, m12 += x * y, m22 += y * y;
+    const double det = m11 * m22 - m12 * m12;
+    if (d.size() < 2 || det <= 1e-12 * (m11 * m22 + 1e-300)) return out;
+    for (std::size_t k = 0; k < d.size(); ++k) {
+      const auto [x, y] = d[k];
+      const double gx = (m22 * x - m12 * y) / det, gy = (m11 * y - m12 * x) / det;
+      out.neighbour.push_back(used[k]);
+      out.coeff.push_back(gx * e1 + gy * e2);
+    }
+    return out;
+  }
+
+  bool cyclic() const { return cyclic_; }
+
+ private:
+  const SourceCells& s_;
+  i64 nx_, ny_;
+  bool cyclic_ = false;
+  std::vector<char> done_;
+  std::vector<Gradient> g_;
+};
+
+// Whether every corner lies left of (or on) every great-circle edge.
+bool convex(const Polygon& cell) {
+  const std::size_t n = cell.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Vec3 w = sphere::cross(cell.v[i], cell.v[(i + 1) % n]);
+    for (std::size_t j = 0; j < n; ++j)
+      if (sphere::dot(w, cell.v[j]) < -1e-15) return false;
+  }
+  return true;
+}
+
+// The pieces a destination cell is clipped against: the cell itself when it is convex (a
+// lon-lat box, a triangle, most quadrilaterals), else the fan of triangles from its centre (as
+// CDO does for every great-circle cell, so that concave cells are right).
 void pieces_of(const Polygon& cell, bool lat, std::vector<Polygon>& out) {
   out.clear();
   if (cell.size() == 0) return;
-  if (lat || cell.size() == 3) {
+  if (lat || cell.size() == 3 || convex(cell)) {
     out.push_back(cell);
     return;
   }
@@ -263,17 +353,29 @@ ConservativeWeights conservative_weights(const Grid& src, const Grid& dst, MPI_C
   int p = 1, me = 0;
   MPI_Comm_size(comm, &p);
   MPI_Comm_rank(comm, &me);
+  // Ranks that hold no cells of a grid may not know its corners or shape: take them from those
+  // that do.
+  i64 shape[4] = {0, 0, 0, 0};  // source nx, ny, corners; destination corners
   detail::agree(comm, [&] {
     if (options.order != 1 && options.order != 2)
       throw Error("order must be 1 or 2, not " + std::to_string(options.order), kWhere);
     src.check();
     dst.check();
-    if (src.ncorner < 3) throw Error("the source grid " + src.name + " has no cell corners", kWhere);
-    if (dst.ncorner < 3) throw Error("the destination grid " + dst.name + " has no cell corners", kWhere);
-    i64 sizes[4] = {src.global_size, -src.global_size, src.ncorner, -src.ncorner};
-    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 4, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
-    if (sizes[0] != -sizes[1] || sizes[2] != -sizes[3])
-      throw Error("the ranks disagree on the source grid's size or corners", kWhere);
+    if (src.size() > 0 && src.dims.size() == 2) shape[0] = src.dims[0], shape[1] = src.dims[1];
+    if (src.size() > 0) shape[2] = src.ncorner;
+    if (dst.size() > 0) shape[3] = dst.ncorner;
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+    if (shape[2] < 3) throw Error("the source grid " + src.name + " has no cell corners", kWhere, "give def_grid the corners");
+    if (shape[3] < 3) throw Error("the destination grid " + dst.name + " has no cell corners", kWhere, "give def_grid the corners");
+    if ((src.size() > 0 && src.ncorner != shape[2]) || (dst.size() > 0 && dst.ncorner != shape[3]))
+      throw Error("the ranks disagree on the number of cell corners", kWhere);
+    i64 sizes[2] = {src.global_size, -src.global_size};
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+    if (sizes[0] != -sizes[1]) throw Error("the ranks disagree on the source grid's size", kWhere);
+    if (options.order == 2 && shape[0] * shape[1] != src.global_size)
+      throw Error("second order needs a logically rectangular source grid (dims nx, ny); " + src.name + " is " +
+                      name_of(src.kind),
+                  kWhere);
     for (i64 k = 0; k < src.size(); ++k)
       if (src.global_index(k) < 0 || src.global_index(k) >= src.global_size)
         throw Error("source point index " + std::to_string(src.global_index(k)) + " outside the grid of " +
@@ -284,6 +386,8 @@ ConservativeWeights conservative_weights(const Grid& src, const Grid& dst, MPI_C
   const bool dst_lat = latitude_edges(dst, options.latitude_edges, comm);
 
   // 1. Caps of the cells this rank holds, dealt to the bin owners, which pair them.
+  ConservativeWeights out;
+  double t0 = MPI_Wtime();
   const Bins bins(p);
   std::vector<Cap> caps;
   std::vector<i64> ids;
@@ -308,6 +412,8 @@ ConservativeWeights conservative_weights(const Grid& src, const Grid& dst, MPI_C
   const std::vector<i64> dst_msg = detail::alltoallv(comm, deal_caps(caps, ids, bins, p), dst_counts);
   const std::vector<i64> pairs = detail::alltoallv(comm, pair_caps(src_msg, dst_msg, dst_counts, p), counts);
 
+  out.search_seconds = MPI_Wtime() - t0;
+  t0 = MPI_Wtime();
   // 2. Candidates per destination cell, and the source cells they name fetched here.
   std::vector<std::vector<i64>> cand(static_cast<std::size_t>(dst.size()));
   std::vector<i64> need;
@@ -315,18 +421,33 @@ ConservativeWeights conservative_weights(const Grid& src, const Grid& dst, MPI_C
     cand[static_cast<std::size_t>(pairs[m])].push_back(pairs[m + 1]);
     need.push_back(pairs[m + 1]);
   }
+  const bool second = options.order == 2;
+  const i64 nx = second ? shape[0] : 1, ny = second ? shape[1] : 1;
+  if (second) {  // and the neighbours their gradients use, and the two ends of row 0 (wrap test)
+    const std::size_t n = need.size();
+    for (std::size_t k = 0; k < n; ++k) Gradients::neighbours(need[k], nx, ny, true, need);
+    need.push_back(0);
+    need.push_back(nx - 1);
+  }
   std::sort(need.begin(), need.end());
   need.erase(std::unique(need.begin(), need.end()), need.end());
-  const SourceCells s = fetch_sources(src, std::move(need), src_lat, comm);
+  SourceCells s = fetch_sources(src, static_cast<int>(shape[2]), std::move(need), src_lat, comm);
+  if (second) {
+    s.centroid.resize(s.index.size());
+    for (std::size_t k = 0; k < s.index.size(); ++k) s.centroid[k] = sphere::normalized(sphere::moment(s.cell[k]));
+  }
+  std::optional<Gradients> grad;
+  if (second) grad.emplace(s, nx, ny);
 
+  out.fetch_seconds = MPI_Wtime() - t0;
+  t0 = MPI_Wtime();
   // 3. Each destination cell alone: intersections in increasing source index.
-  ConservativeWeights out;
   out.dst_area.assign(static_cast<std::size_t>(dst.size()), 0.0);
   out.dst_frac.assign(static_cast<std::size_t>(dst.size()), 0.0);
   std::vector<Polygon> pieces;
-  Polygon piece, scratch;
-  std::vector<i64> col;
-  std::vector<double> part;
+  std::vector<sphere::Clipper> clippers;
+  Polygon piece;
+  std::vector<std::pair<i64, double>> acc;  // (source, weight before normalising)
   for (i64 k = 0; k < dst.size(); ++k) {
     const auto u = static_cast<std::size_t>(k);
     const Polygon& cell = dst_cell[u];
@@ -337,27 +458,77 @@ ConservativeWeights conservative_weights(const Grid& src, const Grid& dst, MPI_C
     std::sort(c.begin(), c.end());
     c.erase(std::unique(c.begin(), c.end()), c.end());
     pieces_of(cell, dst_lat, pieces);
-    col.clear();
-    part.clear();
+    clippers.clear();
+    for (const Polygon& t : pieces) clippers.emplace_back(t);
+    out.pairs += static_cast<i64>(c.size());
+    acc.clear();
     double covered = 0.0;
     for (i64 g : c) {
       const auto at = static_cast<std::size_t>(s.position(g));
       double a = 0.0;
-      for (const Polygon& t : pieces) {
-        sphere::clip(s.cell[at], t, piece, scratch);
-        if (piece.size() > 0) a += sphere::signed_area(piece);
+      Vec3 m{};
+      for (const sphere::Clipper& t : clippers) {
+        t.clip(s.cell[at], piece);
+        if (piece.size() == 0) continue;
+        a += sphere::signed_area(piece);
+        if (second) m = m + sphere::moment(piece);
       }
       if (a <= kTouching * area || !s.valid[at]) continue;
-      col.push_back(g);
-      part.push_back(a);
       covered += a;
+      acc.emplace_back(g, a);
+      if (!second) continue;
+      // f_s A + g_s . (M - A c_s), with g_s = sum_n G_n (f_n - f_s).
+      const Gradient& gr = grad->at(at);
+      const Vec3 v = m - a * s.centroid[at];
+      for (std::size_t n = 0; n < gr.neighbour.size(); ++n) {
+        const double t = sphere::dot(gr.coeff[n], v);
+        acc.emplace_back(gr.neighbour[n], t);
+        acc.emplace_back(g, -t);
+      }
     }
     out.dst_frac[u] = covered / area;
+    if (acc.empty()) continue;
     const double norm = options.normalization == ConservNormalization::fracarea   ? covered
                         : options.normalization == ConservNormalization::destarea ? area
                                                                                   : 1.0;
+    // One link per source, in increasing source index; contributions added in the order made,
+    // which depends only on this cell and its candidates.
+    std::stable_sort(acc.begin(), acc.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     const i64 row = dst.global_index(k);
-    for (std::size_t i = 0; i < col.size(); ++i) out.links.add(row, col[i], part[i] / norm);
+    for (std::size_t i = 0; i < acc.size();) {
+      double w = 0;
+      std::size_t j = i;
+      for (; j < acc.size() && acc[j].first == acc[i].first; ++j) w += acc[j].second;
+      if (w != 0.0) out.links.add(row, acc[i].first, w / norm);
+      i = j;
+    }
+  }
+  out.intersect_seconds = MPI_Wtime() - t0;
+  if (options.nearest_for_uncovered) {
+    // The valid destination cells left without links, and their nearest unmasked source cell.
+    std::vector<char> linked(static_cast<std::size_t>(dst.size()), 0);
+    std::map<i64, std::vector<i64>> where;  // global index -> local positions
+    for (i64 k = 0; k < dst.size(); ++k) where[dst.global_index(k)].push_back(k);
+    for (i64 row : out.links.row)
+      for (i64 k : where[row]) linked[static_cast<std::size_t>(k)] = 1;
+    Grid lone;
+    lone.kind = dst.kind;
+    lone.name = dst.name;
+    lone.dims = dst.dims;
+    lone.global_size = dst.global_size;
+    for (i64 k = 0; k < dst.size(); ++k) {
+      const auto u = static_cast<std::size_t>(k);
+      if (linked[u] || !dst.valid(k)) continue;
+      lone.points.push_back(dst.global_index(k));
+      lone.lon.push_back(dst.lon[u]);
+      lone.lat.push_back(dst.lat[u]);
+    }
+    DistanceWeightOptions nn;
+    nn.neighbors = 1;
+    nn.mask_rule = SourceMaskRule::nearest_unmasked;
+    const Links near = distance_weights(src, lone, comm, nn);
+    for (i64 k = 0; k < near.size(); ++k)
+      out.links.add(near.row[static_cast<std::size_t>(k)], near.col[static_cast<std::size_t>(k)], 1.0);
   }
   return out;
 }

@@ -145,6 +145,44 @@ void Grid::check() const {
                 "grid " + name + ", " + detail::world_rank_label());
 }
 
+namespace {
+
+// FNV-1a over bytes, continuing from h.
+std::uint64_t fnv1a(std::uint64_t h, const void* data, std::size_t n) {
+  const auto* b = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  return h;
+}
+
+}  // namespace
+
+std::uint64_t grid_fingerprint(const Grid& g, MPI_Comm comm) {
+  g.check();
+  // A sum of per-point hashes: independent of which rank holds a point and in what order.
+  std::uint64_t sum = 0;
+  const std::size_t nc = static_cast<std::size_t>(std::max(g.ncorner, 0));
+  for (i64 k = 0; k < g.size(); ++k) {
+    const auto u = static_cast<std::size_t>(k);
+    const i64 gi = g.global_index(k);
+    const std::int32_t m = g.valid(k) ? 1 : 0;
+    std::uint64_t h = 14695981039346656037ULL;
+    h = fnv1a(h, &gi, sizeof gi);
+    h = fnv1a(h, &g.lon[u], sizeof(double));
+    h = fnv1a(h, &g.lat[u], sizeof(double));
+    if (nc > 0) {
+      h = fnv1a(h, &g.corner_lon[u * nc], nc * sizeof(double));
+      h = fnv1a(h, &g.corner_lat[u * nc], nc * sizeof(double));
+    }
+    h = fnv1a(h, &m, sizeof m);
+    sum += h * 0x9E3779B97F4A7C15ULL + (h >> 29);
+  }
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, comm), "MPI_Allreduce");
+  // Ranks holding no point may not know the corners: the shape from those that do.
+  i64 shape[2] = {g.global_size, g.size() > 0 ? static_cast<i64>(nc) : 0};
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, shape, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+  return fnv1a(sum, shape, sizeof shape);
+}
+
 void Grid::compute_areas() {
   check();
   if (ncorner < 3)

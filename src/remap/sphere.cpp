@@ -10,9 +10,6 @@ namespace {
 // Points closer than this (unit vectors) are one point: corners at a pole given with different
 // longitudes, and crossings that land on a vertex.
 constexpr double kSamePoint = 1e-14;
-// A point within this of a half-space's boundary is on it (and counts as inside), so shared
-// edges of the two grids clip cleanly.
-constexpr double kOnBoundary = 1e-13;
 // Crossings closer than this (radians) to an end of an edge are that end.
 constexpr double kEndAngle = 1e-13;
 
@@ -24,7 +21,13 @@ double wrap_pi(double a) {  // into (-pi, pi]
 
 double lon_of(Vec3 a) { return std::atan2(a.y, a.x); }
 
-bool same_point(Vec3 a, Vec3 b) { return norm(a - b) < kSamePoint; }
+// The longitude from a to b, in (-pi, pi]: one atan2 of the angle between their projections.
+double dlon(Vec3 a, Vec3 b) { return std::atan2(a.x * b.y - a.y * b.x, a.x * b.x + a.y * b.y); }
+
+bool same_point(Vec3 a, Vec3 b) {
+  const Vec3 d = a - b;
+  return dot(d, d) < kSamePoint * kSamePoint;
+}
 
 // Signed area of the great-circle triangle (c, a, b): Van Oosterom & Strackee, with the triple
 // product taken on differences from c so that small triangles keep their digits.
@@ -41,23 +44,13 @@ double triangle(Vec3 c, Vec3 a, Vec3 b) {
 double latitude_lens(Vec3 a, Vec3 b) {
   const double z0 = a.z;
   if (std::abs(z0) < 1e-15 || std::abs(z0) >= 1.0) return 0.0;
-  const double dl = wrap_pi(lon_of(b) - lon_of(a));
+  const double dl = dlon(a, b);
   if (dl == 0.0) return 0.0;
   const Vec3 pole{0, 0, z0 > 0 ? 1.0 : -1.0};
   const double sector = std::abs(dl) * (1.0 - std::abs(z0));
   const double lens = sector - std::abs(triangle(pole, a, b));
   return (dl > 0 ? 1.0 : -1.0) * (z0 > 0 ? 1.0 : -1.0) * lens;
 }
-
-// A half-space bounded by one edge of the clip polygon: left of a great circle (n.x >= 0) or
-// north (sign +1) / south (sign -1) of a circle of latitude.
-struct HalfSpace {
-  Edge type = Edge::great_circle;
-  Vec3 n;
-  double z0 = 0, sign = 1;
-  double f(Vec3 x) const { return type == Edge::great_circle ? dot(n, x) : sign * (x.z - z0); }
-  bool inside(Vec3 x) const { return f(x) >= -kOnBoundary; }
-};
 
 // Up to two points where the edge a->b (kind t) crosses the boundary of h, strictly between
 // a and b, in order along the edge. Returns how many.
@@ -102,7 +95,7 @@ int crossings(Vec3 a, Vec3 b, Edge t, const HalfSpace& h, Vec3 out[2]) {
   if (r * m < 1e-300) return 0;
   const double c = -h.n.z * z0 / (r * m);
   if (std::abs(c) >= 1.0) return 0;
-  const double la = lon_of(a), dl = wrap_pi(lon_of(b) - la), ln = std::atan2(h.n.y, h.n.x), d = std::acos(c);
+  const double la = lon_of(a), dl = dlon(a, b), ln = std::atan2(h.n.y, h.n.x), d = std::acos(c);
   double s[2] = {wrap_pi(ln - d - la), wrap_pi(ln + d - la)};
   int k = 0;
   for (double s0 : s) {
@@ -116,8 +109,10 @@ int crossings(Vec3 a, Vec3 b, Edge t, const HalfSpace& h, Vec3 out[2]) {
 
 Vec3 midpoint(Vec3 a, Vec3 b, Edge t) {
   if (t == Edge::great_circle) return normalized(a + b);
-  const double r = std::hypot(a.x, a.y), la = lon_of(a), dl = wrap_pi(lon_of(b) - la);
-  return {r * std::cos(la + dl / 2), r * std::sin(la + dl / 2), a.z};
+  // On the circle of latitude: the bisector of the two projections (the arc is under pi).
+  const double sx = a.x + b.x, sy = a.y + b.y, s = std::sqrt(sx * sx + sy * sy);
+  const double r = std::sqrt(a.x * a.x + a.y * a.y);
+  return s > 0 ? Vec3{sx * r / s, sy * r / s, a.z} : Vec3{-a.y, a.x, a.z};
 }
 
 // Drops repeated consecutive points (the edge leaving a dropped point's twin takes the dropped
@@ -214,13 +209,20 @@ double signed_area(const Polygon& p) {
   Vec3 c{};
   for (const Vec3& v : p.v) c = c + v;
   c = norm(c) > 1e-3 ? normalized(c) : p.v[0];
-  double sum = 0.0;
+  // The fan's triangles: 2 atan2(num_i, den_i) each. Their sum is 2 arg(prod(den_i + i num_i)),
+  // one atan2 for all (the product is rescaled as it goes; its argument stays within (-pi, pi)
+  // for a polygon smaller than a hemisphere).
+  double re = 1.0, im = 0.0, lens = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
     const Vec3 a = p.v[i], b = p.v[(i + 1) % n];
-    sum += triangle(c, a, b);
-    if (p.e[i] == Edge::latitude) sum += latitude_lens(a, b);
+    const double num = dot(c, cross(a - c, b - c));
+    const double den = 1.0 + dot(c, a) + dot(a, b) + dot(b, c);
+    const double r2 = re * den - im * num, i2 = re * num + im * den;
+    const double scale = std::max(std::abs(r2), std::abs(i2));
+    if (scale > 0) re = r2 / scale, im = i2 / scale;
+    if (p.e[i] == Edge::latitude) lens += latitude_lens(a, b);
   }
-  return sum;
+  return 2.0 * std::atan2(im, re) + lens;
 }
 
 Vec3 moment(const Polygon& p) {
@@ -234,20 +236,19 @@ Vec3 moment(const Polygon& p) {
       if (s > 0) m = m + (std::atan2(s, dot(a, b)) / s) * w;
     } else {
       const double z0 = a.z, r2 = a.x * a.x + a.y * a.y;
-      const double dl = wrap_pi(lon_of(b) - lon_of(a));
+      const double dl = dlon(a, b);
       m = m + Vec3{-z0 * (b.y - a.y), z0 * (b.x - a.x), r2 * dl};
     }
   }
   return 0.5 * m;
 }
 
-void clip(const Polygon& subject, const Polygon& clip, Polygon& out, Polygon& tmp) {
-  out = subject;
+Clipper::Clipper(const Polygon& clip) {
   const std::size_t n = clip.size();
   // Great-circle edges first: the lune or wedge they leave spans less than pi in longitude,
   // so the latitude arcs that the latitude edges then add run the short way, as edges do.
-  for (int pass = 0; pass < 2 && !out.v.empty(); ++pass)
-    for (std::size_t i = 0; i < n && !out.v.empty(); ++i) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t i = 0; i < n; ++i) {
       const Edge t = clip.e[i];
       if ((pass == 0) != (t == Edge::great_circle)) continue;
       const Vec3 a = clip.v[i], b = clip.v[(i + 1) % n];
@@ -259,31 +260,55 @@ void clip(const Polygon& subject, const Polygon& clip, Polygon& out, Polygon& tm
         h.n = normalized(w);
       } else {
         h.z0 = a.z;
-        h.sign = wrap_pi(lon_of(b) - lon_of(a)) > 0 ? 1.0 : -1.0;
+        h.sign = dlon(a, b) > 0 ? 1.0 : -1.0;
       }
-      clip_half(out, h, tmp);
-      std::swap(out, tmp);
+      half_.push_back(h);
     }
 }
+
+void Clipper::clip(const Polygon& subject, Polygon& out) const {
+  out = subject;
+  for (const HalfSpace& h : half_) {
+    if (out.v.empty()) return;
+    // Nothing to do when every point is inside a great circle's half (its edges then are too).
+    if (h.type == Edge::great_circle) {
+      bool all_in = true;
+      for (std::size_t i = 0; i < out.size() && all_in; ++i)
+        all_in = h.f(out.v[i]) > kOnBoundary && out.e[i] == Edge::great_circle;
+      if (all_in) continue;
+    }
+    clip_half(out, h, tmp_);
+    std::swap(out, tmp_);
+  }
+}
+
+void clip(const Polygon& subject, const Polygon& clip, Polygon& out) { Clipper(clip).clip(subject, out); }
 
 Cap bounding_cap(const Polygon& p) {
   Cap cap;
   Vec3 c{};
   for (const Vec3& v : p.v) c = c + v;
   cap.centre = norm(c) > 1e-3 ? normalized(c) : (p.v.empty() ? Vec3{0, 0, 1} : p.v[0]);
-  double r = 0;
+  // The largest chord from the centre; a latitude arc bows away from its chord, so it is
+  // sampled (rotating the first end's projection in 8 steps).
+  double chord2 = 0;
+  auto take = [&](Vec3 v) {
+    const Vec3 d = v - cap.centre;
+    chord2 = std::max(chord2, dot(d, d));
+  };
   const std::size_t n = p.size();
   for (std::size_t i = 0; i < n; ++i) {
-    r = std::max(r, angle(cap.centre, p.v[i]));
+    take(p.v[i]);
     if (p.e[i] != Edge::latitude) continue;
-    // A latitude arc bows away from its chord: sample it.
     const Vec3 a = p.v[i], b = p.v[(i + 1) % n];
-    const double rr = std::hypot(a.x, a.y), la = lon_of(a), dl = wrap_pi(lon_of(b) - la);
-    for (int s = 1; s < 8; ++s) {
-      const double l = la + dl * s / 8.0;
-      r = std::max(r, angle(cap.centre, Vec3{rr * std::cos(l), rr * std::sin(l), a.z}));
+    const double step = dlon(a, b) / 8, cs = std::cos(step), sn = std::sin(step);
+    Vec3 q = a;
+    for (int k = 1; k < 8; ++k) {
+      q = {q.x * cs - q.y * sn, q.x * sn + q.y * cs, a.z};
+      take(q);
     }
   }
+  const double r = 2 * std::asin(std::min(1.0, std::sqrt(chord2) / 2));
   cap.radius = r * (1.0 + 1e-6) + 1e-9;
   return cap;
 }

@@ -52,12 +52,37 @@ double signed_area(const Polygon& p);
 // its direction is the centroid, and it is exact for both edge kinds.
 Vec3 moment(const Polygon& p);
 
-// The part of `subject` inside `clip` (Sutherland-Hodgman, one half-space per edge of `clip`:
-// the hemisphere left of a great-circle edge, the cap or its complement beyond a latitude
-// edge), which holds exactly when `clip` is convex and within a hemisphere. Edges of the
-// subject may cross an edge of the clip twice (a latitude arc and a great circle): both
-// crossings are found. `out` is overwritten; `tmp` is scratch.
-void clip(const Polygon& subject, const Polygon& clip, Polygon& out, Polygon& tmp);
+// A point within this of a half-space's boundary is on it (and counts as inside), so shared
+// edges of the two grids clip cleanly.
+inline constexpr double kOnBoundary = 1e-13;
+
+// A half-space bounded by one edge of a convex polygon: left of a great circle (n.x >= 0) or
+// north (sign +1) / south (sign -1) of a circle of latitude.
+struct HalfSpace {
+  Edge type = Edge::great_circle;
+  Vec3 n;
+  double z0 = 0, sign = 1;
+  double f(Vec3 x) const { return type == Edge::great_circle ? dot(n, x) : sign * (x.z - z0); }
+  bool inside(Vec3 x) const { return f(x) >= -kOnBoundary; }
+};
+
+// The part of a polygon inside a convex one (Sutherland-Hodgman, one half-space per edge of
+// the convex polygon: the hemisphere left of a great-circle edge, the cap or its complement
+// beyond a latitude edge), which holds exactly when it is convex and within a hemisphere.
+// Edges of the subject may cross an edge of the clip twice (a latitude arc and a great
+// circle): both crossings are found. Set up once per convex polygon, used for many subjects.
+class Clipper {
+ public:
+  explicit Clipper(const Polygon& convex);
+  // `out` is overwritten.
+  void clip(const Polygon& subject, Polygon& out) const;
+
+ private:
+  std::vector<HalfSpace> half_;
+  mutable Polygon tmp_;
+};
+
+void clip(const Polygon& subject, const Polygon& convex, Polygon& out);
 
 // A cap holding the polygon: centre and angular radius (latitude arcs included).
 struct Cap {

@@ -69,6 +69,28 @@ void to_zero_based(std::vector<i64>& v, i64 limit, i64 first, const std::string&
 
 }  // namespace
 
+std::string read_global_attribute(const std::string& path, const std::string& name, MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  std::string text;
+  if (r == 0) {
+    int nc = -1;
+    if (nc_open(path.c_str(), NC_NOWRITE, &nc) == NC_NOERR) {
+      std::size_t n = 0;
+      if (nc_inq_attlen(nc, NC_GLOBAL, name.c_str(), &n) == NC_NOERR) {
+        text.resize(n);
+        if (nc_get_att_text(nc, NC_GLOBAL, name.c_str(), text.data()) != NC_NOERR) text.clear();
+      }
+      nc_close(nc);
+    }
+  }
+  long long n = static_cast<long long>(text.size());
+  detail::check_mpi(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast");
+  text.resize(static_cast<std::size_t>(n));
+  if (n > 0) detail::check_mpi(MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, 0, comm), "MPI_Bcast");
+  return text;
+}
+
 WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightReadOptions& opt) {
   int rank = 0, p = 1;
   MPI_Comm_rank(comm, &rank);
@@ -263,6 +285,7 @@ void write_weights(const std::string& path, const Links& links, i64 src_size, i6
       f.put_att("title", opt.title);
       if (!opt.map_method.empty()) f.put_att("map_method", opt.map_method);
       f.put_att("normalization", opt.normalization);
+      for (const auto& [name, text] : opt.attributes) f.put_att(name, text);
       if (scrip) {  // CDO requires these to apply a file
         f.put_att("conventions", "SCRIP");
         f.put_att("source_grid", all_grids ? opt.src_grid->name : "unknown");

@@ -1,0 +1,131 @@
+// Conservative weight generation: estuary's parallel generator against `cdo gencon`, timed in
+// the same run on the same grids (written as SCRIP grid files for CDO). One JSON line per
+// direction (and one per CDO run):
+//   mpirun -n P build/bench/weights --grids full|medium|small [--cdo 1] [--order 1|2]
+// full: ORCA025-like tripolar (1442 x 1021) <-> T799-class reduced Gaussian (842 962 cells).
+// Each rank holds a block of both grids. Reports the wall time (max over ranks), each phase's
+// max and mean over ranks (search, fetch, intersections), the time to write the SCRIP file (CDO's
+// time includes its writing) and the links; the load balance is the intersection phase's max
+// over mean.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "bench_util.hpp"
+#include "estuary/decomp_gen.hpp"
+#include "estuary/grid.hpp"
+#include "estuary/weightgen.hpp"
+#include "estuary/weights.hpp"
+
+namespace {
+
+using estuary::GridGen;
+
+std::pair<GridGen, GridGen> grids(const std::string& size) {
+  if (size == "full") return {GridGen::orca025(), GridGen::t799()};
+  if (size == "medium") return {GridGen::tripolar(720, 510), GridGen::reduced_gaussian(200)};
+  return {GridGen::tripolar(180, 128), GridGen::reduced_gaussian(48)};
+}
+
+double mean_over_ranks(double x, MPI_Comm comm) {
+  double s = 0;
+  int p = 1;
+  MPI_Comm_size(comm, &p);
+  MPI_Allreduce(&x, &s, 1, MPI_DOUBLE, MPI_SUM, comm);
+  return s / p;
+}
+
+// `cdo gencon` on rank 0 (one thread), seconds; -1 when it fails.
+double time_cdo(const GridGen& src, const GridGen& dst, const std::string& dir) {
+  const std::string sg = dir + "/src_" + src.name() + ".nc", dg = dir + "/dst_" + dst.name() + ".nc";
+  estuary::write_scrip_grid(sg, src.make());
+  estuary::write_scrip_grid(dg, dst.make());
+  const std::string field = dir + "/field_" + src.name() + ".nc";
+  std::string cmd = "cdo -s -O -f nc -setgrid," + sg + " -const,1," + sg + " " + field;
+  if (std::system(cmd.c_str()) != 0) return -1;
+  cmd = "OMP_NUM_THREADS=1 cdo -s -O -P 1 gencon," + dg + " " + field + " " + dir + "/cdo_weights.nc";
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = std::system(cmd.c_str());
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rc == 0 ? t : -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const bench::Args args(argc, argv);
+  int r = 0, p = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  const std::string size = args.str("grids", "small");
+  const bool cdo = args.num("cdo", 0) != 0;
+  estuary::ConservativeOptions opt;
+  opt.order = static_cast<int>(args.num("order", 1));
+  const std::string dir = args.str("dir", "/tmp/estuary_bench_weights");
+  if (r == 0) std::filesystem::create_directories(dir);
+  const auto [a, b] = grids(size);
+  for (int dirn = 0; dirn < 2; ++dirn) {
+    const GridGen& src = dirn == 0 ? a : b;
+    const GridGen& dst = dirn == 0 ? b : a;
+    if (cdo && r == 0) {
+      const double t = time_cdo(src, dst, dir);
+      std::puts(bench::Json()
+          .add("bench", "weights")
+          .add("tool", "cdo gencon")
+          .add("src", src.name())
+          .add("dst", dst.name())
+          .add("threads", 1)
+          .add("seconds", t)
+          .str().c_str());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const estuary::Grid s = src.make(estuary::gen::block(src.size(), r, p));
+    const estuary::Grid d = dst.make(estuary::gen::block(dst.size(), r, p));
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    const estuary::ConservativeWeights w = estuary::conservative_weights(s, d, MPI_COMM_WORLD, opt);
+    const double wall = bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
+    // Written as CDO writes its result (a SCRIP file), for a like-for-like total.
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t1 = MPI_Wtime();
+    estuary::WeightWriteOptions wo;
+    wo.map_method = "Conservative remapping";
+    wo.normalization = "fracarea";
+    estuary::write_weights(dir + "/estuary_weights.nc", w.links, src.size(), dst.size(), MPI_COMM_WORLD, wo);
+    const double write = bench::max_over_ranks(MPI_Wtime() - t1, MPI_COMM_WORLD);
+    double links = static_cast<double>(w.links.size());
+    MPI_Allreduce(MPI_IN_PLACE, &links, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    const double imax = bench::max_over_ranks(w.intersect_seconds, MPI_COMM_WORLD);
+    const double imean = mean_over_ranks(w.intersect_seconds, MPI_COMM_WORLD);
+    const double pmax = bench::max_over_ranks(static_cast<double>(w.pairs), MPI_COMM_WORLD);
+    const double pmean = mean_over_ranks(static_cast<double>(w.pairs), MPI_COMM_WORLD);
+    const double search = bench::max_over_ranks(w.search_seconds, MPI_COMM_WORLD);
+    const double fetch = bench::max_over_ranks(w.fetch_seconds, MPI_COMM_WORLD);
+    if (r == 0)
+      std::puts(bench::Json()
+          .add("bench", "weights")
+          .add("tool", "estuary")
+          .add("src", src.name())
+          .add("dst", dst.name())
+          .add("ranks", p)
+          .add("order", opt.order)
+          .add("seconds", wall)
+          .add("write_seconds", write)
+          .add("search_max", search)
+          .add("fetch_max", fetch)
+          .add("intersect_max", imax)
+          .add("intersect_mean", imean)
+          .add("intersect_max_over_mean", imean > 0 ? imax / imean : 0.0)
+          .add("pairs_max_over_mean", pmean > 0 ? pmax / pmean : 0.0)
+          .add("links", links)
+          .add("peak_rss_mb", bench::proc_status_mb("VmHWM:"))
+          .str().c_str());
+  }
+  MPI_Finalize();
+  return 0;
+}
