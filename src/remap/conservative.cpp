@@ -414,16 +414,82 @@ ConservativeWeights conservative_weights(const Grid& src, const Grid& dst, MPI_C
 
   out.search_seconds = MPI_Wtime() - t0;
   t0 = MPI_Wtime();
-  // 2. Candidates per destination cell, and the source cells they name fetched here.
-  std::vector<std::vector<i64>> cand(static_cast<std::size_t>(dst.size()));
+  // 2. Candidates per destination cell. The cells with work are dealt out so that every rank
+  //    clips about as many (destination, source) pairs: a block of a destination grid is far
+  //    from even (small ocean cells crowd near the poles). Each goes with its corners and its
+  //    candidates, in rank order, to the rank whose share of the global pair count it falls in.
+  const std::size_t nd = static_cast<std::size_t>(dst.size()), nc = static_cast<std::size_t>(shape[3]);
+  std::vector<std::vector<i64>> cand(nd);
+  for (std::size_t m = 0; m + 1 < pairs.size(); m += 2) cand[static_cast<std::size_t>(pairs[m])].push_back(pairs[m + 1]);
+  out.dst_area.assign(nd, 0.0);
+  out.dst_frac.assign(nd, 0.0);
+  std::vector<i64> busy;  // local cells with work
+  double mine = 0, before = 0, total = 0;
+  for (std::size_t u = 0; u < nd; ++u) {
+    const double area = sphere::signed_area(dst_cell[u]);
+    out.dst_area[u] = area;
+    std::vector<i64>& c = cand[u];
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    if (!dst.valid(static_cast<i64>(u)) || c.empty() || area <= 0) continue;
+    busy.push_back(static_cast<i64>(u));
+    mine += static_cast<double>(c.size() + 1);
+  }
+  detail::check_mpi(MPI_Exscan(&mine, &before, 1, MPI_DOUBLE, MPI_SUM, comm), "MPI_Exscan");
+  if (me == 0) before = 0;
+  detail::check_mpi(MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce");
+  std::vector<std::vector<i64>> deal(static_cast<std::size_t>(p));
+  double at = before;
+  for (i64 k : busy) {
+    const auto u = static_cast<std::size_t>(k);
+    const double w = static_cast<double>(cand[u].size() + 1);
+    const int to = std::min(p - 1, static_cast<int>((at + w / 2) * p / total));
+    at += w;
+    std::vector<i64>& m = deal[static_cast<std::size_t>(to)];
+    m.push_back(k);
+    m.push_back(dst.global_index(k));
+    m.push_back(static_cast<i64>(cand[u].size()));
+    m.insert(m.end(), cand[u].begin(), cand[u].end());
+    for (std::size_t c = 0; c < nc; ++c) m.push_back(std::bit_cast<i64>(dst.corner_lon[u * nc + c]));
+    for (std::size_t c = 0; c < nc; ++c) m.push_back(std::bit_cast<i64>(dst.corner_lat[u * nc + c]));
+  }
+  std::vector<i64> item_counts;
+  const std::vector<i64> items = detail::alltoallv(comm, deal, item_counts);
+  deal.clear();
+
+  // The cells dealt here, and the source cells they name.
+  struct Item {
+    int from = 0;
+    i64 k = 0, row = 0;
+    std::vector<i64> cand;
+    Polygon cell;
+  };
+  std::vector<Item> work;
   std::vector<i64> need;
-  for (std::size_t m = 0; m + 1 < pairs.size(); m += 2) {
-    cand[static_cast<std::size_t>(pairs[m])].push_back(pairs[m + 1]);
-    need.push_back(pairs[m + 1]);
+  {
+    std::size_t at_msg = 0;
+    std::vector<double> lo(nc), la(nc);
+    for (int r = 0; r < p; ++r)
+      for (const std::size_t end_msg = at_msg + static_cast<std::size_t>(item_counts[static_cast<std::size_t>(r)]); at_msg < end_msg;) {
+        Item it;
+        it.from = r;
+        it.k = items[at_msg++];
+        it.row = items[at_msg++];
+        const auto n = static_cast<std::size_t>(items[at_msg++]);
+        it.cand.assign(items.begin() + static_cast<std::ptrdiff_t>(at_msg), items.begin() + static_cast<std::ptrdiff_t>(at_msg + n));
+        at_msg += n;
+        for (std::size_t c = 0; c < nc; ++c) lo[c] = std::bit_cast<double>(items[at_msg++]);
+        for (std::size_t c = 0; c < nc; ++c) la[c] = std::bit_cast<double>(items[at_msg++]);
+        it.cell = sphere::cell_polygon(lo.data(), la.data(), static_cast<int>(nc), dst_lat);
+        need.insert(need.end(), it.cand.begin(), it.cand.end());
+        work.push_back(std::move(it));
+      }
   }
   const bool second = options.order == 2;
   const i64 nx = second ? shape[0] : 1, ny = second ? shape[1] : 1;
   if (second) {  // and the neighbours their gradients use, and the two ends of row 0 (wrap test)
+    std::sort(need.begin(), need.end());
+    need.erase(std::unique(need.begin(), need.end()), need.end());
     const std::size_t n = need.size();
     for (std::size_t k = 0; k < n; ++k) Gradients::neighbours(need[k], nx, ny, true, need);
     need.push_back(0);
@@ -441,69 +507,85 @@ ConservativeWeights conservative_weights(const Grid& src, const Grid& dst, MPI_C
 
   out.fetch_seconds = MPI_Wtime() - t0;
   t0 = MPI_Wtime();
-  // 3. Each destination cell alone: intersections in increasing source index.
-  out.dst_area.assign(static_cast<std::size_t>(dst.size()), 0.0);
-  out.dst_frac.assign(static_cast<std::size_t>(dst.size()), 0.0);
+  // 3. Each destination cell alone: intersections in increasing source index. The results go
+  //    back to the cell's rank as (local index, covered fraction, links).
+  std::vector<std::vector<i64>> back(static_cast<std::size_t>(p));
   std::vector<Polygon> pieces;
   std::vector<sphere::Clipper> clippers;
   Polygon piece;
   std::vector<std::pair<i64, double>> acc;  // (source, weight before normalising)
-  for (i64 k = 0; k < dst.size(); ++k) {
-    const auto u = static_cast<std::size_t>(k);
-    const Polygon& cell = dst_cell[u];
+  for (const Item& it : work) {
+    const Polygon& cell = it.cell;
     const double area = sphere::signed_area(cell);
-    out.dst_area[u] = area;
-    std::vector<i64>& c = cand[u];
-    if (!dst.valid(k) || c.empty() || area <= 0) continue;
-    std::sort(c.begin(), c.end());
-    c.erase(std::unique(c.begin(), c.end()), c.end());
     pieces_of(cell, dst_lat, pieces);
     clippers.clear();
     for (const Polygon& t : pieces) clippers.emplace_back(t);
-    out.pairs += static_cast<i64>(c.size());
+    out.pairs += static_cast<i64>(it.cand.size());
     acc.clear();
     double covered = 0.0;
-    for (i64 g : c) {
-      const auto at = static_cast<std::size_t>(s.position(g));
+    for (i64 g : it.cand) {
+      const auto pos = static_cast<std::size_t>(s.position(g));
       double a = 0.0;
       Vec3 m{};
       for (const sphere::Clipper& t : clippers) {
-        t.clip(s.cell[at], piece);
+        t.clip(s.cell[pos], piece);
         if (piece.size() == 0) continue;
         a += sphere::signed_area(piece);
         if (second) m = m + sphere::moment(piece);
       }
-      if (a <= kTouching * area || !s.valid[at]) continue;
+      if (a <= kTouching * area || !s.valid[pos]) continue;
       covered += a;
       acc.emplace_back(g, a);
       if (!second) continue;
       // f_s A + g_s . (M - A c_s), with g_s = sum_n G_n (f_n - f_s).
-      const Gradient& gr = grad->at(at);
-      const Vec3 v = m - a * s.centroid[at];
+      const Gradient& gr = grad->at(pos);
+      const Vec3 v = m - a * s.centroid[pos];
       for (std::size_t n = 0; n < gr.neighbour.size(); ++n) {
         const double t = sphere::dot(gr.coeff[n], v);
         acc.emplace_back(gr.neighbour[n], t);
         acc.emplace_back(g, -t);
       }
     }
-    out.dst_frac[u] = covered / area;
-    if (acc.empty()) continue;
     const double norm = options.normalization == ConservNormalization::fracarea   ? covered
                         : options.normalization == ConservNormalization::destarea ? area
                                                                                   : 1.0;
     // One link per source, in increasing source index; contributions added in the order made,
     // which depends only on this cell and its candidates.
     std::stable_sort(acc.begin(), acc.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    const i64 row = dst.global_index(k);
+    std::vector<i64>& m = back[static_cast<std::size_t>(it.from)];
+    m.push_back(it.k);
+    m.push_back(std::bit_cast<i64>(covered / area));
+    const std::size_t count_at = m.size();
+    m.push_back(0);
     for (std::size_t i = 0; i < acc.size();) {
       double w = 0;
       std::size_t j = i;
       for (; j < acc.size() && acc[j].first == acc[i].first; ++j) w += acc[j].second;
-      if (w != 0.0) out.links.add(row, acc[i].first, w / norm);
+      if (w != 0.0) {
+        m.push_back(acc[i].first);
+        m.push_back(std::bit_cast<i64>(w / norm));
+        ++m[count_at];
+      }
       i = j;
     }
   }
   out.intersect_seconds = MPI_Wtime() - t0;
+  work.clear();
+  const std::vector<i64> results = detail::alltoallv(comm, back, counts);
+  std::vector<std::size_t> result_at(nd, SIZE_MAX);
+  for (std::size_t m = 0; m < results.size(); m += 3 + 2 * static_cast<std::size_t>(results[m + 2])) {
+    const auto u = static_cast<std::size_t>(results[m]);
+    result_at[u] = m;
+    out.dst_frac[u] = std::bit_cast<double>(results[m + 1]);
+  }
+  for (std::size_t u = 0; u < nd; ++u) {
+    if (result_at[u] == SIZE_MAX) continue;
+    const std::size_t m = result_at[u];
+    const i64 row = dst.global_index(static_cast<i64>(u));
+    for (i64 l = 0; l < results[m + 2]; ++l)
+      out.links.add(row, results[m + 3 + 2 * static_cast<std::size_t>(l)],
+                    std::bit_cast<double>(results[m + 4 + 2 * static_cast<std::size_t>(l)]));
+  }
   if (options.nearest_for_uncovered) {
     // The valid destination cells left without links, and their nearest unmasked source cell.
     std::vector<char> linked(static_cast<std::size_t>(dst.size()), 0);
