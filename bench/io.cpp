@@ -8,8 +8,15 @@
 //   server_d1    estuary server mode (last rank writes); reports the model ranks' time too
 // Every method ends with fdatasync of its file, so all of them count the time to reach disk.
 //
+//   cpmip        a toy model loop (--days simulated days of --dt s steps, --work stencil sweeps
+//                per field and step) with daily, 6-hourly and hourly averaged output, in server
+//                mode (last rank, D = 1) and serverless (D = 2), against the same loop without
+//                output: the CPMIP Data Output Cost and Data Intensity (paper 002, Table 7), and a
+//                dd conv=fdatasync of each frequency's volume
+//
 //   mpirun -n P build/bench/io [--nx 720] [--ny 360] [--nlev 5] [--fields 2] [--steps 3]
-//                              [--dir /tmp/estuary_bench_io] [--repeat 2]
+//                              [--dir /tmp/estuary_bench_io] [--repeat 2] [--format cdf5|netcdf4]
+//                              [--bandwidth 1] [--cpmip 1] [--days 1] [--dt 1800] [--work 20]
 // One JSON object per method: bytes, seconds (min and median of repeats), MB/s, ratio to dd.
 #include <fcntl.h>
 #include <mpi.h>
@@ -72,12 +79,38 @@ std::string field_name(int k) {
   return s;
 }
 
-std::string yaml_for(const std::string& dir, const std::string& mode, int writers, int nfields) {
+std::string yaml_for(const std::string& dir, const std::string& mode, int writers, int nfields,
+                     const std::string& format = "cdf5", const std::string& freq = "1h",
+                     const std::string& op = "instant") {
   std::string y = "output:\n  mode: " + mode + "\n  writers: " + std::to_string(writers) +
-                  "\n  directory: " + dir + "\n  catch_sigterm: false\n  files:\n    - name: out\n"
-                  "      output_freq: 1h\n      fields:\n";
-  for (int f = 0; f < nfields; ++f) y += "        - {name: f" + std::to_string(f) + ", precision: double}\n";
+                  "\n  directory: " + dir + "\n  catch_sigterm: false\n  format: " + format +
+                  "\n  files:\n    - name: out\n      output_freq: " + freq + "\n      fields:\n";
+  for (int f = 0; f < nfields; ++f)
+    y += "        - {name: f" + std::to_string(f) + ", operation: " + op + ", precision: double}\n";
   return y;
+}
+
+// The toy model's work: `sweeps` passes of a 3-point smoother over each field.
+void model_work(std::vector<std::vector<double>>& fields, int sweeps) {
+  for (auto& v : fields)
+    for (int k = 0; k < sweeps; ++k) {
+      double prev = v.empty() ? 0 : v[0];
+      for (std::size_t i = 1; i + 1 < v.size(); ++i) {
+        const double cur = v[i];
+        v[i] = 0.25 * (prev + 2 * cur + v[i + 1]) + 1e-6;
+        prev = cur;
+      }
+    }
+}
+
+double dd_seconds(const std::string& dir, i64 bytes) {
+  const std::string cmd = "dd if=/dev/zero of=" + dir + "/dd.bin bs=1M count=" +
+                          std::to_string(std::max<i64>(1, bytes >> 20)) + " conv=fdatasync 2>/dev/null";
+  const double t0 = MPI_Wtime();
+  if (std::system(cmd.c_str()) != 0) std::cerr << "bench/io: dd failed\n";
+  const double t = MPI_Wtime() - t0;
+  std::filesystem::remove(dir + "/dd.bin");
+  return t;
 }
 
 }  // namespace
@@ -93,6 +126,10 @@ int main(int argc, char** argv) {
   const i64 steps = args.num("steps", 3);
   const int repeat = static_cast<int>(std::max<i64>(1, args.num("repeat", 2)));
   const std::string dir = args.str("dir", "/tmp/estuary_bench_io");
+  const std::string format = args.str("format", "cdf5");
+  const bool bandwidth = args.num("bandwidth", 1) != 0, cpmip = args.num("cpmip", 1) != 0;
+  const i64 days = args.num("days", 1), dt = args.num("dt", 1800);
+  const int work = static_cast<int>(args.num("work", 20));
   const i64 n = nx * ny * nlev;
   const i64 bytes = n * 8 * nfields * steps;
   if (rank == 0) std::filesystem::create_directories(dir);
@@ -113,6 +150,7 @@ int main(int argc, char** argv) {
   };
 
   try {
+   if (bandwidth) {
     // ---- dd: the disk's sequential bandwidth for the same volume ----
     std::vector<double> tdd;
     for (int it = 0; it < repeat; ++it) {
@@ -218,7 +256,7 @@ int main(int argc, char** argv) {
       double model_s = 0;
       for (int it = 0; it < repeat; ++it) {
         const std::string sub = dir + "/" + run.mode + std::to_string(run.writers);
-        const auto cfg = estuary::io::OutputConfig::from_yaml_string(yaml_for(sub, run.mode, run.writers, nfields));
+        const auto cfg = estuary::io::OutputConfig::from_yaml_string(yaml_for(sub, run.mode, run.writers, nfields, format));
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = 0, mio = 0;
         {
@@ -273,6 +311,103 @@ int main(int argc, char** argv) {
              run.writers, t, dd_s, model_s / repeat);
     }
     (void)grid;
+   }
+    if (cpmip) {
+      // ---- CPMIP: Data Output Cost and Data Intensity of a toy model loop ----
+      const i64 nsteps = days * 86400 / dt;
+      struct Mode { std::string mode; int writers; };
+      std::vector<Mode> modes;
+      if (ranks >= 2) modes.push_back({"server", 1});
+      modes.push_back({"serverless", std::min(2, ranks)});
+      for (const Mode& m : modes) {
+        const bool srv = m.mode == "server";
+        const int model_ranks = srv ? ranks - m.writers : ranks;
+        const bool is_model = rank < model_ranks;
+        MPI_Comm mcomm = MPI_COMM_NULL;
+        MPI_Comm_split(MPI_COMM_WORLD, is_model ? 0 : 1, rank, &mcomm);
+        // The same loop without output, on the same model ranks (the servers idle).
+        double base = 0;
+        {
+          std::vector<std::vector<double>> f;
+          if (is_model) {
+            const Layout l = layout(nx, ny, nlev, model_ranks, rank);
+            for (int k = 0; k < nfields; ++k) f.push_back(field_values(l.decomp(), k, 1));
+          }
+          MPI_Barrier(MPI_COMM_WORLD);
+          const double t0 = MPI_Wtime();
+          if (is_model)
+            for (i64 s = 1; s <= nsteps; ++s) model_work(f, work);
+          MPI_Barrier(MPI_COMM_WORLD);
+          base = MPI_Wtime() - t0;
+        }
+        for (const std::string freq : {"1d", "6h", "1h"}) {
+          const std::string sub = dir + "/cpmip_" + m.mode + "_" + freq;
+          const auto cfg = estuary::io::OutputConfig::from_yaml_string(
+              yaml_for(sub, m.mode, m.writers, nfields, format, freq, "average"));
+          MPI_Barrier(MPI_COMM_WORLD);
+          const double s0 = MPI_Wtime();
+          double t0 = 0, t1 = 0;  // model ranks: the loop, from after end_def to files on disk
+          estuary::io::Output out(cfg, MPI_COMM_WORLD);
+          if (out.is_server()) {
+            out.serve();
+          } else {
+            int p = 1, r = 0;
+            MPI_Comm_size(out.model_comm(), &p);
+            MPI_Comm_rank(out.model_comm(), &r);
+            const Layout l = layout(nx, ny, nlev, p, r);
+            out.def_grid("g", estuary::GridGen::lonlat(nx, ny).make(
+                                  estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0})));
+            std::vector<std::vector<double>> f;
+            for (int k = 0; k < nfields; ++k) {
+              estuary::io::FieldDef fd;
+              fd.name = field_name(k);
+              fd.grid = std::string(1, 'g');
+              fd.levels.resize(static_cast<std::size_t>(nlev));
+              for (i64 z = 0; z < nlev; ++z) fd.levels[static_cast<std::size_t>(z)] = static_cast<double>(z);
+              fd.decomp = l.decomp();
+              out.def_field(fd);
+              f.push_back(field_values(fd.decomp, k, 1));
+            }
+            out.end_def();
+            MPI_Barrier(out.model_comm());
+            t0 = MPI_Wtime();
+            for (i64 s = 1; s <= nsteps; ++s) {
+              model_work(f, work);
+              for (int k = 0; k < nfields; ++k)
+                out.write(field_name(k), static_cast<double>(dt * s), f[static_cast<std::size_t>(k)]);
+            }
+            out.close();
+            if (r == 0) fdatasync_path(sub + "/out.nc");
+            MPI_Barrier(out.model_comm());
+            t1 = MPI_Wtime();
+          }
+          // Set-up (plans, file creation, coordinates) is a one-off cost, reported apart.
+          const double run_s = bench::max_over_ranks(t1 - t0, MPI_COMM_WORLD);
+          const double total_s = bench::max_over_ranks(MPI_Wtime() - s0, MPI_COMM_WORLD);
+          const estuary::io::IoReport rep = out.report(run_s, base);
+          const estuary::io::IoReport est = out.report(run_s);  // without the measured baseline
+          double dd_s = 0;
+          if (rank == 0) dd_s = dd_seconds(dir, rep.bytes_written);
+          if (rank == 0) {
+            bench::Json j;
+            j.add("bench", "io_cpmip").add("mode", m.mode).add("writers", m.writers).add("ranks", ranks);
+            j.add("model_ranks", rep.model_ranks).add("format", format).add("output_freq", freq);
+            j.add("nx", nx).add("ny", ny).add("nlev", nlev).add("fields", nfields).add("steps", nsteps);
+            j.add("dt_s", dt).add("work", work);
+            j.add("bytes", rep.bytes_written).add("files", rep.files_created);
+            j.add("setup_s", total_s - run_s).add("run_s", run_s).add("run_without_io_s", base).add("model_io_s", rep.model_io_s);
+            j.add("write_mb_per_s", rep.write_mb_per_s);
+            // The model ranks' own slow-down, leaving out the cost of dedicated server cores.
+            j.add("model_time_increase", base > 0 ? run_s / base - 1 : 0.0);
+            j.add("data_output_cost", rep.data_output_cost).add("data_output_cost_estimated", est.data_output_cost);
+            j.add("data_intensity_gb_per_ch", rep.data_intensity).add("core_hours", rep.core_hours);
+            j.add("dd_s", dd_s).add("dd_mb_per_s", static_cast<double>(rep.bytes_written) / 1e6 / dd_s);
+            std::cout << j.str() << std::endl;
+          }
+        }
+        MPI_Comm_free(&mcomm);
+      }
+    }
   } catch (const std::exception& e) {
     std::cerr << "bench/io: " << e.what() << "\n";
     MPI_Abort(MPI_COMM_WORLD, 1);

@@ -5,10 +5,14 @@
 //   build/bench/sim --pattern halo --width 20 --ranks 1e3,1e4 --platform torus-L
 // Options: --pattern allreduce|halo|transposition|coupling; --ranks list; --topology
 // torus|fattree|dragonfly (a machine just large enough, rebuilt per rank count) or --platform
-// <paper 004 Table 1 name>; --routing minimal|valiant; --bw GB/s (12.5), --lat ns (100); --algo burst|bruck|ring-<k>
+// <paper 004 Table 1 name>; --routing minimal|valiant|ugal; --bw GB/s (12.5), --lat ns (100); --algo burst|bruck|ring-<k>
 // (ring-1), --transpositions 1..3 (3); --width (20); --k radix (2), --doubles (3), --repeat (50,
 // GCR's 2N with N = 25); --nx --ny --nz (paper 004 Table 3: 28800, 14400, 256); --points
-// (coupling, 10^8); --crosstraffic; --stack-kib; --cfg name:value,... (more SimGrid settings).
+// (coupling, 10^8), --dst-chunk c (coupling: 0 block, else round-robin chunks of c points), --fields,
+// coupling --algo p2p|butterfly|adaptive (--skip mask for butterfly; adaptive replays the
+// candidates and reports the choice); --matrix-bins N (the rank-to-rank byte matrix of Fig. 9d,
+// summed into N x N blocks); --overhead ns (CPU time per message sent or received, LogP's o);
+// topology switch (one crossbar: alpha-beta's machine); --crosstraffic; --stack-kib; --cfg name:value,... (more SimGrid settings).
 // One JSON object per rank count: simulated time, wall times (platform build, replay) and the
 // peak resident memory of the simulating process (each run is a child process of its own).
 //
@@ -21,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <sstream>
 
 #include "bench_util.hpp"
 #include "estuary/decomp.hpp"
@@ -54,12 +59,15 @@ Platform machine(const std::string& topology, std::int64_t ranks) {
     return Platform::torus(a, a, c);
   }
   if (topology == "fattree") return Platform::fat_tree(3, root_up(ranks, 3));
+  // One crossbar switch: every route is host - switch - host (two links), contention only on a
+  // host's own links (the alpha-beta model's machine).
+  if (topology == "switch") return Platform::fat_tree(1, static_cast<unsigned>(ranks));
   if (topology == "dragonfly") {
     // 4 hosts a router; groups = chassis = routers (SimGrid needs routers >= groups).
     const unsigned g = root_up((ranks + 3) / 4, 3);
     return Platform::dragonfly(g, g, g, 4);
   }
-  throw estuary::Error("unknown topology '" + topology + "'", "bench/sim", "use torus, fattree or dragonfly");
+  throw estuary::Error("unknown topology '" + topology + "'", "bench/sim", "use torus, fattree, dragonfly or switch");
 }
 
 // One-way time of a `bytes` message from `iters` round trips between ranks 0 and 1 (others
@@ -197,6 +205,36 @@ int calibrate(const bench::Args& args) {
   return 0;
 }
 
+// A JSON value written as is (an array).
+struct Raw {
+  std::string text;
+};
+std::ostream& operator<<(std::ostream& o, const Raw& r) { return o << r.text; }
+
+// The bytes each rank sends each rank over all stages (paper 004 Fig. 9d), summed into
+// bins x bins blocks of consecutive ranks: [[row of sender block 0], ...].
+Raw comm_matrix(const Pattern& p, int bins) {
+  const int n = p.ranks();
+  bins = std::max(1, std::min(bins, n));
+  std::vector<double> m(static_cast<std::size_t>(bins) * static_cast<std::size_t>(bins), 0.0);
+  RankStage st;
+  auto bin = [&](int r) { return static_cast<std::size_t>(static_cast<std::int64_t>(r) * bins / n); };
+  for (int r = 0; r < n; ++r)
+    for (int s = 0; s < p.stages(); ++s) {
+      p.stage(r, s, st);
+      for (const Msg& msg : st.sends) m[bin(r) * static_cast<std::size_t>(bins) + bin(msg.peer)] += static_cast<double>(msg.bytes);
+    }
+  std::ostringstream o;
+  o << '[';
+  for (int i = 0; i < bins; ++i) {
+    o << (i ? ", [" : "[");
+    for (int j = 0; j < bins; ++j) o << (j ? ", " : "") << m[static_cast<std::size_t>(i) * static_cast<std::size_t>(bins) + static_cast<std::size_t>(j)];
+    o << ']';
+  }
+  o << ']';
+  return {o.str()};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -219,6 +257,7 @@ int main(int argc, char** argv) {
   SimOptions opt;
   opt.crosstraffic = args.str("crosstraffic", "0") == "1";
   opt.stack_kib = static_cast<int>(args.num("stack-kib", 0));
+  opt.message_overhead_s = std::stod(args.str("overhead", "0")) * 1e-9;
   {  // --cfg name:value,name:value: further SimGrid settings
     std::stringstream in(args.str("cfg", ""));
     std::string item;
@@ -232,11 +271,10 @@ int main(int argc, char** argv) {
       Platform pl = named.empty() ? machine(topology, ranks) : Platform::by_name(named);
       pl.bandwidth_Bps = std::stod(args.str("bw", "12.5")) * 1e9;
       pl.latency_s = std::stod(args.str("lat", "100")) * 1e-9;
-      const std::string routing = args.str("routing", "minimal");
-      if (routing != "minimal" && routing != "valiant")
-        throw estuary::Error("unknown routing '" + routing + "'", "bench/sim", "use minimal or valiant");
-      pl.routing = routing == "valiant" ? Routing::valiant : Routing::minimal;
+      pl.routing = parse_routing(args.str("routing", "minimal"));
       std::unique_ptr<Pattern> p;
+      CouplingSpec cspec;
+      std::string calgo;
       int px = 1, py = 1;
       grid2(ranks, px, py);
       if (kind == "allreduce") {
@@ -252,13 +290,37 @@ int main(int argc, char** argv) {
         p = transposition(s);
       } else if (kind == "coupling") {
         const int a = static_cast<int>(ranks - ranks / 2), b = static_cast<int>(ranks / 2);
-        p = coupling_p2p({args.num("points", 100000000), a, b, 8, 1});
+        cspec = {args.num("points", 100000000), a, b, 8, static_cast<int>(args.num("fields", 1)), args.num("dst-chunk", 0)};
+        calgo = args.str("algo", "p2p");
+        if (calgo == "p2p") p = coupling_p2p(cspec);
+        else if (calgo == "butterfly") p = coupling_butterfly(cspec, static_cast<std::uint64_t>(args.num("skip", 0)));
+        else if (calgo == "adaptive") p = coupling_butterfly(cspec, 0);  // replaced by the choice below
+        else
+          throw estuary::Error("unknown coupling algorithm '" + calgo + "'", "bench/sim", "use p2p, butterfly or adaptive");
       } else {
         throw estuary::Error("unknown pattern '" + kind + "'", "bench/sim",
                              "use allreduce, halo, transposition or coupling");
       }
-      const SimResult r = simulate(pl, *p, opt);
+      SimResult r;
+      CouplingChoice choice;
+      if (calgo == "adaptive") {
+        choice = coupling_adaptive(pl, cspec, opt);
+        p = coupling_butterfly(cspec, choice.skip_mask);
+        r = choice.result;
+      } else {
+        r = simulate(pl, *p, opt);
+      }
       j.add("bench", "sim").add("pattern", r.pattern).add("platform", r.platform).add("ranks", r.ranks);
+      j.add("routing", routing_name(pl.routing));
+      if (calgo == "adaptive") {
+        std::ostringstream trials;
+        trials << '[';
+        for (std::size_t i = 0; i < choice.trials.size(); ++i)
+          trials << (i ? ", " : "") << "{\"skip_mask\": " << choice.trials[i].skip_mask
+                 << ", \"simulated_s\": " << choice.trials[i].simulated_s << '}';
+        j.add("choice", choice.name).add("kernel_stages", choice.kernel_stages).add("skip_mask", choice.skip_mask);
+        j.add("profiling_s", choice.profiling_s).add("trials", Raw{trials.str() + "]"});
+      }
       if (kind == "halo" || kind == "transposition") j.add("grid", std::to_string(py) + "x" + std::to_string(px));
       j.add("stages", r.stages)
           .add("messages", r.messages)
@@ -267,7 +329,13 @@ int main(int argc, char** argv) {
           .add("wall_build_s", r.wall_build_s)
           .add("wall_run_s", r.wall_run_s)
           .add("peak_rss_mb", r.peak_rss_mb)
-          .add("crosstraffic", r.crosstraffic ? "on" : "off");
+          .add("detoured", r.detoured)
+          .add("crosstraffic", r.crosstraffic ? "on" : "off")
+          .add("message_overhead_s", r.message_overhead_s);
+      // The contention-free estimate: per stage, alpha (the route latency between two hosts
+      // under one switch: two links) plus the busiest rank's bytes / bandwidth.
+      j.add("alpha_beta_s", alpha_beta_s(*p, 2 * pl.latency_s, pl.bandwidth_Bps));
+      if (const std::int64_t bins = args.num("matrix-bins", 0); bins > 0) j.add("matrix_bytes", comm_matrix(*p, static_cast<int>(bins)));
     } catch (const std::exception& e) {
       ++failures;
       std::string what = e.what();

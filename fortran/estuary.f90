@@ -12,6 +12,13 @@
 !>   call estuary_get(comp_id, var_id, date, sst, info, ierror)  ! info: estuary_Recvd, ...
 !>   call estuary_terminate(comp_id, ierror)                     ! MPI_Finalize if MPI_Init was ours
 !>
+!> Also: estuary_create_couplcomm (oasis_create_couplcomm), estuary_def_grid (the grid at a
+!> partition's points, for SCRIPR and CONSERV), estuary_abort, estuary_get_runtime,
+!> estuary_last_source_integral, and estuary's generated grids (estuary_grid_info,
+!> estuary_grid_gen). docs/user-guide.md lists every OASIS call next to its estuary one.
+!> The I/O server (docs/io.md): estuary_io_open ... estuary_io_write ... estuary_io_close and
+!> estuary_io_reader_open / estuary_io_read (docs/user-guide.md, "I/O from Python and Fortran").
+!>
 !> Conventions:
 !> * Every routine returns an integer error code in ierror: 0 (estuary_success) or one of the
 !>   estuary_err_* codes of estuary.h; estuary_error_message(msg) gives the message of the last
@@ -32,7 +39,7 @@
 !>   pass comm%MPI_VAL).
 module estuary
   use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int64_t, c_double, c_float, &
-                                         c_char, c_null_char, c_associated, c_loc
+                                         c_char, c_null_char, c_associated, c_loc, c_int32_t
   use, intrinsic :: iso_fortran_env, only: error_unit, int64, real32, real64
   implicit none
   private
@@ -78,9 +85,27 @@ module estuary
 
   public :: estuary_init_comp, estuary_get_localcomm, estuary_def_partition, estuary_def_var, &
             estuary_enddef, estuary_put, estuary_get, estuary_terminate, estuary_abort, &
-            estuary_error_message
+            estuary_error_message, estuary_create_couplcomm, estuary_def_grid, estuary_grid_gen, estuary_grid_info, &
+            estuary_get_runtime, estuary_last_source_integral
   public :: estuary_decomp_new_indices, estuary_decomp_new_box, estuary_decomp_size, &
             estuary_decomp_free, estuary_redist_new, estuary_redist_run, estuary_redist_free
+
+  ! ---- the I/O server (est_io_*): model fields to CF netCDF files, and back ----
+  integer, parameter, public :: estuary_err_io = 7
+  !> estuary_io_write's ierror after SIGTERM: every record is written, the files are closed.
+  integer, parameter, public :: estuary_io_terminated = 8
+  !> An Output (est_io): open from a YAML file, define, write, close, free.
+  type, public :: estuary_io
+    type(c_ptr) :: ptr = c_null_ptr
+  end type estuary_io
+  !> A Reader (est_io_reader) of a file written by an Output, into any decomposition.
+  type, public :: estuary_io_reader
+    type(c_ptr) :: ptr = c_null_ptr
+  end type estuary_io_reader
+  public :: estuary_io_open, estuary_io_is_server, estuary_io_model_comm, estuary_io_serve, &
+            estuary_io_def_grid, estuary_io_def_field, estuary_io_enddef, estuary_io_write, &
+            estuary_io_flush, estuary_io_close, estuary_io_free, estuary_io_reader_open, &
+            estuary_io_reader_set_period, estuary_io_read, estuary_io_reader_free
 
   interface estuary_def_partition
     module procedure def_partition_i4, def_partition_i8
@@ -255,6 +280,174 @@ module estuary
       type(c_ptr), intent(inout) :: r
       integer(c_int) :: rc
     end function est_redist_free
+    function est_f_comp_create_couplcomm(c, icpl, allcomm, cplcomm) &
+        bind(c, name='est_f_comp_create_couplcomm') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int), value :: icpl, allcomm
+      integer(c_int), intent(out) :: cplcomm
+      integer(c_int) :: rc
+    end function est_f_comp_create_couplcomm
+    function est_comp_def_grid(c, name, partition, nx, ny, lon, lat, ncorner, corner_lon, corner_lat, mask, area) &
+        bind(c, name='est_comp_def_grid') result(rc)
+      import :: c_int, c_int64_t, c_char, c_ptr, c_double
+      type(c_ptr), value :: c
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int), value :: partition
+      integer(c_int64_t), value :: nx, ny
+      real(c_double), intent(in) :: lon(*), lat(*)
+      integer(c_int), value :: ncorner
+      type(c_ptr), value :: corner_lon, corner_lat, mask, area
+      integer(c_int) :: rc
+    end function est_comp_def_grid
+    function est_grid_gen_info(kind, n1, n2, land, global_size, nx, ny, ncorner) &
+        bind(c, name='est_grid_gen_info') result(rc)
+      import :: c_int, c_int64_t, c_char
+      character(kind=c_char), intent(in) :: kind(*)
+      integer(c_int64_t), value :: n1, n2
+      integer(c_int), value :: land
+      integer(c_int64_t), intent(out) :: global_size, nx, ny
+      integer(c_int), intent(out) :: ncorner
+      integer(c_int) :: rc
+    end function est_grid_gen_info
+    function est_grid_gen_make(kind, n1, n2, land, d, lon, lat, corner_lon, corner_lat, mask, area) &
+        bind(c, name='est_grid_gen_make') result(rc)
+      import :: c_int, c_int64_t, c_char, c_ptr, c_double, c_int32_t
+      character(kind=c_char), intent(in) :: kind(*)
+      integer(c_int64_t), value :: n1, n2
+      integer(c_int), value :: land
+      type(c_ptr), value :: d
+      real(c_double), intent(out) :: lon(*), lat(*), corner_lon(*), corner_lat(*), area(*)
+      integer(c_int32_t), intent(out) :: mask(*)
+      integer(c_int) :: rc
+    end function est_grid_gen_make
+    function est_comp_runtime(c, runtime) bind(c, name='est_comp_runtime') result(rc)
+      import :: c_int, c_ptr, c_double
+      type(c_ptr), value :: c
+      real(c_double), intent(out) :: runtime
+      integer(c_int) :: rc
+    end function est_comp_runtime
+    function est_comp_last_source_integral(c, var, integral) bind(c, name='est_comp_last_source_integral') result(rc)
+      import :: c_int, c_ptr, c_double
+      type(c_ptr), value :: c
+      integer(c_int), value :: var
+      real(c_double), intent(out) :: integral
+      integer(c_int) :: rc
+    end function est_comp_last_source_integral
+    function est_decomp_new_oasis(ig_paral, len, global_size, out) bind(c, name='est_decomp_new_oasis') result(rc)
+      import :: c_int, c_int64_t, c_ptr
+      integer(c_int64_t), intent(in) :: ig_paral(*)
+      integer(c_int64_t), value :: len, global_size
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: rc
+    end function est_decomp_new_oasis
+  end interface
+
+  ! ---- the I/O C API (est_io_*) and its shims (estuary_fshim.c) ----
+  interface
+    function est_f_io_open(config, comm, out) bind(c, name='est_f_io_open') result(rc)
+      import :: c_int, c_char, c_ptr
+      character(kind=c_char), intent(in) :: config(*)
+      integer(c_int), value :: comm
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: rc
+    end function est_f_io_open
+    function est_io_is_server(io, is_server) bind(c, name='est_io_is_server') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: io
+      integer(c_int), intent(out) :: is_server
+      integer(c_int) :: rc
+    end function est_io_is_server
+    function est_f_io_model_comm(io, comm) bind(c, name='est_f_io_model_comm') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: io
+      integer(c_int), intent(out) :: comm
+      integer(c_int) :: rc
+    end function est_f_io_model_comm
+    function est_io_serve(io) bind(c, name='est_io_serve') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: io
+      integer(c_int) :: rc
+    end function est_io_serve
+    function est_io_def_grid(io, name, kind, nx, ny, points, n, lon, lat, ncorner, corner_lon, corner_lat) &
+        bind(c, name='est_io_def_grid') result(rc)
+      import :: c_int, c_int64_t, c_double, c_char, c_ptr
+      type(c_ptr), value :: io
+      character(kind=c_char), intent(in) :: name(*), kind(*)
+      integer(c_int64_t), value :: nx, ny, n
+      integer(c_int64_t), intent(in) :: points(*)
+      real(c_double), intent(in) :: lon(*), lat(*)
+      integer(c_int), value :: ncorner
+      type(c_ptr), value :: corner_lon, corner_lat
+      integer(c_int) :: rc
+    end function est_io_def_grid
+    function est_io_def_field(io, name, grid, levels, nlev, d, units, long_name, standard_name) &
+        bind(c, name='est_io_def_field') result(rc)
+      import :: c_int, c_char, c_ptr
+      type(c_ptr), value :: io
+      character(kind=c_char), intent(in) :: name(*), grid(*)
+      type(c_ptr), value :: levels
+      integer(c_int), value :: nlev
+      type(c_ptr), value :: d, units, long_name, standard_name
+      integer(c_int) :: rc
+    end function est_io_def_field
+    function est_io_enddef(io) bind(c, name='est_io_enddef') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: io
+      integer(c_int) :: rc
+    end function est_io_enddef
+    function est_io_write(io, field, time, values, n) bind(c, name='est_io_write') result(rc)
+      import :: c_int, c_int64_t, c_double, c_char, c_ptr
+      type(c_ptr), value :: io
+      character(kind=c_char), intent(in) :: field(*)
+      real(c_double), value :: time
+      real(c_double), intent(in) :: values(*)
+      integer(c_int64_t), value :: n
+      integer(c_int) :: rc
+    end function est_io_write
+    function est_io_flush(io) bind(c, name='est_io_flush') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: io
+      integer(c_int) :: rc
+    end function est_io_flush
+    function est_io_close(io) bind(c, name='est_io_close') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: io
+      integer(c_int) :: rc
+    end function est_io_close
+    function est_io_free(io) bind(c, name='est_io_free') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: io
+      integer(c_int) :: rc
+    end function est_io_free
+    function est_f_io_reader_open(path, comm, out) bind(c, name='est_f_io_reader_open') result(rc)
+      import :: c_int, c_char, c_ptr
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int), value :: comm
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: rc
+    end function est_f_io_reader_open
+    function est_io_reader_set_period(r, period) bind(c, name='est_io_reader_set_period') result(rc)
+      import :: c_int, c_double, c_ptr
+      type(c_ptr), value :: r
+      real(c_double), value :: period
+      integer(c_int) :: rc
+    end function est_io_reader_set_period
+    function est_io_read(r, var, time, d, values, n) bind(c, name='est_io_read') result(rc)
+      import :: c_int, c_int64_t, c_double, c_char, c_ptr
+      type(c_ptr), value :: r
+      character(kind=c_char), intent(in) :: var(*)
+      real(c_double), value :: time
+      type(c_ptr), value :: d
+      real(c_double), intent(inout) :: values(*)
+      integer(c_int64_t), value :: n
+      integer(c_int) :: rc
+    end function est_io_read
+    function est_io_reader_free(r) bind(c, name='est_io_reader_free') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: r
+      integer(c_int) :: rc
+    end function est_io_reader_free
   end interface
 
   integer(c_int), parameter :: est_f64 = 0, est_f32 = 1, est_column_major = 1
@@ -664,6 +857,197 @@ contains
     msg = message_text()
   end subroutine estuary_error_message
 
+  !> oasis_create_couplcomm: the coupling communicator of the ranks of allcomm (usually the
+  !> component's local communicator) that take part in the coupling. Collective over allcomm:
+  !> ranks with icpl = 1 get a new communicator (in allcomm's order), ranks with icpl =
+  !> MPI_UNDEFINED get MPI_COMM_NULL, as OASIS3-MCT's. comp_id: the component (default: the
+  !> only, or first, component of this process). The caller frees cplcomm (MPI_Comm_free).
+  subroutine estuary_create_couplcomm(icpl, allcomm, cplcomm, ierror, comp_id)
+    integer, intent(in) :: icpl, allcomm
+    integer, intent(out) :: cplcomm, ierror
+    integer, intent(in), optional :: comp_id
+    type(c_ptr) :: c
+    integer(c_int) :: comm
+    integer :: id, k
+    cplcomm = -1
+    id = 0
+    if (present(comp_id)) then
+      id = comp_id
+    else if (allocated(comps)) then
+      do k = 1, size(comps)
+        if (c_associated(comps(k)%ptr)) then
+          id = k
+          exit
+        end if
+      end do
+    end if
+    ierror = comp_of(id, 'estuary_create_couplcomm', c)
+    if (ierror /= 0) return
+    ierror = c_result(est_f_comp_create_couplcomm(c, int(icpl, c_int), int(allcomm, c_int), comm))
+    if (ierror == 0) cplcomm = int(comm)
+  end subroutine estuary_create_couplcomm
+
+  !> After estuary_enddef: the run length of the configuration ($RUNTIME), seconds.
+  subroutine estuary_get_runtime(comp_id, runtime, ierror)
+    integer, intent(in) :: comp_id
+    real(real64), intent(out) :: runtime
+    integer, intent(out) :: ierror
+    type(c_ptr) :: c
+    real(c_double) :: r
+    runtime = 0
+    ierror = comp_of(comp_id, 'estuary_get_runtime', c)
+    if (ierror /= 0) return
+    ierror = c_result(est_comp_runtime(c, r))
+    if (ierror == 0) runtime = r
+  end subroutine estuary_get_runtime
+
+  !> A field received with CONSERV: the source's global integral (value x area over valid
+  !> points) of its last exchange, to check conservation.
+  subroutine estuary_last_source_integral(comp_id, var_id, integral, ierror)
+    integer, intent(in) :: comp_id, var_id
+    real(real64), intent(out) :: integral
+    integer, intent(out) :: ierror
+    type(c_ptr) :: c
+    real(c_double) :: r
+    integral = 0
+    ierror = comp_of(comp_id, 'estuary_last_source_integral', c)
+    if (ierror /= 0) return
+    ierror = c_result(est_comp_last_source_integral(c, int(var_id, c_int), r))
+    if (ierror == 0) integral = r
+  end subroutine estuary_last_source_integral
+
+  !> The grid's cells at a partition's points, for the SCRIPR and CONSERV transformations
+  !> (OASIS's oasis_write_grid/corner/mask/area, given per partition): centres lon, lat
+  !> (degrees) and optionally corner_lon, corner_lat (ncorner, npts) counter-clockwise, mask
+  !> (1 valid, 0 masked; default all valid) and area (default: from the corners). nx, ny: the
+  !> grid's global shape (ny = 1 for an unstructured grid).
+  subroutine estuary_def_grid(comp_id, name, part_id, nx, ny, lon, lat, ierror, corner_lon, corner_lat, mask, area)
+    integer, intent(in) :: comp_id, part_id
+    character(len=*), intent(in) :: name
+    integer(int64), intent(in) :: nx, ny
+    real(c_double), intent(in) :: lon(:), lat(:)
+    integer, intent(out) :: ierror
+    real(c_double), intent(in), optional, target :: corner_lon(:, :), corner_lat(:, :), area(:)
+    integer, intent(in), optional :: mask(:)
+    character(len=*), parameter :: routine = 'estuary_def_grid'
+    real(c_double), allocatable, target :: clo(:), cla(:), ar(:)
+    integer(c_int32_t), allocatable, target :: mk(:)
+    type(c_ptr) :: c, pclo, pcla, pmask, parea
+    integer(c_int) :: ncorner
+    ierror = comp_of(comp_id, routine, c)
+    if (ierror /= 0) return
+    if (size(lat) /= size(lon)) then
+      ierror = fail(estuary_err_argument, routine // ': grid "' // trim(name) // '": lon has ' // &
+                    int_text(size(lon, kind=int64)) // ' points, lat ' // int_text(size(lat, kind=int64)))
+      return
+    end if
+    ncorner = 0
+    pclo = c_null_ptr
+    pcla = c_null_ptr
+    pmask = c_null_ptr
+    parea = c_null_ptr
+    if (present(corner_lon) .neqv. present(corner_lat)) then
+      ierror = fail(estuary_err_argument, routine // ': grid "' // trim(name) // &
+                    '": give both corner_lon and corner_lat, or neither')
+      return
+    end if
+    if (present(corner_lon)) then
+      if (any(shape(corner_lon) /= shape(corner_lat)) .or. size(corner_lon, 2) /= size(lon)) then
+        ierror = fail(estuary_err_argument, routine // ': grid "' // trim(name) // &
+                      '": corner_lon and corner_lat must both be (ncorner, npts) arrays, npts = ' // &
+                      int_text(size(lon, kind=int64)))
+        return
+      end if
+      ncorner = int(size(corner_lon, 1), c_int)
+      clo = reshape(corner_lon, [size(corner_lon)])
+      cla = reshape(corner_lat, [size(corner_lat)])
+      pclo = c_loc(clo)
+      pcla = c_loc(cla)
+    end if
+    if (present(mask)) then
+      if (size(mask) /= size(lon)) then
+        ierror = fail(estuary_err_argument, routine // ': grid "' // trim(name) // '": mask has ' // &
+                      int_text(size(mask, kind=int64)) // ' points, lon ' // int_text(size(lon, kind=int64)))
+        return
+      end if
+      mk = int(mask, c_int32_t)
+      pmask = c_loc(mk)
+    end if
+    if (present(area)) then
+      if (size(area) /= size(lon)) then
+        ierror = fail(estuary_err_argument, routine // ': grid "' // trim(name) // '": area has ' // &
+                      int_text(size(area, kind=int64)) // ' points, lon ' // int_text(size(lon, kind=int64)))
+        return
+      end if
+      ar = area
+      parea = c_loc(ar)
+    end if
+    ierror = c_result(est_comp_def_grid(c, c_str(name), int(part_id, c_int), int(nx, c_int64_t), int(ny, c_int64_t), &
+                                        lon, lat, ncorner, pclo, pcla, pmask, parea))
+  end subroutine estuary_def_grid
+
+  !> The global size, shape (nx, ny; ny = 1 for 1-D kinds) and corners per cell of one of
+  !> estuary's generated grids (kinds as estuary_grid_gen).
+  subroutine estuary_grid_info(kind, n1, n2, land, global_size, nx, ny, ncorner, ierror)
+    character(len=*), intent(in) :: kind
+    integer, intent(in) :: n1, n2
+    logical, intent(in) :: land
+    integer(int64), intent(out) :: global_size, nx, ny
+    integer, intent(out) :: ncorner, ierror
+    integer(c_int64_t) :: gsize, gx, gy
+    integer(c_int) :: nc, cland
+    cland = 0
+    if (land) cland = 1
+    ierror = c_result(est_grid_gen_info(c_str(kind), int(n1, c_int64_t), int(n2, c_int64_t), cland, gsize, gx, gy, nc))
+    global_size = gsize
+    nx = gx
+    ny = gy
+    ncorner = int(nc)
+  end subroutine estuary_grid_info
+
+  !> One of estuary's generated grids (estuary::GridGen) at the points of an OASIS ig_paral
+  !> partition, for toy models and tests: kind 'lonlat' (n1 x n2), 'gaussian' (n1 x n2),
+  !> 'reduced_gaussian' (n1 latitudes a hemisphere), 'tripolar' (n1 x n2), 'cubed_sphere'
+  !> (6 n1**2), 't799', 'orca025'; land: with the analytic land mask. Gives the centres, areas,
+  !> mask, corners (ncorner, npts) and the grid's global size and shape (nx, ny).
+  subroutine estuary_grid_gen(kind, n1, n2, land, ig_paral, lon, lat, area, mask, corner_lon, corner_lat, &
+                              ierror, nx, ny, global_size)
+    character(len=*), intent(in) :: kind
+    integer, intent(in) :: n1, n2
+    logical, intent(in) :: land
+    integer, intent(in) :: ig_paral(:)
+    real(c_double), allocatable, intent(out) :: lon(:), lat(:), area(:), corner_lon(:, :), corner_lat(:, :)
+    integer, allocatable, intent(out) :: mask(:)
+    integer, intent(out) :: ierror
+    integer(int64), intent(out), optional :: nx, ny, global_size
+    integer(c_int64_t) :: gsize, gx, gy, n
+    integer(c_int) :: ncorner, cland
+    integer(c_int32_t), allocatable :: mk(:)
+    type(c_ptr) :: d
+    cland = 0
+    if (land) cland = 1
+    ierror = c_result(est_grid_gen_info(c_str(kind), int(n1, c_int64_t), int(n2, c_int64_t), cland, gsize, gx, gy, &
+                                        ncorner))
+    if (ierror /= 0) return
+    if (present(nx)) nx = gx
+    if (present(ny)) ny = gy
+    if (present(global_size)) global_size = gsize
+    ierror = c_result(est_decomp_new_oasis(int(ig_paral, c_int64_t), size(ig_paral, kind=c_int64_t), gsize, d))
+    if (ierror /= 0) return
+    ierror = c_result(est_decomp_size(d, n))
+    if (ierror == 0) then
+      allocate (lon(n), lat(n), area(n), mk(n), corner_lon(max(ncorner, 1), n), corner_lat(max(ncorner, 1), n))
+      ierror = c_result(est_grid_gen_make(c_str(kind), int(n1, c_int64_t), int(n2, c_int64_t), cland, d, lon, lat, &
+                                          corner_lon, corner_lat, mk, area))
+      mask = int(mk)
+      if (ncorner == 0) then
+        deallocate (corner_lon, corner_lat)
+        allocate (corner_lon(0, n), corner_lat(0, n))
+      end if
+    end if
+    if (est_decomp_free(d) /= 0) continue
+  end subroutine estuary_grid_gen
+
   ! ---- redistribution ----
 
   subroutine decomp_new_indices_i4(decomp, global_size, indices, ierror)
@@ -1005,5 +1389,219 @@ contains
     integer, intent(out), optional :: ierror
     call get_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 3), 3, field, info, ierror)
   end subroutine get_r4_3d
+
+  ! ---- the I/O server (est_io_*, docs/io.md) ----
+  !
+  ! est_io_open -> server ranks (estuary_io_is_server): estuary_io_serve, estuary_io_free;
+  ! model ranks, over estuary_io_model_comm: estuary_io_def_grid -> estuary_io_def_field ->
+  ! estuary_io_enddef -> estuary_io_write ... -> estuary_io_close -> estuary_io_free.
+
+  !> Collective over comm (a Fortran MPI handle; default MPI_COMM_WORLD): an Output from the
+  !> `output:` section of a YAML file. In server mode the last `writers` ranks are servers.
+  subroutine estuary_io_open(io, config, ierror, comm)
+    type(estuary_io), intent(inout) :: io
+    character(len=*), intent(in) :: config
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: comm
+    integer(c_int) :: fcomm
+    ierror = c_result(est_f_mpi_init())
+    if (ierror /= 0) then
+      ierror = fail(ierror, 'estuary_io_open: MPI is finalised or MPI_Init failed')
+      return
+    end if
+    fcomm = -1  ! the shim's MPI_COMM_WORLD
+    if (present(comm)) fcomm = int(comm, c_int)
+    ierror = c_result(est_f_io_open(c_str(config), fcomm, io%ptr))
+  end subroutine estuary_io_open
+
+  subroutine estuary_io_is_server(io, is_server, ierror)
+    type(estuary_io), intent(in) :: io
+    logical, intent(out) :: is_server
+    integer, intent(out) :: ierror
+    integer(c_int) :: s
+    s = 0
+    ierror = c_result(est_io_is_server(io%ptr, s))
+    is_server = s /= 0
+  end subroutine estuary_io_is_server
+
+  !> The model's communicator (a Fortran handle; MPI_COMM_NULL's on server ranks).
+  subroutine estuary_io_model_comm(io, model_comm, ierror)
+    type(estuary_io), intent(in) :: io
+    integer, intent(out) :: model_comm
+    integer, intent(out) :: ierror
+    integer(c_int) :: c
+    c = 0
+    ierror = c_result(est_f_io_model_comm(io%ptr, c))
+    model_comm = int(c)
+  end subroutine estuary_io_model_comm
+
+  !> Server ranks: receive, rearrange and write until the model closes.
+  subroutine estuary_io_serve(io, ierror)
+    type(estuary_io), intent(in) :: io
+    integer, intent(out) :: ierror
+    ierror = c_result(est_io_serve(io%ptr))
+  end subroutine estuary_io_serve
+
+  !> This rank's points of grid `name`: kind 'lonlat', 'gaussian', 'curvilinear' (nx x ny) or
+  !> 'reduced_gaussian', 'unstructured' (nx points, ny = 1); points: their 0-based global indices
+  !> (longitude fastest); corners: (ncorner, npts) arrays.
+  subroutine estuary_io_def_grid(io, name, kind, nx, ny, points, lon, lat, ierror, corner_lon, corner_lat)
+    type(estuary_io), intent(in) :: io
+    character(len=*), intent(in) :: name, kind
+    integer, intent(in) :: nx, ny
+    integer, intent(in) :: points(:)
+    real(real64), intent(in) :: lon(:), lat(:)
+    integer, intent(out) :: ierror
+    real(real64), intent(in), optional :: corner_lon(:, :), corner_lat(:, :)
+    character(len=*), parameter :: routine = 'estuary_io_def_grid'
+    real(c_double), allocatable, target :: clo(:), cla(:)
+    type(c_ptr) :: pclo, pcla
+    integer(c_int) :: ncorner
+    if (size(lon) /= size(points) .or. size(lat) /= size(points)) then
+      ierror = fail(estuary_err_argument, routine // ': grid "' // trim(name) // '": points has ' // &
+                    int_text(size(points, kind=int64)) // ' values, lon ' // int_text(size(lon, kind=int64)) // &
+                    ', lat ' // int_text(size(lat, kind=int64)))
+      return
+    end if
+    if (present(corner_lon) .neqv. present(corner_lat)) then
+      ierror = fail(estuary_err_argument, routine // ': grid "' // trim(name) // &
+                    '": give both corner_lon and corner_lat, or neither')
+      return
+    end if
+    ncorner = 0
+    pclo = c_null_ptr
+    pcla = c_null_ptr
+    if (present(corner_lon)) then
+      if (any(shape(corner_lon) /= shape(corner_lat)) .or. size(corner_lon, 2) /= size(lon)) then
+        ierror = fail(estuary_err_argument, routine // ': grid "' // trim(name) // &
+                      '": corner_lon and corner_lat must both be (ncorner, npts) arrays')
+        return
+      end if
+      ncorner = int(size(corner_lon, 1), c_int)
+      clo = reshape(corner_lon, [size(corner_lon)])
+      cla = reshape(corner_lat, [size(corner_lat)])
+      pclo = c_loc(clo)
+      pcla = c_loc(cla)
+    end if
+    ierror = c_result(est_io_def_grid(io%ptr, c_str(name), c_str(kind), int(nx, c_int64_t), int(ny, c_int64_t), &
+                                      int(points, c_int64_t), size(points, kind=c_int64_t), real(lon, c_double), &
+                                      real(lat, c_double), ncorner, pclo, pcla))
+  end subroutine estuary_io_def_grid
+
+  !> A field on `grid`; decomp numbers the global array as level * grid size + point (0-based).
+  !> Without levels, a 2-D field.
+  subroutine estuary_io_def_field(io, name, grid, decomp, ierror, levels, units, long_name, standard_name)
+    type(estuary_io), intent(in) :: io
+    character(len=*), intent(in) :: name, grid
+    type(estuary_decomp), intent(in) :: decomp
+    integer, intent(out) :: ierror
+    real(real64), intent(in), optional :: levels(:)
+    character(len=*), intent(in), optional :: units, long_name, standard_name
+    real(c_double), allocatable, target :: lev(:)
+    character(kind=c_char), allocatable, target :: u(:), ln(:), sn(:)
+    type(c_ptr) :: plev, pu, pln, psn
+    integer(c_int) :: nlev
+    plev = c_null_ptr
+    pu = c_null_ptr
+    pln = c_null_ptr
+    psn = c_null_ptr
+    nlev = 0
+    if (present(levels)) then
+      if (size(levels) > 0) then
+        lev = real(levels, c_double)
+        plev = c_loc(lev)
+        nlev = int(size(levels), c_int)
+      end if
+    end if
+    if (present(units)) then
+      u = c_str(units)
+      pu = c_loc(u)
+    end if
+    if (present(long_name)) then
+      ln = c_str(long_name)
+      pln = c_loc(ln)
+    end if
+    if (present(standard_name)) then
+      sn = c_str(standard_name)
+      psn = c_loc(sn)
+    end if
+    ierror = c_result(est_io_def_field(io%ptr, c_str(name), c_str(grid), plev, nlev, decomp%ptr, pu, pln, psn))
+  end subroutine estuary_io_def_field
+
+  !> Collective (with the servers): builds the rearrangements and creates the files.
+  subroutine estuary_io_enddef(io, ierror)
+    type(estuary_io), intent(in) :: io
+    integer, intent(out) :: ierror
+    ierror = c_result(est_io_enddef(io%ptr))
+  end subroutine estuary_io_enddef
+
+  !> One sample of `field` at model time `time` (seconds since the reference time), values in the
+  !> field's decomposition order. ierror = estuary_io_terminated after SIGTERM (end the run).
+  subroutine estuary_io_write(io, field, time, values, ierror)
+    type(estuary_io), intent(in) :: io
+    character(len=*), intent(in) :: field
+    real(real64), intent(in) :: time
+    real(real64), intent(in), contiguous :: values(:)
+    integer, intent(out) :: ierror
+    ierror = c_result(est_io_write(io%ptr, c_str(field), real(time, c_double), values, size(values, kind=c_int64_t)))
+  end subroutine estuary_io_write
+
+  subroutine estuary_io_flush(io, ierror)
+    type(estuary_io), intent(in) :: io
+    integer, intent(out) :: ierror
+    ierror = c_result(est_io_flush(io%ptr))
+  end subroutine estuary_io_flush
+
+  !> Flushes, closes the files and stops the servers (model ranks).
+  subroutine estuary_io_close(io, ierror)
+    type(estuary_io), intent(in) :: io
+    integer, intent(out) :: ierror
+    ierror = c_result(est_io_close(io%ptr))
+  end subroutine estuary_io_close
+
+  !> Closes if needed and frees the Output (collective); io is null after.
+  subroutine estuary_io_free(io)
+    type(estuary_io), intent(inout) :: io
+    integer(c_int) :: rc
+    rc = est_io_free(io%ptr)
+  end subroutine estuary_io_free
+
+  !> Collective over comm (default MPI_COMM_WORLD): a reader of a file written by an Output.
+  subroutine estuary_io_reader_open(reader, path, ierror, comm)
+    type(estuary_io_reader), intent(inout) :: reader
+    character(len=*), intent(in) :: path
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: comm
+    integer(c_int) :: fcomm
+    fcomm = -1
+    if (present(comm)) fcomm = int(comm, c_int)
+    ierror = c_result(est_f_io_reader_open(c_str(path), fcomm, reader%ptr))
+  end subroutine estuary_io_reader_open
+
+  !> Periodic forcing: the records repeat every `period` seconds; each read prefetches the next.
+  subroutine estuary_io_reader_set_period(reader, period, ierror)
+    type(estuary_io_reader), intent(in) :: reader
+    real(real64), intent(in) :: period
+    integer, intent(out) :: ierror
+    ierror = c_result(est_io_reader_set_period(reader%ptr, real(period, c_double)))
+  end subroutine estuary_io_reader_set_period
+
+  !> Collective: variable `var` at model time `time` into values, in decomp's order.
+  subroutine estuary_io_read(reader, var, time, decomp, values, ierror)
+    type(estuary_io_reader), intent(in) :: reader
+    character(len=*), intent(in) :: var
+    real(real64), intent(in) :: time
+    type(estuary_decomp), intent(in) :: decomp
+    real(real64), intent(inout), contiguous :: values(:)
+    integer, intent(out) :: ierror
+    ierror = c_result(est_io_read(reader%ptr, c_str(var), real(time, c_double), decomp%ptr, values, &
+                                  size(values, kind=c_int64_t)))
+  end subroutine estuary_io_read
+
+  subroutine estuary_io_reader_free(reader)
+    type(estuary_io_reader), intent(inout) :: reader
+    integer(c_int) :: rc
+    rc = est_io_reader_free(reader%ptr)
+  end subroutine estuary_io_reader_free
 
 end module estuary

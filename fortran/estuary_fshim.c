@@ -75,3 +75,29 @@ void est_f_abort(int errorcode) {
   MPI_Initialized(&up);
   if (up) MPI_Abort(MPI_COMM_WORLD, errorcode);
 }
+
+/* est_comp_create_couplcomm with Fortran communicators and OASIS's convention: icpl =
+ * MPI_UNDEFINED leaves the rank out (MPI_COMM_NULL's Fortran handle), any other value takes part. */
+int est_f_comp_create_couplcomm(est_comp c, int icpl, MPI_Fint allcomm, MPI_Fint* cplcomm) {
+  MPI_Comm out = MPI_COMM_NULL;
+  const int rc = est_comp_create_couplcomm(c, icpl != MPI_UNDEFINED, MPI_Comm_f2c(allcomm), &out);
+  if (cplcomm != NULL) *cplcomm = MPI_Comm_c2f(out);
+  return rc;
+}
+
+/* The I/O C API (est_io_*) with Fortran communicators; comm = -1: MPI_COMM_WORLD. */
+int est_f_io_open(const char* config, MPI_Fint comm, est_io* out) {
+  return est_io_open(config, comm == -1 ? MPI_COMM_WORLD : MPI_Comm_f2c(comm), out);
+}
+
+/* est_io_model_comm, giving a Fortran handle (MPI_COMM_NULL's on server ranks). */
+int est_f_io_model_comm(est_io io, MPI_Fint* comm) {
+  MPI_Comm c = MPI_COMM_NULL;
+  const int rc = est_io_model_comm(io, &c);
+  if (comm != NULL) *comm = MPI_Comm_c2f(c);
+  return rc;
+}
+
+int est_f_io_reader_open(const char* path, MPI_Fint comm, est_io_reader* out) {
+  return est_io_reader_open(path, comm == -1 ? MPI_COMM_WORLD : MPI_Comm_f2c(comm), out);
+}

@@ -21,6 +21,8 @@ enum est_status {
   EST_ERR_EXCHANGE = 4, /* buffers or types that do not match the exchange */
   EST_ERR_MPI = 5,      /* an MPI call failed */
   EST_ERR_COUPLE = 6,   /* coupler: configuration, definitions, put/get, time-out (message says) */
+  EST_ERR_IO = 7,       /* I/O: output configuration, files, definitions, reads (message says) */
+  EST_IO_TERMINATED = 8, /* est_io_write after SIGTERM: every record is written, files closed: end the run */
   EST_ERR_INTERNAL = 99
 };
 
@@ -123,6 +125,88 @@ int est_comp_put(est_comp c, int var, double time, const double* values, int64_t
 int est_comp_get(est_comp c, int var, double time, double* values, int64_t n, est_info* info);
 int est_comp_terminate(est_comp c);
 int est_comp_free(est_comp* c); /* sets *c to NULL; NULL is accepted; terminates if needed */
+
+/* oasis_create_couplcomm: the coupling communicator of the ranks of `local` (usually the
+ * component's communicator) that take part in the coupling. Collective over local: ranks with
+ * coupled != 0 get a new communicator (ranks in the order of local), the others MPI_COMM_NULL.
+ * The caller frees it (MPI_Comm_free). */
+int est_comp_create_couplcomm(est_comp c, int coupled, MPI_Comm local, MPI_Comm* couplcomm);
+/* oasis_abort: prints "estuary abort: component NAME: message" to stderr and calls
+ * MPI_Abort(MPI_COMM_WORLD, errorcode). c may be NULL. Does not return when MPI is running;
+ * returns EST_ERR_MPI when it is not (nothing to abort). */
+int est_comp_abort(est_comp c, const char* message, int errorcode);
+/* After enddef: the run length of the configuration (seconds), and for a field received with
+ * CONSERV the source's global integral of the last exchange (Component::last_source_integral). */
+int est_comp_runtime(est_comp c, double* runtime);
+int est_comp_last_source_integral(est_comp c, int var, double* integral);
+
+/* ---- grid recipes (estuary::GridGen): any rank's share of a generated grid ---------------
+ * kind: "lonlat" (n1 x n2 cells), "gaussian" (n1 longitudes x n2 latitudes), "reduced_gaussian"
+ * (n1 latitudes per hemisphere), "tripolar" (n1 x n2), "cubed_sphere" (6 n1^2 cells), "t799",
+ * "orca025" (n1, n2 unused); land != 0: with the analytic land mask (GridGen::with_land). */
+/* The grid's global size, shape (nx, ny; ny = 1 for 1-D kinds) and corners per cell. Any output may be NULL. */
+int est_grid_gen_info(const char* kind, int64_t n1, int64_t n2, int land, int64_t* global_size, int64_t* nx,
+                      int64_t* ny, int* ncorner);
+/* The cells at d's points, in d's local order: lon, lat, area (steradians) with one value per
+ * local point, corner_lon/corner_lat with ncorner per point (point-major), mask 1 valid / 0
+ * land. Every output may be NULL (not wanted). */
+int est_grid_gen_make(const char* kind, int64_t n1, int64_t n2, int land, est_decomp d, double* lon, double* lat,
+                      double* corner_lon, double* corner_lat, int32_t* mask, double* area);
+/* A decomposition from an OASIS ig_paral array (as est_comp_def_partition reads it). */
+int est_decomp_new_oasis(const int64_t* ig_paral, int64_t len, int64_t global_size, est_decomp* out);
+
+/* ---- I/O (estuary::io): model fields to CF netCDF files, and back ------------------------
+ * est_io_open (collective over comm; the `output:` section of a YAML file, docs/io.md)
+ * -> server ranks (est_io_is_server): est_io_serve, then est_io_free
+ * -> model ranks, over est_io_model_comm: est_io_def_grid -> est_io_def_field -> est_io_enddef
+ * -> est_io_write ... [est_io_flush] -> est_io_close -> est_io_free. */
+typedef struct est_io_s* est_io;
+int est_io_open(const char* config, MPI_Comm comm, est_io* out);
+int est_io_is_server(est_io io, int* is_server);
+int est_io_model_comm(est_io io, MPI_Comm* model_comm); /* MPI_COMM_NULL on server ranks */
+int est_io_serve(est_io io);                            /* server ranks: returns at the model's close */
+/* This rank's n points of grid `name`: kind "lonlat", "gaussian", "curvilinear" (nx x ny) or
+ * "reduced_gaussian", "unstructured" (nx points, ny = 1); points: their global indices
+ * (longitude fastest), lon/lat: n values; ncorner = 0 and NULL corners for no cell bounds,
+ * else corner_lon/corner_lat hold n * ncorner values (point-major). */
+int est_io_def_grid(est_io io, const char* name, const char* kind, int64_t nx, int64_t ny,
+                    const int64_t* points, int64_t n, const double* lon, const double* lat, int ncorner,
+                    const double* corner_lon, const double* corner_lat);
+/* A field on `grid` with nlev levels (levels NULL / nlev 0: 2-D); d numbers the global array as
+ * level * grid size + point. units, long_name, standard_name may be NULL. */
+int est_io_def_field(est_io io, const char* name, const char* grid, const double* levels, int nlev,
+                     est_decomp d, const char* units, const char* long_name, const char* standard_name);
+int est_io_enddef(est_io io);
+/* One sample at model time `time` (seconds since the reference time); n values in d's order.
+ * Returns EST_IO_TERMINATED after SIGTERM (the files are complete and closed). */
+int est_io_write(est_io io, const char* field, double time, const double* values, int64_t n);
+int est_io_flush(est_io io);
+int est_io_close(est_io io);
+typedef struct est_io_stats {
+  int64_t records_handed_over, records_written, bytes_written, files_created;
+  double write_s, transfer_s, model_io_s;
+} est_io_stats;
+int est_io_get_stats(est_io io, est_io_stats* out); /* this rank's counters */
+/* The run's metrics over every rank (estuary::io::IoReport): collective over the communicator
+ * given to est_io_open, server ranks too (after est_io_serve), after est_io_close. run_s: the
+ * run's wall time; run_without_io_s: a run without output if measured, else 0 (estimated). */
+typedef struct est_io_report {
+  int ranks, model_ranks, writers;
+  int64_t bytes_written, records_written, files_created;
+  double write_s, write_mb_per_s, model_io_s, run_s, run_without_io_s, core_hours;
+  double data_output_cost; /* CPMIP, a fraction: (core-hours with output - without) / without */
+  double data_intensity;   /* CPMIP: GB written per core-hour */
+} est_io_report;
+int est_io_get_report(est_io io, double run_s, double run_without_io_s, est_io_report* out);
+int est_io_free(est_io* io); /* sets *io to NULL; closes if needed; NULL is accepted */
+
+/* Reading (restarts, forcing) into any decomposition; collective over comm. */
+typedef struct est_io_reader_s* est_io_reader;
+int est_io_reader_open(const char* path, MPI_Comm comm, est_io_reader* out);
+/* Periodic forcing: records repeat every period seconds; each read prefetches the next one. */
+int est_io_reader_set_period(est_io_reader r, double period);
+int est_io_read(est_io_reader r, const char* var, double time, est_decomp d, double* values, int64_t n);
+int est_io_reader_free(est_io_reader* r);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,10 @@
 // A field written by the model is reduced in time on the model side (instant, average, minimum,
 // maximum, accumulate, once), rearranged with a Redist from the model decomposition to
 // contiguous slabs of the global array on D writer ranks (remap-and-write, paper 003), and
-// written collectively: PnetCDF (CDF-5) when D > 1, serial netCDF (CDF-5) when D = 1. The file
-// therefore does not depend on the number of model or writer ranks.
+// written collectively: CDF-5 through PnetCDF when D > 1 and serial netCDF when D = 1, or
+// netCDF-4 (HDF5, deflate) through netCDF-4 parallel when D > 1 and serial netCDF-4 when D = 1.
+// The file therefore does not depend on the number of model or writer ranks. Files may be split
+// by time (split_freq), samples thinned (sampling_freq); Reader prefetches periodic forcing.
 //
 // Two modes with one configuration (paper 002's CDI-pio / XIOS):
 //   serverless — D of the model's own ranks write; a write that completes an output period
@@ -38,18 +40,25 @@ namespace estuary::io {
 enum class Operation { instant, average, minimum, maximum, accumulate, once };
 enum class Precision { f32, f64 };
 enum class Mode { serverless, server };
+// cdf5: PnetCDF (D > 1) or serial netCDF (D = 1). netcdf4: HDF5, through netCDF-4 parallel
+// (nc_create_par, collective) when D > 1, serial netCDF-4 when D = 1; allows deflate.
+enum class Format { cdf5, netcdf4 };
 const char* name_of(Operation op);
 
 struct FieldConfig {
   std::string name;
   Operation operation = Operation::instant;
   Precision precision = Precision::f32;
+  int deflate = 0;               // netCDF-4 deflate level 0..9 (0: none); needs format netcdf4
+  double sampling_freq_s = 0;    // > 0: only samples at multiples of it enter the operation
 };
 
 struct FileConfig {
   std::string name;            // file path without ".nc", relative to OutputConfig::directory
   double output_freq_s = 0;    // one record every output_freq_s model seconds
   bool restart = false;        // written to a temporary name, renamed when closed
+  double split_freq_s = 0;     // > 0: one file per split period, "<name>_<period start>.nc"
+  Format format = Format::cdf5;
   std::vector<FieldConfig> fields;
 };
 
@@ -60,6 +69,7 @@ struct OutputConfig {
   std::string directory = ".";
   std::string calendar = "standard";
   std::string reference_time = "2000-01-01 00:00:00";  // model time 0
+  Format format = Format::cdf5;  // default of the files' `format`
   bool catch_sigterm = true;
   std::vector<FileConfig> files;
   std::string source = "<in memory>";  // where it came from, for error messages
@@ -71,6 +81,15 @@ struct OutputConfig {
 
 // "3600s", "30min", "6h", "1d", "90" (seconds). Throws Error naming `where` otherwise.
 double parse_duration(const std::string& text, const std::string& where);
+
+// The date `seconds` after `reference_time` ("YYYY-MM-DD[ hh:mm:ss]") in a CF calendar, as
+// "YYYYMMDD", "YYYYMMDDhhmm" or "YYYYMMDDhhmmss" (the shortest that is exact for every multiple
+// of `step_s` after a reference at midnight). Split files are named with it.
+std::string date_label(double seconds, const std::string& reference_time, const std::string& calendar,
+                       double step_s);
+// True when this build has netCDF-4 parallel (Debian's libnetcdf-mpi-dev); without it, a
+// netcdf4 file with D > 1 writers is written by the writers in turn through serial netCDF-4.
+bool have_netcdf4_parallel();
 
 // A model field. decomp numbers the global array in file order: level slowest, then the
 // grid's points in grid order (longitude fastest for 2-D grids).
@@ -91,6 +110,30 @@ struct IoStats {
   double write_s = 0;                    // writer side: time in file writes and closes
   double transfer_s = 0;                 // time in rearrangement (both sides)
   double model_io_s = 0;                 // model side: time inside write/flush/close
+  double setup_s = 0;                    // end_def: plans, file creation, coordinates
+  std::int64_t files_created = 0;        // writer side: files opened (split files count each)
+};
+
+// A run's I/O metrics over every rank of the Output's communicator (model and servers), with
+// the CPMIP measures of paper 002 §1 (Balaji et al. 2017):
+//   Data Output Cost = (core-hours of the run with output - without) / without
+//   Data Intensity   = GB written / core-hours of the run
+// Without a measured run without output, "without" is estimated as the model ranks' time
+// outside I/O calls: model_ranks * (run_s - model_io_s), so dedicated server ranks count as
+// cost in full.
+struct IoReport {
+  int ranks = 0, model_ranks = 0, writers = 0;
+  std::int64_t bytes_written = 0;    // all writers
+  std::int64_t records_written = 0;  // all writers (a record: one variable at one time)
+  std::int64_t files_created = 0;
+  double write_s = 0;                // max over writers: time in file writes and closes
+  double write_mb_per_s = 0;         // bytes_written / write_s (MB = 1e6 bytes)
+  double model_io_s = 0;             // max over model ranks: time inside write/flush/close
+  double run_s = 0, run_without_io_s = 0;  // as given (the latter 0: estimated)
+  double core_hours = 0;
+  double data_output_cost = 0;       // fraction (0.05 = 5 %)
+  double data_intensity = 0;         // GB per core-hour
+  std::string json() const;          // one JSON object, as the benchmarks print
 };
 
 // The exception write() throws after SIGTERM: the files are complete and closed; end the run.
@@ -123,6 +166,9 @@ class Output {
   void close();   // flush, close files, stop servers
 
   const IoStats& stats() const;
+  // Collective over the communicator given to the constructor (servers too, after serve()).
+  // run_s: the run's wall time; run_without_io_s: a run without output, if measured (else 0).
+  IoReport report(double run_s, double run_without_io_s = 0) const;
 
   struct Impl;
 
@@ -143,6 +189,13 @@ class Reader {
   // Collective. record < 0: a variable without time dimension.
   void read_record(const std::string& var, std::int64_t record, const Decomp& decomp,
                    std::span<double> out);
+
+  // Periodic forcing (a climatology): the records repeat every `period_s` seconds from the
+  // first record's time, so read(var, t) reads the record at t modulo the period. Collective.
+  // With a period set, read() also starts reading the next record (wrapping to the first) in a
+  // background thread; the next read() of that record only waits for it.
+  void set_period(double period_s);
+  std::int64_t prefetch_hits() const;  // reads served by a prefetched record
 
   struct Impl;
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -110,8 +111,25 @@ struct CouplingSpec {
   int src_ranks = 1, dst_ranks = 1;
   int elem_bytes = 8;
   int fields = 1;
+  // 0: the destination is block-distributed. c > 0: destination point p belongs to destination
+  // rank (p / c) mod dst_ranks (a grid numbered in another order: a source block of
+  // dst_ranks * c points or more meets every destination rank, many small messages).
+  std::int64_t dst_chunk = 0;
 };
+// Closed form for block -> block; a stored table (coupling_butterfly's P2P) for dst_chunk > 0.
 std::unique_ptr<Pattern> coupling_p2p(const CouplingSpec& spec);
+// Every flow of the exchange: f(source rank, destination index 0..dst_ranks-1, bytes).
+void coupling_flows(const CouplingSpec& spec, const std::function<void(int, int, std::int64_t)>& f);
+
+// The butterfly of paper 001 as estuary's "butterfly" schedule arranges a plan, with a fixed
+// placement: K = the largest power of two <= src_ranks kernel positions, position x on source
+// rank x; source i enters the kernel at position i mod K, a flow to destination j leaves it from
+// position j mod K; kernel stage s exchanges between positions x and x ^ 2^s the flows whose
+// destination position differs from x in bit s. Bit s of skip_mask skips kernel stage s (merged
+// into the hop before it, as estuary does); with every stage skipped it is P2P. Hops that move
+// nothing on any rank are dropped. Stored as a table (memory grows with the messages).
+std::unique_ptr<Pattern> coupling_butterfly(const CouplingSpec& spec, std::uint64_t skip_mask = 0);
+int coupling_kernel_stages(const CouplingSpec& spec);  // log2 K
 
 // The alpha-beta estimate of a pattern with no network contention: stages run one after the
 // other, each taking alpha + beta * (the larger of the bytes a rank sends and receives in it),
@@ -125,8 +143,14 @@ enum class Topology { torus, fat_tree, dragonfly };
 // minimal on the dragonfly). valiant: built on top of the replay, an approximation (see
 // docs/simulator.md): each message travels as two concurrent host-to-host legs through a
 // pseudo-random intermediate host (cut-through: the bytes stream through it), and the receiver
-// is told by a 0-byte message once both legs are done. UGAL is not implemented yet.
-enum class Routing { minimal, valiant };
+// is told by a 0-byte message once both legs are done. ugal: per message, minimal or valiant
+// (as above, same intermediate) whichever a congestion estimate says is faster: the bytes the
+// replay has in flight on each link of either path (UGAL with global queue knowledge; see
+// docs/simulator.md).
+enum class Routing { minimal, valiant, ugal };
+// "minimal", "valiant", "ugal"; parse_routing throws estuary::Error on other names.
+std::string routing_name(Routing routing);
+Routing parse_routing(const std::string& name);
 
 // A machine built from parameters; one simulated rank per host, rank r on host r.
 struct Platform {
@@ -168,6 +192,10 @@ struct SimOptions {
   // Run in a forked child process (default): SimGrid allows one engine per process, and the
   // child's peak memory is the run's own. false runs in this process, once per process.
   bool fork = true;
+  // CPU time a rank spends per message, LogP's o (as SMPI's smpi/os and smpi/or): a stage
+  // sleeps o per send before posting them and o per receive once they are in. 0: none (the
+  // network alone, alpha-beta's model).
+  double message_overhead_s = 0;
   // Further SimGrid settings, "name:value" (as after --cfg=), applied after estuary's own.
   std::vector<std::string> config;
 };
@@ -180,13 +208,33 @@ struct SimResult {
   double wall_run_s = 0;      // engine.run()
   double peak_rss_mb = 0;     // peak resident memory of the simulating process
   std::int64_t messages = 0, bytes = 0;
+  std::int64_t detoured = 0;  // messages sent on a valiant path (all with valiant, UGAL's choice)
   bool crosstraffic = false;
+  double message_overhead_s = 0;
 };
 
 // Replays `pattern` on `platform` (ranks() <= hosts()). Throws estuary::Error when the pattern
 // does not fit, when sends and receives do not match (the replay would deadlock), or when the
 // simulation fails.
 SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOptions& options = {});
+
+// The adaptive coupler exchange, chosen by profiling inside the simulation: estuary's greedy
+// search (adaptive.hpp) with each candidate replayed on `platform` instead of timed for real:
+// the full butterfly, then kernel stage 0, 1, ... skipped in turn on top of the best so far (a
+// skip is kept when faster), then P2P if not reached. One simulate() per candidate.
+struct CouplingTrial {
+  std::uint64_t skip_mask = 0;
+  double simulated_s = 0;
+};
+struct CouplingChoice {
+  std::string name;              // "coupling p2p", "coupling butterfly", "coupling butterfly-skip-0,2"
+  std::uint64_t skip_mask = 0;
+  int kernel_stages = 0;
+  std::vector<CouplingTrial> trials;  // in the order replayed
+  double profiling_s = 0;             // simulated time of all trials (what profiling would cost)
+  SimResult result;                   // the chosen schedule's replay
+};
+CouplingChoice coupling_adaptive(const Platform& platform, const CouplingSpec& spec, const SimOptions& options = {});
 
 // Checks that every message sent has a receive of the same size posted in the same stage by
 // the peer, and vice versa. Throws estuary::Error naming the first mismatch. O(messages).

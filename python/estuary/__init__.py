@@ -17,17 +17,19 @@ the local order of the decomposition or partition. Failures raise :class:`estuar
     b = np.empty(dst.size)
     r.run(a, b)                     # b == dst.to_indices()
 
-The coupler reads like pyOASIS: see :mod:`estuary.couple`.
+The coupler reads like pyOASIS: see :mod:`estuary.couple`; the I/O server (``estuary.Output``,
+``estuary.Reader``) is :mod:`estuary.io`.
 """
 import importlib
 
 # Loaded on first use (PEP 562), so that `import estuary` (and the command line, which starts
 # mpirun itself) does not initialise MPI by importing mpi4py.
 _NATIVE = ("Error", "MpiError", "Decomp", "gen", "Redist", "Remap", "Grid", "GridGen", "write_weights",
-           "read_weights", "distance_weights", "bilinear_weights", "oasis_partition", "schedule_names",
+           "read_weights", "distance_weights", "bilinear_weights", "conservative_weights", "oasis_partition", "schedule_names",
            "info_name")
+_IO = ("Output", "Reader")  # from estuary.io (the I/O server)
 _COUPLE = ("Component", "SerialPartition", "ApplePartition", "BoxPartition", "OrangePartition",
-           "PointsPartition", "Var", "OasisParameters", "OASIS")
+           "PointsPartition", "Var", "OasisParameters", "OASIS", "abort")
 
 
 def _native():
@@ -44,6 +46,9 @@ def __getattr__(name):
     elif name in _COUPLE or name == "couple":
         couple = importlib.import_module(".couple", __name__)
         value = couple if name == "couple" else getattr(couple, name)
+    elif name in _IO or name == "io":
+        io = importlib.import_module(".io", __name__)
+        value = io if name == "io" else getattr(io, name)
     elif name == "_estuary":
         value = _native()
     else:
@@ -53,14 +58,14 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_NATIVE) + list(_COUPLE) + ["couple"])
+    return sorted(list(globals()) + list(_NATIVE) + list(_COUPLE) + ["couple"] + list(_IO) + ["io"])
 
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Error", "MpiError", "Decomp", "gen", "Redist", "Remap", "Grid", "GridGen", "write_weights",
-    "read_weights", "distance_weights", "bilinear_weights", "oasis_partition", "schedule_names",
+    "read_weights", "distance_weights", "bilinear_weights", "conservative_weights", "oasis_partition", "schedule_names",
     "info_name", "couple", "Component", "SerialPartition", "ApplePartition", "BoxPartition",
-    "OrangePartition", "PointsPartition", "Var", "OasisParameters", "OASIS",
+    "OrangePartition", "PointsPartition", "Var", "OasisParameters", "OASIS", "abort", "io", "Output", "Reader",
 ]

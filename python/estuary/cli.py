@@ -1,9 +1,14 @@
 """The `estuary` command line.
 
     estuary demo [--ranks 4] [--dir DIR] [--binary PATH] [--dry-run] [--json]
-    estuary weights --src lonlat:12x6 --dst gaussian:16x8 [--method distance|bilinear]
+    estuary weights --src lonlat:12x6 --dst gaussian:16x8 [--method distance|bilinear|conservative|conservative2]
                     [--neighbors 4] [--land] --out w.nc [--ranks P] [--json]
     estuary inspect plan --src block --dst cyclic --n N --ranks P [--algorithm p2p] [--json]
+    estuary inspect schedule --src block --dst cyclic --n N --ranks P [--algorithm butterfly]
+                             [--png F.png | --no-png] [--json]
+    estuary bench NAME [--ranks 1,2,4] [--out F.jsonl] [--json] [--binary PATH] [BENCH ARGS...]
+    estuary simulate transposition|halo|allreduce|coupling --ranks 16,64 [--topology T] [--routing R]
+                     [--algorithm A] [--bandwidth GB/s] [--latency ns] [--json] [--plot F.png] [--matrix F.png]
 
 Commands that need P ranks run their work under `mpirun -n P` (started here when this process
 is not already an MPI rank), on MPI_COMM_WORLD of that run; rank 0 prints. This process does
@@ -49,8 +54,11 @@ def _mpi_env() -> dict:
 
 def _relaunch(ranks: int, argv: list[str]) -> int:
     """Runs this command line again on `ranks` MPI ranks; returns its exit code."""
+    from .progress import Progress
+
     cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "estuary.cli", *argv]
-    return subprocess.run(cmd, env=_mpi_env()).returncode
+    with Progress(desc=f"estuary {' '.join(argv[:2])} on {ranks} ranks"):  # shown after a few seconds
+        return subprocess.run(cmd, env=_mpi_env()).returncode
 
 
 def _needs_ranks(args, argv) -> int | None:
@@ -92,15 +100,38 @@ def cmd_demo(args, argv) -> int:
         return _fail("toy_atm_ocn not found: build it (make build), or give --binary or $ESTUARY_TOY_ATM_OCN")
     folder = Path(args.dir).resolve()
     cmd = [_mpiexec(), "-n", str(args.ranks), str(toy), str(folder)]
+    if args.atmos != "cpp" or args.ocean != "cpp":  # each side in its language (MPMD launch)
+        if args.ranks < 2:
+            return _fail("--ranks: 2 or more (half the ranks each model)")
+        sides = []
+        for role, lang in (("atmos", args.atmos), ("ocean", args.ocean)):
+            if lang == "cpp":
+                sides.append([str(toy)])
+            elif lang == "fortran":
+                ftoy = toy.parent / "toy_atm_ocn_f"
+                if not (ftoy.is_file() and os.access(ftoy, os.X_OK)):
+                    return _fail(f"{ftoy} not found: estuary was built without Fortran")
+                sides.append([str(ftoy)])
+            else:
+                ptoy = Path(__file__).resolve().parent.parent.parent / "examples" / "toy_atm_ocn.py"
+                if not ptoy.is_file():
+                    return _fail(f"{ptoy} not found (the Python toy is in the checkout's examples/)")
+                sides.append([sys.executable, str(ptoy)])
+        na = max(1, args.ranks // 2)
+        cmd = [_mpiexec(), "-n", str(na), *sides[0], "atmos", str(folder), ":",
+               "-n", str(args.ranks - na), *sides[1], "ocean", str(folder)]
     if args.dry_run:
         if args.json:
             print(json.dumps({"command": cmd, "dir": str(folder)}))
         else:
             print(" ".join(cmd))
         return 0
+    from .progress import Progress
+
     t0 = time.time()
-    out = subprocess.run(cmd, env=_mpi_env(), stdout=subprocess.PIPE if args.json else None,
-                         stderr=subprocess.STDOUT if args.json else None, text=True)
+    with Progress(desc=f"estuary demo on {args.ranks} ranks"):  # shown after a few seconds
+        out = subprocess.run(cmd, env=_mpi_env(), stdout=subprocess.PIPE if args.json else None,
+                             stderr=subprocess.STDOUT if args.json else None, text=True)
     secs = time.time() - t0
     if args.json:
         print(json.dumps({"command": cmd, "dir": str(folder), "returncode": out.returncode, "seconds": secs,
@@ -152,15 +183,22 @@ def cmd_weights(args, argv) -> int:
         dpart = estuary.gen.block(dst.size, comm.rank, comm.size)
         spart = estuary.gen.block(src.size, comm.rank, comm.size)
         dgrid = dst.make(dpart)
+        sgrid = src.make(spart)
+        norm, frac = "none", None
         if args.method == "distance":
             rows, cols, w = estuary.distance_weights(src, dgrid, comm, neighbors=args.neighbors)
             method = "Distance weighted avg of nearest neighbors"
-        else:
+        elif args.method == "bilinear":
             rows, cols, w = estuary.bilinear_weights(src, dgrid, comm)
             method = "Bilinear remapping"
-        sgrid = src.make(spart)
+        else:  # conservative: first or second order, CDO's normalisation names
+            order = 2 if args.method == "conservative2" else 1
+            rows, cols, w, frac, _ = estuary.conservative_weights(sgrid, dgrid, comm, order=order,
+                                                                  normalization=args.normalization)
+            method = "Conservative remapping"
+            norm = args.normalization
         estuary.write_weights(args.out, rows, cols, w, src.size, dst.size, comm, map_method=method,
-                              src_grid=sgrid, dst_grid=dgrid)
+                              src_grid=sgrid, dst_grid=dgrid, normalization=norm, dst_frac=frac)
     except estuary.Error as e:
         if comm.rank == 0:
             print(str(e), file=sys.stderr)
@@ -180,25 +218,34 @@ def cmd_weights(args, argv) -> int:
 
 # ---- inspect plan ----
 
-def cmd_inspect_plan(args, argv) -> int:
+def _inspect_redist(args, argv):
+    """The Redist that `inspect plan|schedule` look at, with the two decompositions:
+    (comm, redist, src, dst), or (exit code, None, None, None) when this process only relaunched
+    itself under mpirun or the set-up failed."""
     code = _needs_ranks(args, argv)
     if code is not None:
-        return code
+        return code, None, None, None
     from mpi4py import MPI
 
     import estuary
 
     comm = MPI.COMM_WORLD
     if not _under_mpirun() and comm.size != args.ranks:
-        return _fail(f"--ranks {args.ranks} but this MPI world has {comm.size} ranks")
+        return _fail(f"--ranks {args.ranks} but this MPI world has {comm.size} ranks"), None, None, None
     try:
         src = estuary.gen.by_name(args.src, args.n, comm.rank, comm.size)
         dst = estuary.gen.by_name(args.dst, args.n, comm.rank, comm.size)
-        r = estuary.Redist(src, dst, comm, algorithm=args.algorithm)
+        return comm, estuary.Redist(src, dst, comm, algorithm=args.algorithm), src, dst
     except estuary.Error as e:
         if comm.rank == 0:
             print(str(e), file=sys.stderr)
-        return 1
+        return 1, None, None, None
+
+
+def cmd_inspect_plan(args, argv) -> int:
+    comm, r, src, dst = _inspect_redist(args, argv)
+    if r is None:
+        return comm
     esize = args.bytes_per_element
     sends = dict(r.sends())
     recvs = dict(r.recvs())
@@ -253,6 +300,9 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--ranks", type=int, default=4)
     d.add_argument("--dir", default="estuary_demo", help="run folder (logs, restarts)")
     d.add_argument("--binary", help="toy_atm_ocn (default: $ESTUARY_TOY_ATM_OCN, else build/examples/)")
+    d.add_argument("--atmos", choices=["cpp", "fortran", "python"], default="cpp",
+                   help="the atmosphere's language (examples/toy_atm_ocn.cpp, .F90, .py)")
+    d.add_argument("--ocean", choices=["cpp", "fortran", "python"], default="cpp", help="the ocean's language")
     d.add_argument("--dry-run", action="store_true", help="print the command only")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_demo)
@@ -260,7 +310,10 @@ def parser() -> argparse.ArgumentParser:
     w = sub.add_parser("weights", help="generate a SCRIP weight file", epilog=GRID_HELP)
     w.add_argument("--src", required=True, help="source grid recipe")
     w.add_argument("--dst", required=True, help="destination grid recipe")
-    w.add_argument("--method", choices=["distance", "bilinear"], default="distance")
+    w.add_argument("--method", choices=["distance", "bilinear", "conservative", "conservative2"], default="distance",
+                   help="conservative: first order (cdo gencon); conservative2: second order")
+    w.add_argument("--normalization", choices=["fracarea", "destarea", "none"], default="fracarea",
+                   help="conservative only (CDO's names)")
     w.add_argument("--neighbors", type=int, default=4)
     w.add_argument("--land", action="store_true", help="analytic land masks on both grids")
     w.add_argument("--out", required=True)
@@ -279,6 +332,18 @@ def parser() -> argparse.ArgumentParser:
     ip.add_argument("--bytes-per-element", type=int, default=8)
     ip.add_argument("--json", action="store_true")
     ip.set_defaults(func=cmd_inspect_plan)
+
+    # estuary inspect schedule (python/estuary/inspect_schedule.py), estuary bench (bench.py)
+    from .inspect_schedule import add_parser as _add_schedule
+    from .bench import add_parser as _add_bench
+
+    _add_schedule(isub)
+    _add_bench(sub)
+
+    # estuary simulate transposition|halo|allreduce|coupling (python/estuary/simulate.py)
+    from .simulate import add_parser as _add_simulate
+
+    _add_simulate(sub)
     return p
 
 

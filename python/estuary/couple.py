@@ -141,6 +141,27 @@ class Component:
     def timers(self) -> list[dict]:
         return self._c.timers()
 
+    @property
+    def runtime(self) -> float:
+        """The run length of the configuration ($RUNTIME, seconds); after enddef."""
+        return self._c.runtime
+
+    def create_couplcomm(self, coupled: bool, allcomm=None):
+        """oasis_create_couplcomm: the communicator of the ranks of ``allcomm`` (default
+        ``localcomm``) that take part in the coupling. Collective over allcomm: ranks with
+        ``coupled`` true get a new communicator (in allcomm's rank order), which is also kept as
+        ``self.couplcomm``; the others get ``MPI.COMM_NULL``. The caller may Free it."""
+        comm = self.localcomm if allcomm is None else allcomm
+        if comm == MPI.COMM_NULL:
+            raise _estuary.Error(f"estuary: create_couplcomm of component {self.name}: allcomm is MPI.COMM_NULL")
+        self.couplcomm = comm.Split(0 if coupled else MPI.UNDEFINED, comm.rank)
+        return self.couplcomm
+
+    def abort(self, message: str = "", errorcode: int = 1):
+        """oasis_abort: prints ``estuary abort: component NAME: message`` to stderr and ends the
+        whole run (MPI_Abort on MPI.COMM_WORLD)."""
+        abort(message, errorcode, component=self)
+
     def __enter__(self):
         return self
 
@@ -151,6 +172,18 @@ class Component:
 
     def __repr__(self):
         return f"estuary.couple.Component({self.name!r})"
+
+
+def abort(message: str = "", errorcode: int = 1, component: "Component | None" = None):
+    """oasis_abort (pyOASIS's ``pyoasis.abort``): prints ``estuary abort: component NAME:
+    message`` to stderr and ends the whole run with MPI_Abort(MPI.COMM_WORLD, errorcode)."""
+    import sys
+
+    c = component if component is not None else _current
+    who = f"component {c.name}: " if c is not None else ""
+    print(f"estuary abort: {who}{message}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    MPI.COMM_WORLD.Abort(errorcode)
 
 
 class Partition:

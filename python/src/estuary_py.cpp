@@ -27,6 +27,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
@@ -43,6 +44,7 @@
 #include "estuary/decomp_gen.hpp"
 #include "estuary/error.hpp"
 #include "estuary/grid.hpp"
+#include "estuary/io.hpp"
 #include "estuary/plan.hpp"
 #include "estuary/redist.hpp"
 #include "estuary/remap.hpp"
@@ -210,6 +212,373 @@ estuary::Grid make_grid(const std::string& name, std::vector<i64> dims, i64 glob
 
 }  // namespace
 
+// ---- the I/O server (estuary::io) ----
+//
+// Output and Reader are held through a unique_ptr so that free() (and close() for Reader) ends
+// them at a point every rank reaches alike, not whenever the garbage collector gets to them:
+// the C++ destructors are collective (Output's closes the files if close() was not called).
+namespace {
+
+namespace eio = estuary::io;
+
+struct PyOutput {
+  std::unique_ptr<eio::Output> out;
+  eio::Mode mode = eio::Mode::serverless;
+  int writers = 1;
+  double opened = 0;  // MPI_Wtime at open: report()'s default run time
+
+  eio::Output& get() {
+    if (!out) throw estuary::Error("the Output is freed", "estuary.io.Output", "open a new one");
+    return *out;
+  }
+};
+
+struct PyReader {
+  std::unique_ptr<eio::Reader> reader;
+  std::string path;
+
+  eio::Reader& get() {
+    if (!reader) throw estuary::Error("the Reader is closed", "estuary.io.Reader, file " + path, "open a new one");
+    return *reader;
+  }
+};
+
+std::string fspath(nb::handle p) { return nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(p)); }
+
+void open_output(PyOutput& p, eio::OutputConfig cfg, PyComm comm, const std::optional<std::string>& mode,
+                 std::optional<int> writers, std::optional<nb::object> directory) {
+  if (mode) {
+    if (*mode == "server") cfg.mode = eio::Mode::server;
+    else if (*mode == "serverless") cfg.mode = eio::Mode::serverless;
+    else
+      throw estuary::Error("mode \"" + *mode + "\"", "estuary.io.Output, config " + cfg.source,
+                           "use \"server\" or \"serverless\"");
+  }
+  if (writers) cfg.writers = *writers;
+  if (directory) cfg.directory = fspath(*directory);
+  p.mode = cfg.mode;
+  p.writers = cfg.writers;
+  nb::gil_scoped_release release;
+  p.opened = MPI_Wtime();
+  p.out = std::make_unique<eio::Output>(cfg, comm.comm);
+}
+
+nb::dict io_stats_dict(const eio::IoStats& s) {
+  nb::dict d;
+  d["records_handed_over"] = s.records_handed_over;
+  d["records_written"] = s.records_written;
+  d["bytes_written"] = s.bytes_written;
+  d["files_created"] = s.files_created;
+  d["write_s"] = s.write_s;
+  d["transfer_s"] = s.transfer_s;
+  d["model_io_s"] = s.model_io_s;
+  d["setup_s"] = s.setup_s;
+  return d;
+}
+
+nb::dict io_report_dict(const eio::IoReport& r) {
+  nb::dict d;
+  d["ranks"] = r.ranks;
+  d["model_ranks"] = r.model_ranks;
+  d["writers"] = r.writers;
+  d["bytes_written"] = r.bytes_written;
+  d["records_written"] = r.records_written;
+  d["files_created"] = r.files_created;
+  d["write_s"] = r.write_s;
+  d["write_mb_per_s"] = r.write_mb_per_s;
+  d["model_io_s"] = r.model_io_s;
+  d["run_s"] = r.run_s;
+  d["run_without_io_s"] = r.run_without_io_s;
+  d["core_hours"] = r.core_hours;
+  d["data_output_cost"] = r.data_output_cost;
+  d["data_intensity"] = r.data_intensity;
+  d["json"] = r.json();
+  return d;
+}
+
+estuary::GridKind grid_kind_of(const std::string& kind) {
+  for (auto k : {estuary::GridKind::lonlat, estuary::GridKind::gaussian, estuary::GridKind::reduced_gaussian,
+                 estuary::GridKind::curvilinear, estuary::GridKind::unstructured})
+    if (kind == estuary::name_of(k)) return k;
+  throw estuary::Error("grid kind \"" + kind + "\"", "estuary.io.Output.def_grid",
+                       "use lonlat, gaussian, curvilinear, reduced_gaussian or unstructured");
+}
+
+using CornerArray = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+// Reader.read(..., out): `out` must be a contiguous float64 array already (TypeError otherwise).
+OutArray out_array(nb::handle out) {
+  OutArray a;
+  if (!nb::try_cast<OutArray>(out, a, false))
+    throw nb::type_error("out must be a writable C- or Fortran-contiguous float64 numpy array");
+  return a;
+}
+
+void bind_io(nb::module_& m, nb::handle error) {
+  nb::module_ io = m.def_submodule("io", "The I/O server: model fields to CF netCDF files (Output), and back (Reader).");
+  nb::exception<eio::Terminated>(io, "Terminated", error.ptr());
+  io.def("have_netcdf4_parallel", &eio::have_netcdf4_parallel,
+         "True when this build writes netCDF-4 from several writers in parallel (netCDF-4 parallel).");
+
+  nb::class_<PyOutput>(io, "Output",
+                       "Model fields to CF netCDF files (collective over comm; see docs/io.md). In server mode "
+                       "the last `writers` ranks of comm are servers: they call serve(), the others use model_comm.")
+      .def(
+          "__init__",
+          [](PyOutput* self, nb::object config, PyComm comm, std::optional<std::string> mode,
+             std::optional<int> writers, std::optional<nb::object> directory) {
+            eio::OutputConfig cfg = eio::OutputConfig::from_yaml_file(fspath(config));
+            open_output(*new (self) PyOutput(), std::move(cfg), comm, mode, writers, std::move(directory));
+          },
+          "config"_a, "comm"_a = nb::none(), "mode"_a = nb::none(), "writers"_a = nb::none(),
+          "directory"_a = nb::none(),
+          "Opens from a YAML file (its `output:` section); mode, writers and directory override the file's.")
+      .def_static(
+          "from_yaml",
+          [](const std::string& text, PyComm comm, std::optional<std::string> mode, std::optional<int> writers,
+             std::optional<nb::object> directory) {
+            auto p = std::make_unique<PyOutput>();
+            open_output(*p, eio::OutputConfig::from_yaml_string(text, "<string>"), comm, mode, writers,
+                        std::move(directory));
+            return p;
+          },
+          "text"_a, "comm"_a = nb::none(), "mode"_a = nb::none(), "writers"_a = nb::none(),
+          "directory"_a = nb::none(), "Opens from YAML text (an `output:` section).")
+      .def_prop_ro("is_server", [](PyOutput& o) { return o.get().is_server(); })
+      .def_prop_ro("mode", [](const PyOutput& o) { return o.mode == eio::Mode::server ? "server" : "serverless"; })
+      .def_prop_ro("writers", [](const PyOutput& o) { return o.writers; })
+      .def_prop_ro(
+          "model_comm",
+          [](PyOutput& o) -> std::optional<PyComm> {
+            const MPI_Comm c = o.get().model_comm();
+            if (c == MPI_COMM_NULL) return std::nullopt;
+            return PyComm{c};
+          },
+          "The model's communicator (an mpi4py view of estuary's; do not free it); None on server ranks.")
+      .def(
+          "serve",
+          [](PyOutput& o) {
+            eio::Output& out = o.get();
+            nb::gil_scoped_release release;
+            out.serve();
+          },
+          "Server ranks: receive, rearrange and write until the model closes.")
+      .def(
+          "def_grid", [](PyOutput& o, const std::string& name, const estuary::Grid& grid) { o.get().def_grid(name, grid); },
+          "name"_a, "grid"_a, "This rank's points of a grid (an estuary.Grid, e.g. GridGen.make(part)).")
+      .def(
+          "def_grid",
+          [](PyOutput& o, const std::string& name, const std::string& kind, std::vector<i64> dims, InArray lon,
+             InArray lat, std::optional<IdxArray> points, std::optional<CornerArray> corner_lon,
+             std::optional<CornerArray> corner_lat) {
+            estuary::Grid g;
+            g.name = name;
+            g.kind = grid_kind_of(kind);
+            const bool two_d = g.kind != estuary::GridKind::reduced_gaussian && g.kind != estuary::GridKind::unstructured;
+            if (dims.empty() || dims.size() > 2 || (two_d && dims.size() != 2))
+              throw estuary::Error("grid dims of " + std::to_string(dims.size()) + " values for kind " + kind,
+                                   "estuary.io.Output.def_grid, grid " + name,
+                                   "give (nx, ny), longitude fastest, for 2-D kinds and (n,) otherwise");
+            g.global_size = 1;
+            for (i64 d : dims) g.global_size *= d;
+            g.dims = two_d ? dims : std::vector<i64>{g.global_size};
+            g.lon.assign(lon.data(), lon.data() + lon.size());
+            g.lat.assign(lat.data(), lat.data() + lat.size());
+            if (points) g.points = vec_of(*points);
+            if (corner_lon.has_value() != corner_lat.has_value())
+              throw estuary::Error("corner_lon without corner_lat or the reverse", "estuary.io.Output.def_grid, grid " + name);
+            if (corner_lon) {
+              if (corner_lon->shape(0) != lon.size() || corner_lat->shape(0) != lon.size() ||
+                  corner_lon->shape(1) != corner_lat->shape(1))
+                throw estuary::Error("corner arrays are not (points, corners) arrays of one shape",
+                                     "estuary.io.Output.def_grid, grid " + name);
+              g.ncorner = static_cast<int>(corner_lon->shape(1));
+              g.corner_lon.assign(corner_lon->data(), corner_lon->data() + corner_lon->size());
+              g.corner_lat.assign(corner_lat->data(), corner_lat->data() + corner_lat->size());
+            }
+            o.get().def_grid(name, g);
+          },
+          "name"_a, "kind"_a, "dims"_a, "lon"_a, "lat"_a, "points"_a = nb::none(), "corner_lon"_a = nb::none(),
+          "corner_lat"_a = nb::none(),
+          "This rank's points of a grid: kind lonlat, gaussian, curvilinear (dims (nx, ny)) or reduced_gaussian, "
+          "unstructured (dims (n,)); points: their global indices (longitude fastest; None: all, in order); "
+          "corners: (points, ncorner) arrays.")
+      .def(
+          "def_field",
+          [](PyOutput& o, const std::string& name, const std::string& grid, const estuary::Decomp& decomp,
+             std::optional<std::vector<double>> levels, const std::string& level_units, const std::string& units,
+             const std::string& long_name, const std::string& standard_name) {
+            eio::FieldDef f;
+            f.name = name;
+            f.grid = grid;
+            if (levels) f.levels = std::move(*levels);
+            f.level_units = level_units;
+            f.decomp = decomp;
+            f.units = units;
+            f.long_name = long_name;
+            f.standard_name = standard_name;
+            o.get().def_field(f);
+          },
+          "name"_a, "grid"_a, "decomp"_a, "levels"_a = nb::none(), "level_units"_a = "m", "units"_a = "",
+          "long_name"_a = "", "standard_name"_a = "",
+          "A model field; decomp numbers the global array as level * grid size + point.")
+      .def(
+          "enddef",
+          [](PyOutput& o) {
+            eio::Output& out = o.get();
+            nb::gil_scoped_release release;
+            out.end_def();
+          },
+          "Collective (servers too): builds the rearrangements and creates the files.")
+      .def(
+          "write",
+          [](PyOutput& o, const std::string& field, double time, InArray data) {
+            eio::Output& out = o.get();
+            nb::gil_scoped_release release;
+            out.write(field, time, span_of(data));
+          },
+          "field"_a, "time"_a, "data"_a,
+          "One sample at model time `time` (seconds since reference_time), in the decomposition's order. "
+          "Raises estuary.io.Terminated after SIGTERM (every record written, files closed).")
+      .def(
+          "flush",
+          [](PyOutput& o) {
+            eio::Output& out = o.get();
+            nb::gil_scoped_release release;
+            out.flush();
+          },
+          "Every record handed over reaches the files.")
+      .def(
+          "close",
+          [](PyOutput& o) {
+            eio::Output& out = o.get();
+            nb::gil_scoped_release release;
+            out.close();
+          },
+          "Flushes, closes the files, stops the servers (model ranks; nothing on servers).")
+      .def(
+          "free",
+          [](PyOutput& o) {
+            nb::gil_scoped_release release;
+            o.out.reset();
+          },
+          "Closes if needed and releases the communicators (collective); the object is unusable after.")
+      .def("stats", [](PyOutput& o) { return io_stats_dict(o.get().stats()); }, "This rank's counters (a dict).")
+      .def(
+          "report",
+          [](PyOutput& o, std::optional<double> run_s, double run_without_io_s) {
+            eio::Output& out = o.get();
+            eio::IoReport r;
+            {
+              nb::gil_scoped_release release;
+              const double run = run_s ? *run_s : MPI_Wtime() - o.opened;
+              r = out.report(run, run_without_io_s);
+            }
+            return io_report_dict(r);
+          },
+          "run_s"_a = nb::none(), "run_without_io_s"_a = 0.0,
+          "Collective over every rank of comm (servers too), after close: the run's I/O metrics and CPMIP "
+          "measures as a dict. run_s: the run's wall time (default: since the Output was opened).")
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def(
+          "__exit__",
+          [](PyOutput& o, nb::handle exc_type, nb::handle, nb::handle) {
+            if (!o.out) return false;
+            if (exc_type.is_none()) {
+              nb::gil_scoped_release release;
+              o.out->close();
+              return false;
+            }
+            try {  // already failing: closing is best effort, the first exception is the one raised
+              nb::gil_scoped_release release;
+              o.out->close();
+            } catch (const std::exception&) {
+            }
+            return false;
+          },
+          "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(), "Closes (the files are complete after the with block).");
+
+  nb::class_<PyReader>(io, "Reader", "Reads variables of a file written by Output into any decomposition (collective).")
+      .def(
+          "__init__",
+          [](PyReader* self, nb::object path, PyComm comm) {
+            const std::string p = fspath(path);
+            auto* r = new (self) PyReader();
+            r->path = p;
+            nb::gil_scoped_release release;
+            r->reader = std::make_unique<eio::Reader>(p, comm.comm);
+          },
+          "path"_a, "comm"_a = nb::none())
+      .def_prop_ro("path", [](const PyReader& r) { return r.path; })
+      .def_prop_ro("records", [](PyReader& r) { return r.get().records(); }, "Length of the time dimension (0: none).")
+      .def_prop_ro(
+          "times", [](PyReader& r) { return to_numpy(std::vector<double>(r.get().times())); }, nb::rv_policy::move,
+          "The time coordinate (a copy).")
+      .def(
+          "read",
+          [](PyReader& r, const std::string& var, double time, const estuary::Decomp& decomp, nb::object out) -> nb::object {
+            eio::Reader& rd = r.get();
+            if (out.is_none()) {
+              std::vector<double> v(static_cast<std::size_t>(decomp.size()));
+              {
+                nb::gil_scoped_release release;
+                rd.read(var, time, decomp, v);
+              }
+              return nb::cast(to_numpy(std::move(v)), nb::rv_policy::move);
+            }
+            OutArray a = out_array(out);
+            {
+              nb::gil_scoped_release release;
+              rd.read(var, time, decomp, span_of(a));
+            }
+            return out;
+          },
+          "var"_a, "time"_a, "decomp"_a, "out"_a = nb::none(),
+          "Collective: the record at model time `time`, in decomp's order (into `out` if given; returned).")
+      .def(
+          "read_record",
+          [](PyReader& r, const std::string& var, i64 record, const estuary::Decomp& decomp, nb::object out) -> nb::object {
+            eio::Reader& rd = r.get();
+            if (out.is_none()) {
+              std::vector<double> v(static_cast<std::size_t>(decomp.size()));
+              {
+                nb::gil_scoped_release release;
+                rd.read_record(var, record, decomp, v);
+              }
+              return nb::cast(to_numpy(std::move(v)), nb::rv_policy::move);
+            }
+            OutArray a = out_array(out);
+            {
+              nb::gil_scoped_release release;
+              rd.read_record(var, record, decomp, span_of(a));
+            }
+            return out;
+          },
+          "var"_a, "record"_a, "decomp"_a, "out"_a = nb::none(),
+          "Collective: record number `record` (-1: a variable without time dimension).")
+      .def("set_period", [](PyReader& r, double period) { r.get().set_period(period); }, "period"_a,
+           "Periodic forcing: records repeat every `period` seconds; each read prefetches the next record.")
+      .def_prop_ro("prefetch_hits", [](PyReader& r) { return r.get().prefetch_hits(); })
+      .def(
+          "close",
+          [](PyReader& r) {
+            nb::gil_scoped_release release;
+            r.reader.reset();
+          },
+          "Closes the file (collective); the Reader is unusable after.")
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def(
+          "__exit__",
+          [](PyReader& r, nb::handle, nb::handle, nb::handle) {
+            nb::gil_scoped_release release;
+            r.reader.reset();
+            return false;
+          },
+          "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none());
+}
+
+}  // namespace
+
 NB_MODULE(_estuary, m) {
   m.doc() = "estuary's C++ API (low level; import estuary instead)";
   // MPI is initialised by mpi4py (estuary never calls MPI_Init itself).
@@ -283,6 +652,16 @@ NB_MODULE(_estuary, m) {
   redist.def("schedule_stats", [](const estuary::Redist& r) { return schedule_stats_dict(r.schedule().stats()); },
              "This rank's schedule counts (local).")
       .def_prop_ro("algorithm", [](const estuary::Redist& r) { return r.schedule().algorithm; })
+      .def(
+          "schedule_messages",
+          [](const estuary::Redist& r) {
+            std::vector<std::tuple<int, int, i64>> out;  // (stage, peer, elements) of each message sent
+            const auto& stages = r.schedule().stages;
+            for (std::size_t k = 0; k < stages.size(); ++k)
+              for (const auto& m : stages[k].sends) out.emplace_back(static_cast<int>(k), m.peer, m.count());
+            return out;
+          },
+          "This rank's schedule: (stage, peer, elements per field) of every message it sends.")
       .def("sends", [](const estuary::Redist& r) { return peer_counts(r.plan().sends()); },
            "(peer, elements) this rank sends, itself included.")
       .def("recvs", [](const estuary::Redist& r) { return peer_counts(r.plan().recvs()); },
@@ -294,17 +673,27 @@ NB_MODULE(_estuary, m) {
   m.def(
       "write_weights",
       [](const std::string& path, IdxArray rows, IdxArray cols, InArray w, i64 src_size, i64 dst_size, PyComm comm,
-         const std::string& map_method, const estuary::Grid* src_grid, const estuary::Grid* dst_grid) {
+         const std::string& map_method, const estuary::Grid* src_grid, const estuary::Grid* dst_grid,
+         const std::string& normalization, std::optional<InArray> dst_frac) {
         const estuary::Links l = links_from(rows, cols, w);
         estuary::WeightWriteOptions o;
         o.map_method = map_method;
+        o.normalization = normalization;
         o.src_grid = src_grid;
         o.dst_grid = dst_grid;
+        estuary::Grid with_frac;  // the destination grid with its covered fractions (dst_grid_frac)
+        if (dst_frac && dst_grid) {
+          with_frac = *dst_grid;
+          with_frac.frac.assign(dst_frac->data(), dst_frac->data() + dst_frac->size());
+          with_frac.check();
+          o.dst_grid = &with_frac;
+        }
         nb::gil_scoped_release release;
         estuary::write_weights(path, l, src_size, dst_size, comm.comm, o);
       },
       "path"_a, "rows"_a, "cols"_a, "weights"_a, "src_size"_a, "dst_size"_a, "comm"_a = nb::none(),
-      "map_method"_a = "", "src_grid"_a = nb::none(), "dst_grid"_a = nb::none(),
+      "map_method"_a = "", "src_grid"_a = nb::none(), "dst_grid"_a = nb::none(), "normalization"_a = "none",
+      "dst_frac"_a = nb::none(),
       "Collective: writes every rank's links (0-based rows = destination, cols = source) as one SCRIP file.");
   m.def(
       "read_weights",
@@ -373,6 +762,8 @@ NB_MODULE(_estuary, m) {
       });
 
   // ---- grids and weight generation ----
+  // The array properties return fresh copies (rv_policy::move: a property's default,
+  // reference_internal, cannot apply to an array that already owns its data).
   nb::class_<estuary::Grid>(m, "Grid", "Cells of a horizontal grid (this rank's points).")
       .def("__init__",
            [](estuary::Grid* self, const std::string& name, std::vector<i64> dims, i64 global_size, InArray lon,
@@ -386,11 +777,11 @@ NB_MODULE(_estuary, m) {
       .def_ro("dims", &estuary::Grid::dims)
       .def_ro("global_size", &estuary::Grid::global_size)
       .def_prop_ro("size", &estuary::Grid::size)
-      .def_prop_ro("lon", [](const estuary::Grid& g) { return to_numpy(std::vector<double>(g.lon)); })
-      .def_prop_ro("lat", [](const estuary::Grid& g) { return to_numpy(std::vector<double>(g.lat)); })
-      .def_prop_ro("area", [](const estuary::Grid& g) { return to_numpy(std::vector<double>(g.area)); })
-      .def_prop_ro("mask", [](const estuary::Grid& g) { return to_numpy(std::vector<std::int32_t>(g.mask)); })
-      .def_prop_ro("points", [](const estuary::Grid& g) { return to_numpy(std::vector<i64>(g.points)); });
+      .def_prop_ro("lon", [](const estuary::Grid& g) { return to_numpy(std::vector<double>(g.lon)); }, nb::rv_policy::move)
+      .def_prop_ro("lat", [](const estuary::Grid& g) { return to_numpy(std::vector<double>(g.lat)); }, nb::rv_policy::move)
+      .def_prop_ro("area", [](const estuary::Grid& g) { return to_numpy(std::vector<double>(g.area)); }, nb::rv_policy::move)
+      .def_prop_ro("mask", [](const estuary::Grid& g) { return to_numpy(std::vector<std::int32_t>(g.mask)); }, nb::rv_policy::move)
+      .def_prop_ro("points", [](const estuary::Grid& g) { return to_numpy(std::vector<i64>(g.points)); }, nb::rv_policy::move);
 
   nb::class_<estuary::GridGen>(m, "GridGen", "A grid recipe: builds any rank's share of a grid.")
       .def_static("lonlat", &estuary::GridGen::lonlat, "nlon"_a, "nlat"_a)
@@ -436,6 +827,30 @@ NB_MODULE(_estuary, m) {
       },
       "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = true,
       "Collective: bilinear weights (CDO remapbil) for the dst points this rank holds.");
+
+  m.def(
+      "conservative_weights",
+      [](const estuary::Grid& src, const estuary::Grid& dst, PyComm comm, int order, const std::string& normalization) {
+        estuary::ConservativeOptions o;
+        o.order = order;
+        if (normalization == "fracarea") o.normalization = estuary::ConservNormalization::fracarea;
+        else if (normalization == "destarea") o.normalization = estuary::ConservNormalization::destarea;
+        else if (normalization == "none") o.normalization = estuary::ConservNormalization::none;
+        else
+          throw estuary::Error("normalization \"" + normalization + "\" is not fracarea, destarea or none",
+                               "conservative_weights");
+        estuary::ConservativeWeights w;
+        {
+          nb::gil_scoped_release release;
+          w = estuary::conservative_weights(src, dst, comm.comm, o);
+        }
+        return nb::make_tuple(to_numpy(std::move(w.links.row)), to_numpy(std::move(w.links.col)),
+                              to_numpy(std::move(w.links.weight)), to_numpy(std::move(w.dst_frac)),
+                              to_numpy(std::move(w.dst_area)));
+      },
+      "src"_a, "dst"_a, "comm"_a = nb::none(), "order"_a = 1, "normalization"_a = "fracarea",
+      "Collective: conservative weights (CDO gencon; order 2: with gradients) for the dst cells this rank "
+      "holds, from each rank's share of the source cells. Returns (rows, cols, weights, dst_frac, dst_area).");
 
   // ---- the coupler ----
   m.def(
@@ -492,6 +907,8 @@ NB_MODULE(_estuary, m) {
         c.terminate();
       })
       .def("last_source_integral", &estuary::Component::last_source_integral, "var"_a)
+      .def_prop_ro("runtime", [](const estuary::Component& c) { return static_cast<double>(c.setup().runtime); },
+                   "The run length of the configuration (seconds), after enddef.")
       .def("timers", [](const estuary::Component& c) {
         nb::list out;
         for (const auto& t : c.timers()) {
@@ -511,4 +928,7 @@ NB_MODULE(_estuary, m) {
 
   m.def("info_name", [](int i) { return std::string(estuary::name_of(static_cast<estuary::Info>(i))); }, "info"_a,
         "OASIS's name of an info code (\"Sent\", \"Recvd\", ...).");
+
+  // ---- the I/O server ----
+  bind_io(m, error);
 }

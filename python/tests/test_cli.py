@@ -11,8 +11,9 @@ import pytest
 
 
 
-def estuary_cli(*args, check=True):
-    out = subprocess.run([sys.executable, "-m", "estuary", *args], capture_output=True, text=True, timeout=240)
+def estuary_cli(*args, check=True, cwd=None):
+    out = subprocess.run([sys.executable, "-m", "estuary", *args], capture_output=True, text=True, timeout=240,
+                         cwd=cwd)
     if check:
         assert out.returncode == 0, out.stdout + out.stderr
     return out
@@ -102,6 +103,34 @@ def test_weights_distance_file(tmp_path, ranks):
         assert set(src_addr[k]) == set(near) or np.isclose(dist[near[3]], dist[near[2]], atol=1e-6), j
 
 
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_weights_conservative_file_equals_cdo_gencon(tmp_path, ranks):
+    # CDO's rNLONxNLAT grids with an even NLAT are estuary's lonlat:NLONxNLAT (with an odd one CDO
+    # puts rows on the poles); CDO generates its own weights here.
+    import netCDF4
+    path, ref = tmp_path / "w.nc", tmp_path / "cdo.nc"
+    rec = json.loads(estuary_cli("weights", "--src", "lonlat:12x6", "--dst", "lonlat:7x4", "--method", "conservative",
+                                 "--out", str(path), "--ranks", str(ranks), "--json").stdout)
+    assert rec["links"] > 28
+    subprocess.run(["cdo", "-s", "-O", "gencon,r7x4", "-const,1,r12x6", str(ref)], check=True)
+
+    def links(p):
+        with netCDF4.Dataset(p) as f:
+            s, d, w = f["src_address"][:] - 1, f["dst_address"][:] - 1, f["remap_matrix"][:, 0]
+            frac = f["dst_grid_frac"][:]
+            norm = f.normalization
+        order = np.lexsort((s, d))
+        return s[order], d[order], w[order], frac, norm
+
+    s1, d1, w1, f1, n1 = links(path)
+    s2, d2, w2, f2, n2 = links(ref)
+    assert n1 == n2 == "fracarea"
+    np.testing.assert_array_equal(s1, s2)
+    np.testing.assert_array_equal(d1, d2)
+    np.testing.assert_allclose(w1, w2, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(f1, f2, rtol=0, atol=1e-10)  # dst_grid_frac written
+
+
 def test_weights_bad_grid(tmp_path):
     bad = estuary_cli("weights", "--src", "lonlat:12", "--dst", "lonlat:7x5", "--out", str(tmp_path / "w.nc"),
                       check=False)
@@ -123,3 +152,136 @@ def test_demo_runs(tmp_path):
     rec = json.loads(estuary_cli("demo", "--json", "--dir", str(tmp_path / "demo")).stdout)
     assert rec["returncode"] == 0, rec["output"][-2000:]
     assert any((tmp_path / "demo").iterdir())
+
+
+@pytest.mark.parametrize("how", ["method", "function"])
+def test_abort_ends_the_whole_run_with_the_message(tmp_path, how):
+    """Component.abort / estuary.couple.abort (oasis_abort): the message on stderr, the whole run
+    ended with a non-zero status (the rank that does not abort would otherwise wait for ever)."""
+    call = "comp.abort('the sky fell', 3)" if how == "method" else "pyoasis.abort('the sky fell', 3)"
+    script = tmp_path / "abort.py"
+    script.write_text(
+        "from mpi4py import MPI\nimport estuary.couple as pyoasis\n"
+        "comp = pyoasis.Component('ab')\n"
+        f"if MPI.COMM_WORLD.rank == 1:\n    {call}\n"
+        "MPI.COMM_WORLD.Barrier()\n")
+    out = subprocess.run([os.environ.get("ESTUARY_MPIEXEC", "mpirun"), "-n", "2", sys.executable, str(script)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "estuary abort: component ab: the sky fell" in out.stderr
+
+
+# ---- estuary inspect schedule ----
+
+def test_inspect_schedule_p2p_json_and_png(tmp_path):
+    """p2p: the schedule's matrix is the plan's (numpy reference); the PNG is written."""
+    n, ranks = 23, 3
+    png = tmp_path / "m.png"
+    rec = json.loads(estuary_cli("inspect", "schedule", "--src", "block", "--dst", "cyclic", "--n", str(n),
+                                 "--ranks", str(ranks), "--png", str(png), "--json").stdout)
+    src_owner, dst_owner = np.empty(n, int), np.empty(n, int)
+    for r in range(ranks):
+        src_owner[block_ref(n, r, ranks)] = r
+        dst_owner[cyclic_ref(n, r, ranks)] = r
+    m = np.zeros((ranks, ranks), int)
+    np.add.at(m, (src_owner, dst_owner), 8)
+    off = m - np.diag(np.diag(m))
+    assert rec["algorithm"] == "p2p" and rec["total"]["stages"] == 1
+    assert rec["matrix_bytes"] == off.tolist()
+    for r, row in enumerate(rec["per_rank"]):
+        assert row["rank"] == r and row["stages"] == 1
+        assert row["bytes_sent"] == off[r].sum() and row["bytes_received"] == off[:, r].sum()
+        assert row["messages_sent"] == (off[r] > 0).sum() and row["bytes_copied"] == m[r, r]
+    assert rec["per_stage"] == [{"stage": 0, "messages": int((off > 0).sum()), "bytes": int(off.sum()),
+                                 "ranks_sending": int((off.sum(axis=1) > 0).sum())}]
+    assert rec["png"] == str(png.resolve())
+    data = png.read_bytes()
+    assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_inspect_schedule_butterfly_forwards(tmp_path):
+    """butterfly on 4 ranks: 2 stages, one partner a stage, what is sent is received, and
+    all the data that must cross ranks does (forwarded bytes make the total larger)."""
+    n, ranks = 1000, 4
+    rec = json.loads(estuary_cli("inspect", "schedule", "--src", "block", "--dst", "transpose2d", "--n", str(n),
+                                 "--ranks", str(ranks), "--algorithm", "butterfly", "--fields", "2", "--no-png",
+                                 "--json", cwd=tmp_path).stdout)
+    m = np.array(rec["matrix_bytes"])
+    assert rec["algorithm"] == "butterfly" and rec["total"]["stages"] == 2 and rec["png"] is None
+    assert list(tmp_path.iterdir()) == []
+    assert ((m > 0) == (m.T > 0)).all()  # pairwise exchanges
+    assert all(r["messages_sent"] <= 2 for r in rec["per_rank"])  # one partner a stage
+    assert [r["bytes_sent"] for r in rec["per_rank"]] == m.sum(axis=1).tolist()
+    assert [r["bytes_received"] for r in rec["per_rank"]] == m.sum(axis=0).tolist()
+    assert sum(s["bytes"] for s in rec["per_stage"]) == m.sum() == rec["total"]["bytes"]
+    plan = json.loads(estuary_cli("inspect", "plan", "--src", "block", "--dst", "transpose2d", "--n", str(n),
+                                  "--ranks", str(ranks), "--bytes-per-element", "16", "--json").stdout)
+    assert m.sum() >= plan["total"]["bytes"] > 0
+
+
+def test_inspect_schedule_table_and_errors(tmp_path):
+    out = estuary_cli("inspect", "schedule", "--src", "block", "--dst", "cyclic", "--n", "12", "--ranks", "2",
+                      cwd=tmp_path).stdout
+    assert "schedule p2p" in out and "per stage:" in out and "communication matrix:" in out
+    assert (tmp_path / "estuary_schedule_block_cyclic_p2p_p2.png").stat().st_size > 0
+    bad = estuary_cli("inspect", "schedule", "--src", "block", "--dst", "cyclic", "--n", "12", "--ranks", "2",
+                      "--algorithm", "nonsense", "--no-png", check=False)
+    assert bad.returncode != 0 and "nonsense" in bad.stderr
+
+
+# ---- estuary bench ----
+
+def test_bench_json_table_file_and_progress(tmp_path):
+    out_file = tmp_path / "r.jsonl"
+    env = dict(os.environ, ESTUARY_PROGRESS="1", ESTUARY_PROGRESS_DELAY="0")
+    res = subprocess.run([sys.executable, "-m", "estuary", "bench", "redist", "--ranks", "1,2", "--out", str(out_file),
+                          "--json", "--n", "2000", "--iterations", "2", "--dst", "cyclic"],
+                         capture_output=True, text=True, timeout=240, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rec = json.loads(res.stdout)
+    assert rec["ok"] and rec["bench"] == "redist" and rec["out"] == str(out_file)
+    assert [r["ranks"] for r in rec["runs"]] == [1, 2] and all(r["returncode"] == 0 for r in rec["runs"])
+    assert [r["ranks"] for r in rec["records"]] == [1, 2]
+    assert all(r["n"] == 2000 and r["dst"] == "cyclic" and r["errors"] == 0 for r in rec["records"])
+    saved = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert saved == rec["records"]
+    assert "estuary bench redist [" in res.stderr and "2/2" in res.stderr  # the progress bar
+    # the table (no --json), options after `--` go to the benchmark
+    res = estuary_cli("bench", "allreduce", "--ranks", "2", "--out", str(tmp_path / "a.jsonl"), "--",
+                      "--counts", "1,8", "--iterations", "3")
+    lines = res.stdout.splitlines()
+    assert "algorithm" in lines[0] and "time_s_min" in lines[0] and "ranks" in lines[0]
+    n = len((tmp_path / "a.jsonl").read_text().splitlines())
+    assert n >= 4 and f"{n} records from 1 runs" in res.stdout
+
+
+def test_bench_errors(tmp_path):
+    res = estuary_cli("bench", "nosuchbench", check=False)
+    assert res.returncode == 2 and 'benchmark "nosuchbench" not found' in res.stderr
+    res = estuary_cli("bench", "redist", "--ranks", "0", check=False)
+    assert res.returncode == 2 and "--ranks" in res.stderr
+    res = estuary_cli("bench", "redist", "--ranks", "1", "--json", "--out", str(tmp_path / "x.jsonl"),
+                      "--src", "nonsense", check=False)
+    assert res.returncode == 1
+    rec = json.loads(res.stdout)
+    assert not rec["ok"] and rec["runs"][0]["returncode"] != 0
+
+
+def test_demo_languages_dry_run(tmp_path):
+    """`estuary demo --atmos python --ocean fortran`: an MPMD launch of the two toys (the runs
+    themselves are checked bit for bit against the all-C++ run by test_toy_mixed.py)."""
+    toy = os.environ.get("ESTUARY_TOY_ATM_OCN")
+    if not toy:
+        pytest.skip("ESTUARY_TOY_ATM_OCN not set (run from ctest)")
+    rec = json.loads(estuary_cli("demo", "--atmos", "python", "--ocean", "fortran", "--ranks", "5", "--dir",
+                                 str(tmp_path), "--dry-run", "--json").stdout)
+    cmd = rec["command"]
+    colon = cmd.index(":")
+    assert cmd[1:3] == ["-n", "2"] and cmd[3] == sys.executable and cmd[4].endswith("examples/toy_atm_ocn.py")
+    assert cmd[5:colon] == ["atmos", str(tmp_path)]
+    assert cmd[colon + 1:colon + 3] == ["-n", "3"] and cmd[colon + 3].endswith("toy_atm_ocn_f")
+    assert cmd[colon + 4:] == ["ocean", str(tmp_path)]
+    rec = json.loads(estuary_cli("demo", "--dir", str(tmp_path), "--dry-run", "--json").stdout)
+    assert rec["command"][-2:] == [toy, str(tmp_path)] or rec["command"][-1] == str(tmp_path)
+    bad = estuary_cli("demo", "--ocean", "cobol", check=False)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr

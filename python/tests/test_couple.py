@@ -206,3 +206,59 @@ def test_info_codes_match_oasis():
     assert OASIS.Sent == 4 and OASIS.Recvd == 3 and OasisParameters.OASIS_OUT == 20
     assert estuary.info_name(int(OASIS.Sent)) == "Sent" and estuary.info_name(int(OASIS.Recvd)) == "Recvd"
     assert estuary.info_name(int(OASIS.LocTrans)) == "LocTrans"
+
+
+def test_create_couplcomm_runtime_and_grid_arrays(comm, shared_dir):
+    """create_couplcomm (oasis_create_couplcomm) over the component's ranks: the even local ranks
+    take part; a coupling on those ranks only; runtime after enddef; Grid arrays as numpy."""
+    from mpi4py import MPI
+
+    is_src, is_dst, name, index, count = layout(comm)
+    text = (" $NFIELDS\n 1\n $END\n $RUNTIME\n 7200\n $END\n $NNOREST\n T\n $END\n $STRINGS\n"
+            f"A_C O_C 1 3600 1 rst.nc EXPORTED\n{NS} 1 {NS} 1 agrd ogrd\nR 0 R 0\nLOCTRANS\nINSTANT\n $END\n")
+    if comm.rank == 0:
+        (shared_dir / "namcouple").write_text(text)
+    comm.Barrier()
+    comp = pyoasis.Component(name, config=str(shared_dir / "namcouple"), directory=str(shared_dir))
+    local = comp.localcomm
+    coupled = local.rank % 2 == 0
+    cpl = comp.create_couplcomm(coupled)
+    members = cpl.allgather(local.rank) if coupled else None
+    ncoupled = (local.size + 1) // 2
+    if coupled:  # a 1-D field over the coupling ranks only
+        lo, hi = cpl.rank * NS // cpl.size, (cpl.rank + 1) * NS // cpl.size
+        part = pyoasis.ApplePartition(lo, hi - lo, global_size=NS)
+        out_var = pyoasis.Var("A_C", part, OASIS.OUT) if is_src else None
+        in_var = pyoasis.Var("O_C", part, OASIS.IN) if is_dst else None
+    with pytest.raises(estuary.Error, match="allcomm is MPI.COMM_NULL"):
+        comp.create_couplcomm(True, MPI.COMM_NULL)
+    comp.enddef()
+    runtime = comp.runtime
+    got, infos = [], []
+    if coupled:
+        for t in (0.0, 3600.0):
+            if out_var is not None:
+                out_var.put(t, np.arange(lo, hi, dtype=np.float64) + t)
+            if in_var is not None:
+                g = np.full(hi - lo, -1.0)
+                infos.append(in_var.get(t, g))
+                got.append((g, np.arange(lo, hi, dtype=np.float64) + t))
+        cpl.Free()
+    comp.terminate()
+    # Grid arrays are fresh numpy arrays (each property read gives a copy)
+    grid = estuary.GridGen.lonlat(8, 4).make(estuary.oasis_partition(np.array([1, 2, 5]), 32))
+    lon, lat, area, mask, pts = grid.lon, grid.lat, grid.area, grid.mask, grid.points
+    assert runtime == 7200.0
+    if coupled:
+        assert cpl is not MPI.COMM_NULL and members == list(range(0, local.size, 2))
+        assert len(members) == ncoupled
+        assert infos == [OASIS.Recvd, OASIS.Recvd][:len(infos)]
+        for g, want in got:
+            np.testing.assert_array_equal(g, want)
+    else:
+        assert cpl == MPI.COMM_NULL and comp.couplcomm == MPI.COMM_NULL
+    np.testing.assert_allclose(lon, 45.0 * (np.arange(2, 7) % 8))
+    np.testing.assert_allclose(lat, -90.0 + 45.0 * (np.arange(2, 7) // 8 + 0.5))
+    assert area.shape == (5,) and (area > 0).all() and mask.dtype == np.int32 and list(pts) == [2, 3, 4, 5, 6]
+    lon[0] = 1e9  # a copy: the grid is unchanged
+    assert grid.lon[0] != 1e9

@@ -6,6 +6,7 @@
 #include "estuary.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -18,6 +19,8 @@
 #include "estuary/couple.hpp"
 #include "estuary/decomp.hpp"
 #include "estuary/error.hpp"
+#include "estuary/grid.hpp"
+#include "estuary/io.hpp"
 #include "estuary/plan.hpp"
 #include "estuary/redist.hpp"
 #include "estuary/schedule.hpp"
@@ -500,6 +503,342 @@ int est_comp_free(est_comp* c) {
   delete *c;
   *c = nullptr;
   return rc;
+}
+
+// ---- coupling communicator, abort ----------------------------------------------------------
+
+int est_comp_create_couplcomm(est_comp c, int coupled, MPI_Comm local, MPI_Comm* couplcomm) {
+  if (couplcomm != nullptr) *couplcomm = MPI_COMM_NULL;
+  return guarded("est_comp_create_couplcomm", EST_ERR_MPI, [&] {
+    require(c, "c");
+    require(couplcomm, "couplcomm");
+    if (local == MPI_COMM_NULL) throw std::invalid_argument("argument 'local' is MPI_COMM_NULL");
+    int rank = 0;
+    MPI_Comm_rank(local, &rank);
+    if (MPI_Comm_split(local, coupled ? 0 : MPI_UNDEFINED, rank, couplcomm) != MPI_SUCCESS)
+      throw estuary::MpiError("MPI_Comm_split failed (component \"" + c->comp->name() + "\")", "");
+  });
+}
+
+int est_comp_abort(est_comp c, const char* message, int errorcode) {
+  std::string who = "estuary abort";
+  try {
+    if (c != nullptr && c->comp) who += ": component " + c->comp->name();
+  } catch (...) {
+  }
+  std::fprintf(stderr, "%s: %s\n", who.c_str(), message ? message : "");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int up = 0, down = 0;
+  MPI_Initialized(&up);
+  MPI_Finalized(&down);
+  if (up && !down) MPI_Abort(MPI_COMM_WORLD, errorcode);
+  record("est_comp_abort", "MPI is not running: nothing to abort");
+  return EST_ERR_MPI;
+}
+
+int est_comp_runtime(est_comp c, double* runtime) {
+  return guarded("est_comp_runtime", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(runtime, "runtime");
+    *runtime = static_cast<double>(c->comp->setup().runtime);
+  });
+}
+
+int est_comp_last_source_integral(est_comp c, int var, double* integral) {
+  return guarded("est_comp_last_source_integral", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(integral, "integral");
+    *integral = c->comp->last_source_integral(var);
+  });
+}
+
+// ---- grid recipes -----------------------------------------------------------------------------
+
+namespace {
+estuary::GridGen grid_gen(const char* kind, int64_t n1, int64_t n2, int land) {
+  require(kind, "kind");
+  const std::string k = kind;
+  auto positive = [&](int64_t v, const char* arg) {
+    if (v <= 0) throw std::invalid_argument("grid kind \"" + k + "\": argument '" + arg + "' must be positive");
+  };
+  estuary::GridGen g = [&] {
+    if (k == "t799") return estuary::GridGen::t799();
+    if (k == "orca025") return estuary::GridGen::orca025();
+    positive(n1, "n1");
+    if (k == "reduced_gaussian") return estuary::GridGen::reduced_gaussian(n1);
+    if (k == "cubed_sphere") return estuary::GridGen::cubed_sphere(n1);
+    positive(n2, "n2");
+    if (k == "lonlat") return estuary::GridGen::lonlat(n1, n2);
+    if (k == "gaussian") return estuary::GridGen::gaussian(n1, n2);
+    if (k == "tripolar") return estuary::GridGen::tripolar(n1, n2);
+    throw std::invalid_argument("unknown grid kind \"" + k +
+                                "\" (lonlat, gaussian, reduced_gaussian, tripolar, cubed_sphere, t799, orca025)");
+  }();
+  return land ? g.with_land() : g;
+}
+}  // namespace
+
+int est_grid_gen_info(const char* kind, int64_t n1, int64_t n2, int land, int64_t* global_size, int64_t* nx,
+                      int64_t* ny, int* ncorner) {
+  return guarded("est_grid_gen_info", EST_ERR_ARGUMENT, [&] {
+    const estuary::GridGen g = grid_gen(kind, n1, n2, land);
+    const std::vector<int64_t>& dims = g.dims();
+    if (global_size) *global_size = g.size();
+    if (nx) *nx = dims.empty() ? g.size() : dims[0];
+    if (ny) *ny = dims.size() > 1 ? dims[1] : 1;
+    if (ncorner) *ncorner = g.ncorner();
+  });
+}
+
+int est_grid_gen_make(const char* kind, int64_t n1, int64_t n2, int land, est_decomp d, double* lon, double* lat,
+                      double* corner_lon, double* corner_lat, int32_t* mask, double* area) {
+  return guarded("est_grid_gen_make", EST_ERR_DECOMP, [&] {
+    require(d, "d");
+    const estuary::GridGen gen = grid_gen(kind, n1, n2, land);
+    if (d->decomp.global_size() != gen.size())
+      throw std::invalid_argument("decomposition of " + std::to_string(d->decomp.global_size()) +
+                                  " points for grid \"" + gen.name() + "\" of " + std::to_string(gen.size()));
+    const estuary::Grid g = gen.make(d->decomp);
+    const auto n = static_cast<std::size_t>(g.size());
+    auto copy = [](const auto& v, auto* out) {
+      if (out != nullptr && !v.empty()) std::memcpy(out, v.data(), v.size() * sizeof v[0]);
+    };
+    copy(g.lon, lon);
+    copy(g.lat, lat);
+    copy(g.corner_lon, corner_lon);
+    copy(g.corner_lat, corner_lat);
+    copy(g.area, area);
+    if (mask != nullptr) {
+      if (g.mask.empty())
+        for (std::size_t i = 0; i < n; ++i) mask[i] = 1;
+      else
+        copy(g.mask, mask);
+    }
+  });
+}
+
+int est_decomp_new_oasis(const int64_t* ig_paral, int64_t len, int64_t global_size, est_decomp* out) {
+  clear_out(out);
+  return guarded("est_decomp_new_oasis", EST_ERR_DECOMP, [&] {
+    require(ig_paral, "ig_paral");
+    require(out, "out");
+    require_count(len, "len");
+    *out = new est_decomp_s{estuary::oasis_partition({ig_paral, static_cast<std::size_t>(len)}, global_size)};
+  });
+}
+
+}  // extern "C"
+
+// ---- I/O (estuary::io) ------------------------------------------------------------------------
+
+struct est_io_s {
+  std::unique_ptr<estuary::io::Output> out;
+};
+
+struct est_io_reader_s {
+  std::unique_ptr<estuary::io::Reader> reader;
+};
+
+namespace {
+
+estuary::io::Output& io_of(est_io io) {
+  require(io, "io");
+  return *io->out;
+}
+
+std::string opt_str(const char* s) { return s ? s : ""; }
+
+}  // namespace
+
+extern "C" {
+
+int est_io_open(const char* config, MPI_Comm comm, est_io* out) {
+  clear_out(out);
+  return guarded("est_io_open", EST_ERR_IO, [&] {
+    require(config, "config");
+    require(out, "out");
+    auto o = std::make_unique<estuary::io::Output>(estuary::io::OutputConfig::from_yaml_file(config), comm);
+    *out = new est_io_s{std::move(o)};
+  });
+}
+
+int est_io_is_server(est_io io, int* is_server) {
+  return guarded("est_io_is_server", EST_ERR_ARGUMENT, [&] {
+    require(is_server, "is_server");
+    *is_server = io_of(io).is_server() ? 1 : 0;
+  });
+}
+
+int est_io_model_comm(est_io io, MPI_Comm* model_comm) {
+  return guarded("est_io_model_comm", EST_ERR_ARGUMENT, [&] {
+    require(model_comm, "model_comm");
+    *model_comm = io_of(io).model_comm();
+  });
+}
+
+int est_io_serve(est_io io) {
+  return guarded("est_io_serve", EST_ERR_IO, [&] { io_of(io).serve(); });
+}
+
+int est_io_def_grid(est_io io, const char* name, const char* kind, int64_t nx, int64_t ny,
+                    const int64_t* points, int64_t n, const double* lon, const double* lat, int ncorner,
+                    const double* corner_lon, const double* corner_lat) {
+  return guarded("est_io_def_grid", EST_ERR_IO, [&] {
+    require(name, "name");
+    require(kind, "kind");
+    require_count(n, "n");
+    require_count(ncorner, "ncorner");
+    if (n > 0) {
+      require(points, "points");
+      require(lon, "lon");
+      require(lat, "lat");
+      if (ncorner > 0) {
+        require(corner_lon, "corner_lon");
+        require(corner_lat, "corner_lat");
+      }
+    }
+    if (nx <= 0 || ny <= 0) throw std::invalid_argument("nx and ny must be positive");
+    estuary::Grid g;
+    bool found = false;
+    for (auto k : {estuary::GridKind::lonlat, estuary::GridKind::gaussian, estuary::GridKind::reduced_gaussian,
+                   estuary::GridKind::curvilinear, estuary::GridKind::unstructured})
+      if (std::string(kind) == estuary::name_of(k)) {
+        g.kind = k;
+        found = true;
+      }
+    if (!found) throw std::invalid_argument(std::string("unknown grid kind \"") + kind + "\"");
+    g.name = name;
+    const bool two_d = g.kind != estuary::GridKind::reduced_gaussian && g.kind != estuary::GridKind::unstructured;
+    g.dims = two_d ? std::vector<std::int64_t>{nx, ny} : std::vector<std::int64_t>{nx * ny};
+    g.global_size = nx * ny;
+    const auto un = static_cast<std::size_t>(n);
+    if (n > 0) {
+      g.points.assign(points, points + un);
+      g.lon.assign(lon, lon + un);
+      g.lat.assign(lat, lat + un);
+      g.ncorner = ncorner;
+      if (ncorner > 0) {
+        g.corner_lon.assign(corner_lon, corner_lon + un * static_cast<std::size_t>(ncorner));
+        g.corner_lat.assign(corner_lat, corner_lat + un * static_cast<std::size_t>(ncorner));
+      }
+    } else {
+      g.ncorner = ncorner;
+    }
+    io_of(io).def_grid(name, g);
+  });
+}
+
+int est_io_def_field(est_io io, const char* name, const char* grid, const double* levels, int nlev,
+                     est_decomp d, const char* units, const char* long_name, const char* standard_name) {
+  return guarded("est_io_def_field", EST_ERR_IO, [&] {
+    require(name, "name");
+    require(grid, "grid");
+    require(d, "d");
+    require_count(nlev, "nlev");
+    if (nlev > 0) require(levels, "levels");
+    estuary::io::FieldDef f;
+    f.name = name;
+    f.grid = grid;
+    if (nlev > 0) f.levels.assign(levels, levels + nlev);
+    f.decomp = d->decomp;
+    f.units = opt_str(units);
+    f.long_name = opt_str(long_name);
+    f.standard_name = opt_str(standard_name);
+    io_of(io).def_field(f);
+  });
+}
+
+int est_io_enddef(est_io io) {
+  return guarded("est_io_enddef", EST_ERR_IO, [&] { io_of(io).end_def(); });
+}
+
+int est_io_write(est_io io, const char* field, double time, const double* values, int64_t n) {
+  bool terminated = false;
+  const int rc = guarded("est_io_write", EST_ERR_IO, [&] {
+    require(field, "field");
+    require_count(n, "n");
+    if (n > 0) require(values, "values");
+    try {
+      io_of(io).write(field, time, {values, static_cast<std::size_t>(n)});
+    } catch (const estuary::io::Terminated&) {
+      terminated = true;
+      throw;
+    }
+  });
+  return terminated ? EST_IO_TERMINATED : rc;
+}
+
+int est_io_flush(est_io io) {
+  return guarded("est_io_flush", EST_ERR_IO, [&] { io_of(io).flush(); });
+}
+
+int est_io_close(est_io io) {
+  return guarded("est_io_close", EST_ERR_IO, [&] { io_of(io).close(); });
+}
+
+int est_io_get_stats(est_io io, est_io_stats* out) {
+  return guarded("est_io_get_stats", EST_ERR_ARGUMENT, [&] {
+    require(out, "out");
+    const estuary::io::IoStats& s = io_of(io).stats();
+    *out = est_io_stats{s.records_handed_over, s.records_written, s.bytes_written, s.files_created,
+                        s.write_s, s.transfer_s, s.model_io_s};
+  });
+}
+
+int est_io_get_report(est_io io, double run_s, double run_without_io_s, est_io_report* out) {
+  return guarded("est_io_get_report", EST_ERR_IO, [&] {
+    require(out, "out");
+    const estuary::io::IoReport r = io_of(io).report(run_s, run_without_io_s);
+    *out = est_io_report{r.ranks, r.model_ranks, r.writers, r.bytes_written, r.records_written, r.files_created,
+                         r.write_s, r.write_mb_per_s, r.model_io_s, r.run_s, r.run_without_io_s, r.core_hours,
+                         r.data_output_cost, r.data_intensity};
+  });
+}
+
+int est_io_free(est_io* io) {
+  return guarded("est_io_free", EST_ERR_IO, [&] {
+    if (io == nullptr || *io == nullptr) return;
+    est_io p = *io;
+    *io = nullptr;
+    delete p;  // the destructor closes (collective) if close was not called
+  });
+}
+
+int est_io_reader_open(const char* path, MPI_Comm comm, est_io_reader* out) {
+  clear_out(out);
+  return guarded("est_io_reader_open", EST_ERR_IO, [&] {
+    require(path, "path");
+    require(out, "out");
+    *out = new est_io_reader_s{std::make_unique<estuary::io::Reader>(path, comm)};
+  });
+}
+
+int est_io_reader_set_period(est_io_reader r, double period) {
+  return guarded("est_io_reader_set_period", EST_ERR_IO, [&] {
+    require(r, "r");
+    r->reader->set_period(period);
+  });
+}
+
+int est_io_read(est_io_reader r, const char* var, double time, est_decomp d, double* values, int64_t n) {
+  return guarded("est_io_read", EST_ERR_IO, [&] {
+    require(r, "r");
+    require(var, "var");
+    require(d, "d");
+    require_count(n, "n");
+    if (n > 0) require(values, "values");
+    r->reader->read(var, time, d->decomp, {values, static_cast<std::size_t>(n)});
+  });
+}
+
+int est_io_reader_free(est_io_reader* r) {
+  return guarded("est_io_reader_free", EST_ERR_IO, [&] {
+    if (r == nullptr || *r == nullptr) return;
+    est_io_reader p = *r;
+    *r = nullptr;
+    delete p;
+  });
 }
 
 }  // extern "C"

@@ -81,6 +81,13 @@ int positive_int(const YAML::Node& n, const std::string& source, const std::stri
   return static_cast<int>(v);
 }
 
+Format format(const YAML::Node& n, const std::string& source, const std::string& path) {
+  const std::string s = scalar(n, source, path);
+  if (s == "cdf5") return Format::cdf5;
+  if (s == "netcdf4") return Format::netcdf4;
+  throw Error("unknown format '" + s + "'", at(source, path), "use cdf5 (PnetCDF) or netcdf4 (HDF5)");
+}
+
 bool boolean(const YAML::Node& n, const std::string& source, const std::string& path) {
   const std::string s = scalar(n, source, path);
   if (s == "true" || s == "yes") return true;
@@ -96,7 +103,7 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
   const YAML::Node o = root["output"];
   if (!o.IsMap()) throw Error("`output` must be a map", at(source, "output"));
   only_keys(o, {"mode", "writers", "buffer_records", "directory", "calendar", "reference_time",
-                "catch_sigterm", "files"},
+                "catch_sigterm", "format", "files"},
             source, "output.");
   if (o["mode"]) {
     const std::string m = scalar(o["mode"], source, "output.mode");
@@ -117,6 +124,7 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
                   "use a CF calendar: standard, proleptic_gregorian, noleap, 360_day, ...");
   }
   if (o["reference_time"]) c.reference_time = scalar(o["reference_time"], source, "output.reference_time");
+  if (o["format"]) c.format = format(o["format"], source, "output.format");
   if (o["catch_sigterm"]) c.catch_sigterm = boolean(o["catch_sigterm"], source, "output.catch_sigterm");
   if (!o["files"] || !o["files"].IsSequence() || o["files"].size() == 0)
     throw Error("`files` must be a non-empty list", at(source, "output.files"));
@@ -129,12 +137,25 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
     if (!f["name"]) throw Error("a file needs a name", at(source, p + ".name"));
     fc.name = scalar(f["name"], source, p + ".name");
     p += " (" + fc.name + ").";
-    only_keys(f, {"name", "output_freq", "restart", "fields"}, source, p);
+    only_keys(f, {"name", "output_freq", "split_freq", "restart", "format", "fields"}, source, p);
     if (!file_names.insert(fc.name).second) throw Error("file listed twice", at(source, p + "name"));
     if (!f["output_freq"]) throw Error("a file needs an output_freq", at(source, p + "output_freq"));
     fc.output_freq_s = parse_duration(scalar(f["output_freq"], source, p + "output_freq"),
                                       at(source, p + "output_freq"));
     if (f["restart"]) fc.restart = boolean(f["restart"], source, p + "restart");
+    fc.format = c.format;
+    if (f["format"]) fc.format = format(f["format"], source, p + "format");
+    if (f["split_freq"]) {
+      fc.split_freq_s = parse_duration(scalar(f["split_freq"], source, p + "split_freq"),
+                                       at(source, p + "split_freq"));
+      if (fc.restart)
+        throw Error("a restart file cannot be split", at(source, p + "split_freq"),
+                    "remove split_freq or restart");
+      if (std::fmod(fc.split_freq_s, fc.output_freq_s) > 1e-9 * fc.split_freq_s &&
+          fc.output_freq_s - std::fmod(fc.split_freq_s, fc.output_freq_s) > 1e-9 * fc.split_freq_s)
+        throw Error("split_freq is not a multiple of output_freq", at(source, p + "split_freq"),
+                    "make every split period hold whole output periods");
+    }
     if (!f["fields"] || !f["fields"].IsSequence() || f["fields"].size() == 0)
       throw Error("`fields` must be a non-empty list", at(source, p + "fields"));
     std::set<std::string> names;
@@ -148,7 +169,25 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
         if (!v["name"]) throw Error("a field needs a name", at(source, q + ".name"));
         fd.name = scalar(v["name"], source, q + ".name");
         q += " (" + fd.name + ").";
-        only_keys(v, {"name", "operation", "precision"}, source, q);
+        only_keys(v, {"name", "operation", "precision", "deflate", "sampling_freq"}, source, q);
+        if (v["deflate"]) {
+          const std::string d = scalar(v["deflate"], source, q + "deflate");
+          if (d.size() != 1 || d[0] < '0' || d[0] > '9')
+            throw Error("deflate level '" + d + "' is not 0..9", at(source, q + "deflate"),
+                        "use 0 (none) to 9 (smallest); 1 to 4 are the usual choices");
+          fd.deflate = d[0] - '0';
+          if (fd.deflate > 0 && fc.format != Format::netcdf4)
+            throw Error("deflate needs a netCDF-4 file", at(source, q + "deflate"),
+                        "set format: netcdf4 on the file (or output)");
+        }
+        if (v["sampling_freq"]) {
+          fd.sampling_freq_s = parse_duration(scalar(v["sampling_freq"], source, q + "sampling_freq"),
+                                              at(source, q + "sampling_freq"));
+          const double r = std::fmod(fc.output_freq_s, fd.sampling_freq_s);
+          if (r > 1e-9 * fc.output_freq_s && fd.sampling_freq_s - r > 1e-9 * fc.output_freq_s)
+            throw Error("output_freq is not a multiple of sampling_freq", at(source, q + "sampling_freq"),
+                        "make every output period hold whole sampling periods");
+        }
         if (v["operation"]) {
           const std::string op = scalar(v["operation"], source, q + "operation");
           bool found = false;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ class FileWriter {
   virtual int def_var(const std::string& name, bool dbl, const std::vector<int>& dims) = 0;
   virtual void put_att(int var, const std::string& name, const std::string& text) = 0;
   virtual void put_att(int var, const std::string& name, const std::vector<double>& values) = 0;
+  // netCDF-4 only: deflate `level` with the shuffle filter, chunks of `chunk` (with the record
+  // dimension's 1 first when the variable has one).
+  virtual void def_deflate(int var, int level, const std::vector<i64>& chunk) {
+    (void)var; (void)level; (void)chunk;
+  }
   virtual void enddef() = 0;
   // Collective: this rank's boxes of `var` at `record` (< 0: no record dimension), the data of
   // the boxes one after the other.
@@ -49,5 +55,12 @@ class FileWriter {
 
 std::unique_ptr<FileWriter> create_pnetcdf(const std::string& path, MPI_Comm comm);
 std::unique_ptr<FileWriter> create_netcdf(const std::string& path);
+// netCDF-4 (HDF5). comm of size 1: serial netCDF-4; larger: netCDF-4 parallel with collective
+// access, or, in a build without it (or with ESTUARY_NC4_IN_TURN=1), the writers in turn.
+std::unique_ptr<FileWriter> create_netcdf4(const std::string& path, MPI_Comm comm);
+
+// netCDF-C and HDF5 are not thread-safe: every netCDF call of the I/O part (writers, readers and
+// the reader's prefetch thread) holds this lock.
+std::recursive_mutex& nc_lock();
 
 }  // namespace estuary::io::detail

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -134,6 +135,11 @@ struct Var {
   double next_out = std::numeric_limits<double>::quiet_NaN();
   bool done_once = false;
   i64 record = 0;
+  int deflate = 0;
+  double sampling_s = 0;
+  // Writers, split files: coordinates and `once` fields, written into every split file.
+  std::vector<double> keep;
+  bool kept = false;
 };
 
 struct FileState {
@@ -143,6 +149,8 @@ struct FileState {
   bool has_time = false, has_bounds = false;
   int time_var = -1, tb_var = -1;
   i64 time_written = -1;
+  i64 split = std::numeric_limits<i64>::min();  // the split period of the open file
+  i64 rec_base = 0;                              // the first record of the open split file
 };
 
 struct Output::Impl {
@@ -297,6 +305,8 @@ struct Output::Impl {
         v.transfer = f;
         v.op = fd.operation;
         v.dbl = fd.precision == Precision::f64;
+        v.deflate = fd.deflate;
+        v.sampling_s = fd.sampling_freq_s;
         v.has_time = fd.operation != Operation::once;
         if (!info.def.levels.empty()) {
           auto a = std::find(axes.begin(), axes.end(), info.def.levels);
@@ -365,7 +375,25 @@ struct Output::Impl {
     if (windex == 0) std::filesystem::create_directories(cfg.directory.empty() ? "." : cfg.directory);
     MPI_Barrier(wcomm);
     for (FileState& fs : files) {
-      fs.w = nwriters > 1 ? detail::create_pnetcdf(fs.path, wcomm) : detail::create_netcdf(fs.path);
+      for (Var& v : vars) {
+        if (v.file != static_cast<int>(&fs - files.data())) continue;
+        const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
+        v.boxes = detail::range_boxes(v.shape, tr.lo, tr.hi);
+      }
+      // A split file is opened when its first record arrives (its name holds the period).
+      if (fs.cfg.split_freq_s <= 0) open_file(fs, fs.path);
+    }
+  }
+
+  // Creates and defines one file, then writes what every file of `fs` holds: level axes, and
+  // for split files the kept coordinates and `once` fields.
+  void open_file(FileState& fs, const std::string& path) {
+    {
+      std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
+      if (fs.cfg.format == Format::netcdf4) fs.w = detail::create_netcdf4(path, wcomm);
+      else fs.w = nwriters > 1 ? detail::create_pnetcdf(path, wcomm) : detail::create_netcdf(path);
+      stats.files_created += 1;
+      fs.time_written = -1;
       FileWriter& w = *fs.w;
       const int fi = static_cast<int>(&fs - files.data());
       w.put_att(-1, "Conventions", "CF-1.8");
@@ -419,6 +447,14 @@ struct Output::Impl {
         if (v.has_time) d.push_back(tdim);
         for (const auto& n : v.dim_names) d.push_back(dims[n]);
         v.ncvar = w.def_var(v.name, v.dbl, d);
+        if (v.field >= 0 && v.deflate > 0) {
+          // Chunks of one record and one level: a horizontal slice each.
+          std::vector<i64> chunk;
+          if (v.has_time) chunk.push_back(1);
+          for (std::size_t k = 0; k < v.shape.size(); ++k)
+            chunk.push_back(v.dim_names[k].rfind("lev", 0) == 0 ? 1 : v.shape[k]);
+          w.def_deflate(v.ncvar, v.deflate, chunk);
+        }
         if (v.coord >= 0) {
           const GridInfo& g = grids[static_cast<std::size_t>(v.grid)];
           const bool is_lon = v.coord % 2 == 0;
@@ -456,18 +492,50 @@ struct Output::Impl {
         if (windex == 0) boxes.push_back({{0}, {static_cast<i64>(axes[a].second.size())}});
         w.put(axis_vars[a], -1, boxes, axes[a].second.data());
       }
-      for (Var& v : vars) {
-        if (v.file != fi) continue;
-        const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
-        v.boxes = detail::range_boxes(v.shape, tr.lo, tr.hi);
-      }
     }
+    // Split files: every one holds the coordinates and the `once` fields.
+    for (Var& v : vars)
+      if (v.file == static_cast<int>(&fs - files.data()) && !v.has_time && v.kept)
+        put_slab(fs, v, -1, v.keep.data());
+  }
+
+  void put_slab(FileState& fs, Var& v, i64 record, const double* data) {
+    const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
+    std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
+    fs.w->put(v.ncvar, record, v.boxes, data);
+    stats.bytes_written += (tr.hi - tr.lo) * (v.dbl ? 8 : 4);
   }
 
   // Writers: the slab of `v`'s transfer is in place; put it (collective over the writers).
   void write_record(Var& v, i64 record, double time, double tb0, double tb1) {
     const double t0 = MPI_Wtime();
     FileState& fs = files[static_cast<std::size_t>(v.file)];
+    const Transfer& tr0 = transfers[static_cast<std::size_t>(v.transfer)];
+    std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
+    if (fs.cfg.split_freq_s > 0) {
+      if (!v.has_time) {
+        v.keep = tr0.slab;
+        v.kept = true;
+        if (fs.w) put_slab(fs, v, -1, v.keep.data());
+        stats.write_s += MPI_Wtime() - t0;
+        return;
+      }
+      // A record belongs to the split period (k S, (k+1) S] that holds its end (as output
+      // periods do); a new period closes the previous file, which is then complete on its own.
+      const double S = fs.cfg.split_freq_s;
+      const i64 k = static_cast<i64>(std::ceil(tb1 / S - 1e-9)) - 1;
+      if (!fs.w || k != fs.split) {
+        if (fs.w) {
+          fs.w->close();
+          fs.w.reset();
+        }
+        fs.split = k;
+        fs.rec_base = record;
+        const std::string label = date_label(static_cast<double>(k) * S, cfg.reference_time, cfg.calendar, S);
+        open_file(fs, (std::filesystem::path(cfg.directory) / (fs.cfg.name + "_" + label + ".nc")).string());
+      }
+      record -= fs.rec_base;
+    }
     FileWriter& w = *fs.w;
     if (v.has_time && record > fs.time_written) {
       std::vector<Box> b;
@@ -481,7 +549,7 @@ struct Output::Impl {
       }
       fs.time_written = record;
     }
-    const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
+    const Transfer& tr = tr0;
     w.put(v.ncvar, v.has_time ? record : -1, v.boxes, tr.slab.data());
     stats.records_written += 1;
     stats.bytes_written += (tr.hi - tr.lo) * (v.dbl ? 8 : 4);
@@ -491,6 +559,7 @@ struct Output::Impl {
   void close_files() {
     if (!writer) return;
     const double t0 = MPI_Wtime();
+    std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     for (FileState& fs : files) {
       if (!fs.w) continue;
       fs.w->close();
@@ -502,6 +571,7 @@ struct Output::Impl {
 
   void sync_files() {
     if (!writer) return;
+    std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     for (FileState& fs : files)
       if (fs.w) fs.w->sync();
   }
@@ -697,6 +767,47 @@ bool Output::is_server() const { return impl_->server; }
 MPI_Comm Output::model_comm() const { return impl_->model_comm; }
 const IoStats& Output::stats() const { return impl_->stats; }
 
+IoReport Output::report(double run_s, double run_without_io_s) const {
+  const Impl& x = *impl_;
+  IoReport r;
+  r.ranks = x.xsize;
+  r.writers = x.nwriters;
+  const int is_model = x.model ? 1 : 0;
+  MPI_Allreduce(&is_model, &r.model_ranks, 1, MPI_INT, MPI_SUM, x.xcomm);
+  const i64 mine[3] = {x.stats.bytes_written, x.stats.records_written, x.writer && x.windex == 0 ? x.stats.files_created : 0};
+  i64 sum[3] = {0, 0, 0};
+  MPI_Allreduce(mine, sum, 3, MPI_INT64_T, MPI_SUM, x.xcomm);
+  r.bytes_written = sum[0];
+  r.records_written = sum[1];
+  r.files_created = sum[2];
+  const double tmine[2] = {x.stats.write_s, x.model ? x.stats.model_io_s : 0.0};
+  double tmax[2] = {0, 0};
+  MPI_Allreduce(tmine, tmax, 2, MPI_DOUBLE, MPI_MAX, x.xcomm);
+  r.write_s = tmax[0];
+  r.model_io_s = tmax[1];
+  r.write_mb_per_s = r.write_s > 0 ? static_cast<double>(r.bytes_written) / 1e6 / r.write_s : 0;
+  r.run_s = run_s;
+  r.run_without_io_s = run_without_io_s;
+  r.core_hours = r.ranks * run_s / 3600.0;
+  const double without = r.model_ranks * (run_without_io_s > 0 ? run_without_io_s : std::max(0.0, run_s - r.model_io_s)) / 3600.0;
+  r.data_output_cost = without > 0 ? (r.core_hours - without) / without : 0;
+  r.data_intensity = r.core_hours > 0 ? static_cast<double>(r.bytes_written) / 1e9 / r.core_hours : 0;
+  return r;
+}
+
+std::string IoReport::json() const {
+  char b[768];
+  std::snprintf(b, sizeof b,
+                "{\"ranks\": %d, \"model_ranks\": %d, \"writers\": %d, \"bytes_written\": %lld, "
+                "\"records_written\": %lld, \"files_created\": %lld, \"write_s\": %.6g, "
+                "\"write_mb_per_s\": %.6g, \"model_io_s\": %.6g, \"run_s\": %.6g, \"run_without_io_s\": %.6g, "
+                "\"core_hours\": %.6g, \"data_output_cost\": %.6g, \"data_intensity_gb_per_ch\": %.6g}",
+                ranks, model_ranks, writers, static_cast<long long>(bytes_written),
+                static_cast<long long>(records_written), static_cast<long long>(files_created), write_s,
+                write_mb_per_s, model_io_s, run_s, run_without_io_s, core_hours, data_output_cost, data_intensity);
+  return b;
+}
+
 void Output::def_grid(const std::string& name, const Grid& local) {
   Impl& x = *impl_;
   if (!x.model || x.defined) throw Error("def_grid outside the definition phase", "grid " + name);
@@ -738,7 +849,7 @@ void Output::end_def() {
   estuary::detail::agree(x.xcomm, [&] { x.create_files(); });
   x.defined = true;
   x.write_coordinates();
-  x.stats.model_io_s += MPI_Wtime() - t0;
+  x.stats.setup_s += MPI_Wtime() - t0;
 }
 
 void Output::serve() {
@@ -784,7 +895,13 @@ void Output::write(const std::string& field, double time, std::span<const double
     // The period a sample belongs to is (next_out - F, next_out].
     if (std::isnan(v.next_out)) v.next_out = std::ceil(time / F - 1e-9) * F;
     const std::size_t un = static_cast<std::size_t>(n);
-    switch (v.op) {
+    // sampling_freq: only samples at its multiples enter the operation (XIOS freq_op).
+    bool sample = true;
+    if (v.sampling_s > 0) {
+      const double q = time / v.sampling_s;
+      sample = std::abs(q - std::round(q)) <= 1e-9 * std::max(1.0, std::abs(q));
+    }
+    if (sample) switch (v.op) {
       case Operation::instant:
         break;
       case Operation::average:
@@ -803,7 +920,7 @@ void Output::write(const std::string& field, double time, std::span<const double
       case Operation::once:
         break;
     }
-    v.nsamples += 1;
+    if (sample) v.nsamples += 1;
     if (time >= v.next_out - eps) due.push_back(vi);
   }
   bool terminate = false;
@@ -827,7 +944,9 @@ void Output::write(const std::string& field, double time, std::span<const double
     if (v.op == Operation::instant) {
       x.emit(v, data.data(), time, time, time);
     } else {
-      if (v.op == Operation::average)
+      // A period without a sample (sampling coarser than the model's writes): missing values.
+      if (v.nsamples == 0) v.acc.assign(data.size(), std::numeric_limits<double>::quiet_NaN());
+      if (v.op == Operation::average && v.nsamples > 0)
         for (double& a : v.acc) a /= static_cast<double>(v.nsamples);
       x.emit(v, v.acc.data(), 0.5 * (tb0 + tb1), tb0, tb1);
     }

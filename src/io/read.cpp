@@ -4,6 +4,8 @@
 #include <netcdf.h>
 
 #include <cmath>
+#include <exception>
+#include <future>
 #include <optional>
 
 #include "common/mpi_util.hpp"
@@ -16,6 +18,14 @@ namespace estuary::io {
 
 using detail::i64;
 
+// This rank's contiguous slab of one record of a variable.
+struct Slab {
+  std::vector<i64> shape;  // without time
+  bool has_time = false;
+  i64 lo = 0, hi = 0;
+  std::vector<double> data;
+};
+
 struct Reader::Impl {
   std::string path;
   MPI_Comm comm = MPI_COMM_NULL;
@@ -23,6 +33,70 @@ struct Reader::Impl {
   std::optional<estuary::detail::NcFile> file;
   std::vector<double> times;
   i64 records = 0;
+  double period = 0;
+  // The record being read in the background: (variable, record) and the slab to come. An error
+  // there is kept in the future and surfaces, agreed by all ranks, when the record is used.
+  std::string pf_var;
+  i64 pf_record = -1;
+  std::future<Slab> pf;
+  i64 hits = 0;
+
+  // Reads this rank's slab (netCDF calls under the I/O part's lock: the prefetch thread and the
+  // writers of an Output in the same process never call netCDF at the same time).
+  Slab read_slab(const std::string& var, i64 record) const {
+    std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
+    Slab s;
+    const int v = file->var(var);
+    s.shape = file->var_shape(v);
+    const std::vector<std::string> dn = file->var_dim_names(v);
+    s.has_time = !dn.empty() && dn[0] == "time";
+    if (s.has_time) s.shape.erase(s.shape.begin());
+    if (s.has_time && (record < 0 || record >= records))
+      throw Error("record " + std::to_string(record) + " out of range", "file " + path + ", variable " + var,
+                  "the file has " + std::to_string(records) + " records");
+    i64 n = 1;
+    for (i64 d : s.shape) n *= d;
+    std::tie(s.lo, s.hi) = detail::slab_range(n, size, rank);
+    s.data.resize(static_cast<std::size_t>(s.hi - s.lo));
+    double* at = s.data.data();
+    for (const detail::Box& b : detail::range_boxes(s.shape, s.lo, s.hi)) {
+      std::vector<size_t> st, ct;
+      if (s.has_time) { st.push_back(static_cast<size_t>(record)); ct.push_back(1); }
+      i64 m = 1;
+      for (std::size_t k = 0; k < b.start.size(); ++k) {
+        st.push_back(static_cast<size_t>(b.start[k]));
+        ct.push_back(static_cast<size_t>(b.count[k]));
+        m *= b.count[k];
+      }
+      estuary::detail::nc_check(nc_get_vara_double(file->id(), v, st.data(), ct.data(), at), path,
+                                "variable " + var);
+      at += m;
+    }
+    return s;
+  }
+
+  // The prefetched slab if it is (var, record), else a fresh read. Waits for any prefetch.
+  Slab take(const std::string& var, i64 record) {
+    if (pf.valid()) {
+      const bool match = pf_var == var && pf_record == record;
+      if (match) {
+        ++hits;
+        return pf.get();  // rethrows the prefetch's error, if any
+      }
+      try {
+        pf.get();
+      } catch (...) {
+        // A prefetch nobody asked for: its error does not matter.
+      }
+    }
+    return read_slab(var, record);
+  }
+
+  void start_prefetch(const std::string& var, i64 record) {
+    pf_var = var;
+    pf_record = record;
+    pf = std::async(std::launch::async, [this, var, record] { return read_slab(var, record); });
+  }
 };
 
 Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<Impl>()) {
@@ -32,6 +106,7 @@ Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<
   MPI_Comm_rank(x.comm, &x.rank);
   MPI_Comm_size(x.comm, &x.size);
   estuary::detail::agree(x.comm, [&] {
+    std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     x.file.emplace(estuary::detail::NcFile::open(path));
     const int tv = x.file->find_var("time");
     if (tv >= 0) {
@@ -44,6 +119,16 @@ Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<
 }
 
 Reader::~Reader() {
+  if (impl_->pf.valid()) {
+    try {
+      impl_->pf.get();
+    } catch (...) {
+    }
+  }
+  {
+    std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
+    impl_->file.reset();
+  }
   int fin = 0;
   MPI_Finalized(&fin);
   if (!fin && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
@@ -52,8 +137,22 @@ Reader::~Reader() {
 std::int64_t Reader::records() const { return impl_->records; }
 const std::vector<double>& Reader::times() const { return impl_->times; }
 
+void Reader::set_period(double period_s) {
+  if (!(period_s > 0) || !std::isfinite(period_s))
+    throw Error("period " + std::to_string(period_s) + " is not positive", "file " + impl_->path,
+                "give the forcing's period in seconds, e.g. 365 * 86400");
+  impl_->period = period_s;
+}
+
+std::int64_t Reader::prefetch_hits() const { return impl_->hits; }
+
 void Reader::read(const std::string& var, double time, const Decomp& decomp, std::span<double> out) {
   Impl& x = *impl_;
+  if (x.period > 0 && x.records > 0) {
+    // Into [t0, t0 + period): the forcing repeats.
+    const double t0 = x.times[0];
+    time -= std::floor((time - t0) / x.period + 1e-12) * x.period;
+  }
   i64 rec = -1;
   for (i64 r = 0; r < x.records; ++r)
     if (std::abs(x.times[static_cast<std::size_t>(r)] - time) <= 1e-9 * std::max(1.0, std::abs(time))) rec = r;
@@ -61,26 +160,17 @@ void Reader::read(const std::string& var, double time, const Decomp& decomp, std
     throw Error("no record at time " + std::to_string(time), "file " + x.path + ", variable " + var,
                 "the file has " + std::to_string(x.records) + " records");
   read_record(var, rec, decomp, out);
+  if (x.period > 0) x.start_prefetch(var, (rec + 1) % x.records);
 }
 
 void Reader::read_record(const std::string& var, std::int64_t record, const Decomp& decomp,
                          std::span<double> out) {
   Impl& x = *impl_;
-  std::vector<i64> shape;
-  bool has_time = false;
-  i64 lo = 0, hi = 0;
-  std::vector<double> slab;
+  Slab sl;
   estuary::detail::agree(x.comm, [&] {
-    const int v = x.file->var(var);
-    shape = x.file->var_shape(v);
-    const std::vector<std::string> dn = x.file->var_dim_names(v);
-    has_time = !dn.empty() && dn[0] == "time";
-    if (has_time) shape.erase(shape.begin());
-    if (has_time && (record < 0 || record >= x.records))
-      throw Error("record " + std::to_string(record) + " out of range", "file " + x.path + ", variable " + var,
-                  "the file has " + std::to_string(x.records) + " records");
+    sl = x.take(var, record);
     i64 n = 1;
-    for (i64 s : shape) n *= s;
+    for (i64 d : sl.shape) n *= d;
     if (decomp.global_size() != n)
       throw Error("decomposition of " + std::to_string(decomp.global_size()) + " points for a variable of " +
                       std::to_string(n),
@@ -89,23 +179,10 @@ void Reader::read_record(const std::string& var, std::int64_t record, const Deco
       throw Error("output buffer of " + std::to_string(out.size()) + " values for " +
                       std::to_string(decomp.size()) + " points",
                   "file " + x.path + ", variable " + var + ", " + estuary::detail::world_rank_label());
-    std::tie(lo, hi) = detail::slab_range(n, x.size, x.rank);
-    slab.resize(static_cast<std::size_t>(hi - lo));
-    double* at = slab.data();
-    for (const detail::Box& b : detail::range_boxes(shape, lo, hi)) {
-      std::vector<size_t> st, ct;
-      if (has_time) { st.push_back(static_cast<size_t>(record)); ct.push_back(1); }
-      i64 m = 1;
-      for (std::size_t k = 0; k < b.start.size(); ++k) {
-        st.push_back(static_cast<size_t>(b.start[k]));
-        ct.push_back(static_cast<size_t>(b.count[k]));
-        m *= b.count[k];
-      }
-      estuary::detail::nc_check(nc_get_vara_double(x.file->id(), v, st.data(), ct.data(), at), x.path,
-                                "variable " + var);
-      at += m;
-    }
   });
+  const std::vector<i64>& shape = sl.shape;
+  const i64 lo = sl.lo, hi = sl.hi;
+  std::vector<double>& slab = sl.data;
   i64 n = 1;
   for (i64 s : shape) n *= s;
   RedistOptions opt;

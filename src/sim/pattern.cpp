@@ -332,7 +332,10 @@ std::unique_ptr<Pattern> transposition(const TranspositionSpec& spec) {
 }
 std::unique_ptr<Pattern> halo(const HaloSpec& spec) { return std::make_unique<HaloPattern>(spec); }
 std::unique_ptr<Pattern> allreduce(const AllreduceSpec& spec) { return std::make_unique<AllreducePattern>(spec); }
-std::unique_ptr<Pattern> coupling_p2p(const CouplingSpec& spec) { return std::make_unique<CouplingPattern>(spec); }
+std::unique_ptr<Pattern> coupling_p2p(const CouplingSpec& spec) {
+  if (spec.dst_chunk > 0) return coupling_butterfly(spec, ~std::uint64_t{0});
+  return std::make_unique<CouplingPattern>(spec);
+}
 
 double alpha_beta_s(const Pattern& pattern, double alpha_s, double bytes_per_s) {
   double total = 0;

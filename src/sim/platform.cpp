@@ -100,9 +100,23 @@ std::string Platform::describe() const {
         << "," << router_links << ";" << nodes;
       break;
   }
-  o << ", " << bandwidth_Bps / 1e9 << " GB/s, " << latency_s * 1e9 << " ns, "
-    << (routing == Routing::valiant ? "valiant" : "minimal");
+  o << ", " << bandwidth_Bps / 1e9 << " GB/s, " << latency_s * 1e9 << " ns, " << routing_name(routing);
   return o.str();
+}
+
+std::string routing_name(Routing routing) {
+  switch (routing) {
+    case Routing::minimal: return "minimal";
+    case Routing::valiant: return "valiant";
+    case Routing::ugal: return "ugal";
+  }
+  return "?";
+}
+
+Routing parse_routing(const std::string& name) {
+  for (Routing r : {Routing::minimal, Routing::valiant, Routing::ugal})
+    if (name == routing_name(r)) return r;
+  throw Error("unknown routing '" + name + "'", "sim::parse_routing", "use minimal, valiant or ugal");
 }
 
 }  // namespace estuary::sim

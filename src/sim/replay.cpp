@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <unordered_map>
 
 #include "estuary/error.hpp"
 #include "estuary/sim.hpp"
@@ -77,8 +78,13 @@ struct Run {
   const Pattern* pattern = nullptr;
   std::vector<sg4::Mailbox*> boxes;  // by rank
   std::vector<sg4::Host*> hosts;     // all of the platform's, by id (rank r on hosts[r])
-  bool valiant = false;
-  i64 messages = 0, bytes = 0;
+  Routing routing = Routing::minimal;
+  // UGAL: bytes posted and not yet delivered on each (directed) link, by messages and legs in
+  // flight; every message sent under UGAL adds its bytes to the links of the path it takes when
+  // posted and removes them when done.
+  std::unordered_map<const sg4::Link*, double> queued;
+  i64 messages = 0, bytes = 0, detoured = 0;
+  double overhead_s = 0;  // SimOptions::message_overhead_s
   int finished = 0;  // ranks that completed every stage
 };
 Run* g_run = nullptr;
@@ -126,6 +132,87 @@ void send_valiant(Run& run, int rank, int s, const std::vector<Msg>& msgs, std::
   }
 }
 
+// A route between two hosts as SimGrid routes it (links in order, total latency).
+struct Path {
+  std::vector<sg4::Link*> links;
+  double latency = 0;
+};
+Path route(sg4::Host* from, sg4::Host* to) {
+  Path p;
+  from->route_to(to, p.links, &p.latency);
+  return p;
+}
+
+// UGAL's congestion estimate of sending `bytes` along `p` now: the path's latency plus the time
+// its most loaded link needs to drain what is queued on it and this message.
+double estimate(const Run& run, const Path& p, double bytes) {
+  double worst = 0;
+  for (const sg4::Link* l : p.links) {
+    const auto it = run.queued.find(l);
+    worst = std::max(worst, ((it == run.queued.end() ? 0.0 : it->second) + bytes) / l->get_bandwidth());
+  }
+  return p.latency + worst;
+}
+
+void add_load(Run& run, const Path& p, double bytes) {
+  for (const sg4::Link* l : p.links) run.queued[l] += bytes;
+}
+
+// UGAL on top of SimGrid (see docs/simulator.md): per message, the minimal path or a valiant
+// path through the same pseudo-random intermediate host as Routing::valiant, whichever the
+// congestion estimate says is faster (minimal on ties). The estimate of a valiant message is its
+// slower leg plus the notice's latency (the legs run at once, as in send_valiant). A minimal
+// message is the usual mailbox message; a valiant one is sent as in send_valiant. The sender waits
+// here for its messages, removing their bytes from the links' queues as each completes.
+void send_ugal(Run& run, int rank, int s, const std::vector<Msg>& msgs, std::vector<sg4::CommPtr>& notices) {
+  const std::uint64_t n = run.hosts.size();
+  struct Flight {
+    std::size_t msg;
+    Path path;
+    bool mailbox;  // the message itself (minimal), else a valiant leg
+  };
+  std::vector<sg4::CommPtr> comms;
+  std::vector<Flight> flights;
+  std::vector<int> left(msgs.size(), 0);
+  sg4::Host* here = run.hosts[static_cast<std::size_t>(rank)];
+  for (std::size_t j = 0; j < msgs.size(); ++j) {
+    const auto peer = static_cast<std::uint64_t>(msgs[j].peer);
+    const auto bytes = static_cast<double>(msgs[j].bytes);
+    std::uint64_t h = mix((static_cast<std::uint64_t>(rank) << 40) ^ (static_cast<std::uint64_t>(s) << 20) ^ j) % n;
+    while (h == static_cast<std::uint64_t>(rank) || h == peer) h = (h + 1) % n;
+    Path direct = route(here, run.hosts[peer]);
+    Path leg1 = route(here, run.hosts[h]), leg2 = route(run.hosts[h], run.hosts[peer]);
+    const double t_min = estimate(run, direct, bytes);
+    const double t_val = std::max(estimate(run, leg1, bytes), estimate(run, leg2, bytes)) + direct.latency;
+    if (t_val < t_min) {
+      ++run.detoured;
+      left[j] = 2;
+      add_load(run, leg1, bytes);
+      add_load(run, leg2, bytes);
+      comms.push_back(sg4::Comm::sendto_async(here, run.hosts[h], static_cast<std::uint64_t>(msgs[j].bytes)));
+      flights.push_back({j, std::move(leg1), false});
+      comms.push_back(sg4::Comm::sendto_async(run.hosts[h], run.hosts[peer], static_cast<std::uint64_t>(msgs[j].bytes)));
+      flights.push_back({j, std::move(leg2), false});
+    } else {
+      left[j] = 1;
+      add_load(run, direct, bytes);
+      comms.push_back(run.boxes[peer]->put_async(tag(s), static_cast<std::uint64_t>(msgs[j].bytes)));
+      flights.push_back({j, std::move(direct), true});
+    }
+  }
+  while (!comms.empty()) {
+    const auto i = static_cast<std::size_t>(sg4::Comm::wait_any(comms));
+    const Flight f = std::move(flights[i]);
+    comms[i] = comms.back();
+    comms.pop_back();
+    flights[i] = std::move(flights.back());
+    flights.pop_back();
+    add_load(run, f.path, -static_cast<double>(msgs[f.msg].bytes));
+    if (--left[f.msg] == 0 && !f.mailbox)
+      notices.push_back(run.boxes[static_cast<std::size_t>(msgs[f.msg].peer)]->put_async(tag(s), 0));
+  }
+}
+
 void rank_actor(int rank) {
   Run& run = *g_run;
   sg4::Mailbox* mine = run.boxes[static_cast<std::size_t>(rank)];
@@ -136,8 +223,10 @@ void rank_actor(int rank) {
   const int stages = run.pattern->stages();
   for (int s = 0; s < stages; ++s) {
     run.pattern->stage(rank, s, st);
-    if (st.compute_s > 0) sg4::this_actor::sleep_for(st.compute_s);
-    if (run.valiant && run.hosts.size() > 2) send_valiant(run, rank, s, st.sends, sends);
+    const double before = st.compute_s + run.overhead_s * static_cast<double>(st.sends.size());
+    if (before > 0) sg4::this_actor::sleep_for(before);
+    if (run.routing == Routing::valiant && run.hosts.size() > 2) send_valiant(run, rank, s, st.sends, sends);
+    else if (run.routing == Routing::ugal && run.hosts.size() > 2) send_ugal(run, rank, s, st.sends, sends);
     else
       for (const Msg& m : st.sends)
         sends.push_back(run.boxes[static_cast<std::size_t>(m.peer)]->put_async(tag(s), static_cast<std::uint64_t>(m.bytes)));
@@ -164,6 +253,8 @@ void rank_actor(int rank) {
       if (it == early.end()) early.emplace_back(ms, 1);
       else ++it->second;
     }
+    if (run.overhead_s > 0 && !st.recvs.empty())
+      sg4::this_actor::sleep_for(run.overhead_s * static_cast<double>(st.recvs.size()));
     sg4::Comm::wait_all(sends);
     sends.clear();
   }
@@ -187,6 +278,7 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   res.ranks = pattern.ranks();
   res.stages = pattern.stages();
   res.crosstraffic = opt.crosstraffic;
+  res.message_overhead_s = opt.message_overhead_s;
   const int stack_kib = opt.stack_kib > 0 ? opt.stack_kib : (pattern.ranks() < 20000 ? 64 : 16);
   // CM02: plain max-min sharing with no TCP latency or bandwidth correction factors, so a lone
   // message takes exactly the route's latency plus size / bandwidth (an HPC network, not TCP).
@@ -197,6 +289,10 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
                                    // One memory mapping per actor otherwise: the default
                                    // vm.max_map_count aborts past ~30 000 actors.
                                    "--cfg=contexts/guard-size:0",
+                                   // 1e-5 aborts ("Cannot saturate more a constraint that has no
+                                   // active element") on 10^4 concurrent flows of 12.5 GB/s links
+                                   // (a 128 x 128 coupler P2P); 1e-4 gave identical times elsewhere.
+                                   "--cfg=maxmin/precision:1e-4",
                                    "--log=root.thres:critical"};
   for (const std::string& c : opt.config) args.push_back("--cfg=" + c);
   std::vector<char*> argv;
@@ -213,7 +309,8 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   Run run;
   run.pattern = &pattern;
   run.hosts = hosts;
-  run.valiant = platform.routing == Routing::valiant;
+  run.routing = platform.routing;
+  run.overhead_s = opt.message_overhead_s;
   g_run = &run;
   run.boxes.resize(static_cast<std::size_t>(pattern.ranks()));
   for (int r = 0; r < pattern.ranks(); ++r) {
@@ -228,6 +325,7 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   res.simulated_s = sg4::Engine::get_clock() - start;
   res.messages = run.messages;
   res.bytes = run.bytes;
+  res.detoured = platform.routing == Routing::valiant && hosts.size() > 2 ? run.messages : run.detoured;
   res.peak_rss_mb = status_mb("VmHWM");
   g_run = nullptr;
   if (run.finished != pattern.ranks())
@@ -241,7 +339,7 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
 struct Wire {
   int ok = 0, ranks = 0, stages = 0, crosstraffic = 0;
   double simulated_s = 0, wall_build_s = 0, wall_run_s = 0, peak_rss_mb = 0;
-  i64 messages = 0, bytes = 0;
+  i64 messages = 0, bytes = 0, detoured = 0;
   char error[1024] = {};
 };
 
@@ -294,6 +392,7 @@ SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOp
       w.peak_rss_mb = r.peak_rss_mb;
       w.messages = r.messages;
       w.bytes = r.bytes;
+      w.detoured = r.detoured;
     } catch (const std::exception& e) {
       std::strncpy(w.error, e.what(), sizeof w.error - 1);
     }
@@ -327,12 +426,14 @@ SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOp
   r.ranks = w.ranks;
   r.stages = w.stages;
   r.crosstraffic = w.crosstraffic != 0;
+  r.message_overhead_s = options.message_overhead_s;
   r.simulated_s = w.simulated_s;
   r.wall_build_s = w.wall_build_s;
   r.wall_run_s = w.wall_run_s;
   r.peak_rss_mb = w.peak_rss_mb;
   r.messages = w.messages;
   r.bytes = w.bytes;
+  r.detoured = w.detoured;
   return r;
 }
 

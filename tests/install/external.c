@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   void* d[1] = {b};
   if (est_redist_run(r, 1, &t, s, d)) bad = 1;
   for (int64_t i = 0; i < bcount; ++i) bad += b[i] != bstart + i;
+  int64_t gsize = 0; /* a grid recipe: the installed header and library are the current ones */
+  if (est_grid_gen_info("lonlat", 4, 2, 0, &gsize, NULL, NULL, NULL) != EST_OK || gsize != 8) bad += 1;
   int all = 0;
   MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) printf("external C program: %s\n", all ? "WRONG" : "ok");

@@ -52,15 +52,16 @@ def value2(step):
     return (np.sin(0.1 * g) + 0.25 * step).reshape(NY, NX)
 
 
-def run(io_env, ranks, decomp, mode, writers, extra=(), nsteps=NSTEPS, name=None):
+def run(io_env, ranks, decomp, mode, writers, extra=(), nsteps=NSTEPS, name=None, config=CONFIG, env=None):
     d = os.path.join(io_env["tmp"], name or f"np{ranks}_{mode}_w{writers}_{decomp}")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     cfg = os.path.join(d, "io.yaml")
     with open(cfg, "w") as f:
-        f.write(CONFIG.format(mode=mode, writers=writers, dir=d))
+        f.write(config.format(mode=mode, writers=writers, dir=d))
     cmd = [io_env["mpiexec"], "-n", str(ranks), io_env["writer"], cfg, decomp, str(nsteps), *extra]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                       env=None if env is None else {**os.environ, **env})
     return d, p
 
 
@@ -79,12 +80,13 @@ CASES = [
 ]
 
 
-def check_complete(d, n_inst=NSTEPS // 2, n_stats=NSTEPS // 3, n_inst_sst=None, n_stats_sst=None):
+def check_complete(d, n_inst=NSTEPS // 2, n_stats=NSTEPS // 3, n_inst_sst=None, n_stats_sst=None,
+                   file_format="NETCDF3_64BIT_DATA"):
     """Every record handed over, equal to the reference; CF metadata present and correct."""
     n_inst_sst = n_inst if n_inst_sst is None else n_inst_sst
     n_stats_sst = n_stats if n_stats_sst is None else n_stats_sst
     with netCDF4.Dataset(os.path.join(d, "inst.nc")) as ds:
-        assert ds.file_format == "NETCDF3_64BIT_DATA"
+        assert ds.file_format == file_format
         assert ds.Conventions == "CF-1.8"
         t = ds["time"]
         assert t.units == "seconds since 2001-01-01 00:00:00" and t.calendar == "noleap"

@@ -1,0 +1,367 @@
+"""`estuary simulate`: paper 004's skeletons replayed on simulated machines (SimGrid).
+
+    estuary simulate transposition --ranks 16,64,256 --algorithm burst,bruck,ring-1,ring-4 --plot t.png
+    estuary simulate halo --ranks 16,64 --width 3,10,20 --topology dragonfly --matrix halo.png
+    estuary simulate allreduce --ranks 64,512 --algorithm recursive-2,recursive-8 --json
+    estuary simulate coupling --ranks 16,64 --algorithm p2p,butterfly,adaptive --dst-chunk 4
+
+Each run (one variant at one rank count) is one call of the `bench/sim` program of the build
+(found with --bench, $ESTUARY_SIM_BENCH, or build*/bench/sim of the checkout), which prints one
+JSON object; the runs are independent processes, so a SimGrid abort ends one run, not the
+command. Options given as comma lists (--topology, --platform, --routing, --algorithm,
+--bandwidth, --latency, --width) are variants: every combination is one line of the plot
+(time against ranks, as paper 004 Figs. 5, 9 and 10); --matrix draws the communication matrix
+of one run (Fig. 9d).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KINDS = ("transposition", "halo", "allreduce", "coupling")
+DEFAULT_ALGORITHM = {"transposition": "ring-1", "halo": "", "allreduce": "recursive-2", "coupling": "p2p"}
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"estuary simulate: {msg}", file=sys.stderr)
+    return code
+
+
+def find_bench(explicit: str | None) -> Path | None:
+    """The bench/sim program: --bench, $ESTUARY_SIM_BENCH, else the checkout's build folders."""
+    if explicit:  # given: that one or none
+        p = Path(explicit)
+        return p if p.is_file() and os.access(p, os.X_OK) else None
+    cands = []
+    if os.environ.get("ESTUARY_SIM_BENCH"):
+        cands.append(Path(os.environ["ESTUARY_SIM_BENCH"]))
+    repo = Path(__file__).resolve().parent.parent.parent
+    for root in (repo, Path.cwd()):
+        cands.append(root / os.environ.get("BUILD", "build") / "bench" / "sim")
+        cands.append(root / "build" / "bench" / "sim")
+        cands.extend(sorted(root.glob("build*/bench/sim"), key=lambda p: -p.stat().st_mtime))
+    for c in cands:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        out = [int(float(x)) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--ranks {text}: not a comma list of numbers") from None
+    if not out or min(out) < 1:
+        raise ValueError(f"--ranks {text}: need rank counts >= 1")
+    return out
+
+
+def _list(text: str | None) -> list[str]:
+    return [x.strip() for x in (text or "").split(",") if x.strip()]
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        out = [float(x) for x in _list(text)]
+    except ValueError:
+        raise ValueError(f"--{what} {text}: not a comma list of numbers") from None
+    if not out or min(out) <= 0:
+        raise ValueError(f"--{what} {text}: need positive values")
+    return out
+
+
+def _algorithm_args(kind: str, algo: str) -> list[str]:
+    if kind == "transposition":
+        return ["--algo", algo]
+    if kind == "allreduce":
+        if algo == "recursive-doubling":
+            return ["--k", "2"]
+        if algo.startswith("recursive-") and algo[10:].isdigit() and int(algo[10:]) >= 2:
+            return ["--k", algo[10:]]
+        raise ValueError(f"allreduce algorithm '{algo}': use recursive-doubling or recursive-K (K >= 2)")
+    if kind == "coupling":
+        if algo not in ("p2p", "butterfly", "adaptive"):
+            raise ValueError(f"coupling algorithm '{algo}': use p2p, butterfly or adaptive")
+        return ["--algo", algo]
+    if algo:
+        raise ValueError("halo has one algorithm (paper 004 Fig. 4b): vary --width instead")
+    return []
+
+
+def variants(args) -> list[dict]:
+    """Every combination of the list-valued options, each a dict of its settings."""
+    machines = [("platform", p) for p in _list(args.platform)] or [("topology", t) for t in _list(args.topology)]
+    algos = _list(args.algorithm) or [DEFAULT_ALGORITHM[args.kind]]
+    widths = [int(w) for w in _list(args.width)] if args.kind == "halo" else [None]
+    dims = {
+        "machine": machines,
+        "routing": _list(args.routing),
+        "algorithm": algos,
+        "bandwidth_GBps": _floats(args.bandwidth, "bandwidth"),
+        "latency_ns": _floats(args.latency, "latency"),
+        "width": widths,
+    }
+    for r in dims["routing"]:
+        if r not in ("minimal", "valiant", "ugal"):
+            raise ValueError(f"routing '{r}': use minimal, valiant or ugal")
+    for kind, name in machines:
+        if kind == "topology" and name not in ("torus", "fattree", "dragonfly", "switch"):
+            raise ValueError(f"topology '{name}': use torus, fattree, dragonfly or switch")
+    for a in algos:
+        _algorithm_args(args.kind, a)
+    varied = [k for k, v in dims.items() if len(v) > 1]
+    out = []
+    for combo in itertools.product(*dims.values()):
+        v = dict(zip(dims.keys(), combo))
+        (mkind, mname) = v.pop("machine")
+        v[mkind] = mname
+        parts = []
+        for k in varied:
+            if k == "machine":
+                parts.append(mname)
+            elif k == "bandwidth_GBps":
+                parts.append(f"{v[k]:g} GB/s")
+            elif k == "latency_ns":
+                parts.append(f"{v[k]:g} ns")
+            elif k == "width":
+                parts.append(f"halo {v[k]}")
+            else:
+                parts.append(str(v[k]))
+        v["label"] = ", ".join(parts) or (v["algorithm"] or args.kind)
+        out.append(v)
+    return out
+
+
+def bench_command(bench: Path, args, v: dict, ranks: int, matrix_bins: int = 0) -> list[str]:
+    cmd = [str(bench), "--pattern", args.kind, "--ranks", str(ranks), "--routing", v["routing"],
+           "--bw", repr(v["bandwidth_GBps"]), "--lat", repr(v["latency_ns"])]
+    cmd += ["--platform", v["platform"]] if "platform" in v else ["--topology", v["topology"]]
+    cmd += _algorithm_args(args.kind, v["algorithm"])
+    if v["width"] is not None:
+        cmd += ["--width", str(v["width"])]
+    for opt in ("nx", "ny", "nz", "transpositions", "doubles", "repeat", "points", "dst_chunk", "fields"):
+        val = getattr(args, opt, None)
+        if val is not None:
+            cmd += ["--" + opt.replace("_", "-"), str(val)]
+    if args.overhead:
+        cmd += ["--overhead", repr(args.overhead)]
+    if args.crosstraffic:
+        cmd += ["--crosstraffic"]
+    if matrix_bins > 0:
+        cmd += ["--matrix-bins", str(matrix_bins)]
+    return cmd
+
+
+class Progress:
+    """A one-line bar on stderr (a line per step when stderr is not a terminal)."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.tty = sys.stderr.isatty()
+        self.t0 = time.time()
+
+    def show(self, what: str):
+        if not self.enabled:
+            return
+        width = 30
+        fill = int(width * self.done / max(self.total, 1))
+        line = (f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} "
+                f"{time.time() - self.t0:6.1f} s  {what}")
+        if self.tty:
+            print("\r" + line[:150].ljust(150), end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def step(self, what: str):
+        self.done += 1
+        self.show(what)
+
+    def close(self):
+        if self.enabled and self.tty:
+            print(file=sys.stderr)
+
+
+def _run_ticking(cmd: list[str], prog: "Progress", what: str) -> subprocess.CompletedProcess:
+    """Runs cmd, redrawing the progress bar (with the run's elapsed time) while it runs."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        t0 = time.time()
+        while True:
+            try:
+                stdout, stderr = proc.communicate(timeout=1.0)
+                break
+            except subprocess.TimeoutExpired:
+                if prog.tty:
+                    prog.show(f"{what} {time.time() - t0:.0f} s")
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
+def plot_times(records: list[dict], path: str, title: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for r in records:
+        if "simulated_s" in r:
+            lines.setdefault(r["variant"], []).append((r["ranks"], r["simulated_s"]))
+    for label, pts in lines.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    xs = sorted({p[0] for pts in lines.values() for p in pts})
+    if xs:
+        ax.set_xticks(xs)
+        ax.set_xticklabels([str(x) for x in xs])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_xlabel("number of MPI processes")
+    ax.set_ylabel("communication time (s, simulated)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    if lines:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_matrix(rec: dict, path: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    m = np.array(rec["matrix_bytes"], dtype=float)
+    fig, ax = plt.subplots(figsize=(5.6, 4.8))
+    shown = np.ma.masked_where(m <= 0, m)
+    vmin = m[m > 0].min() if (m > 0).any() else 1.0
+    im = ax.imshow(shown, origin="upper", interpolation="nearest", cmap="plasma",
+                   norm=LogNorm(vmin=vmin, vmax=max(m.max(), vmin * 10)),
+                   extent=(0, rec["ranks"], rec["ranks"], 0))
+    fig.colorbar(im, ax=ax, label="bytes sent (all stages)")
+    ax.set_xlabel("receiving rank")
+    ax.set_ylabel("sending rank")
+    ax.set_title(f"{rec.get('pattern', '')}, {rec['ranks']} ranks", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def cmd_simulate(args, argv) -> int:
+    bench = find_bench(args.bench)
+    if bench is None:
+        return _fail("the bench/sim program was not found: build it (ninja -C build sim), or give --bench or "
+                     "$ESTUARY_SIM_BENCH")
+    try:
+        ranks_list = _ints(args.ranks)
+        vs = variants(args)
+    except ValueError as e:
+        return _fail(str(e))
+    matrix_ranks = args.matrix_ranks or min(ranks_list)
+    if args.matrix and matrix_ranks not in ranks_list:
+        ranks_list = sorted(set(ranks_list) | {matrix_ranks})
+    runs = [(v, r) for v in vs for r in ranks_list]
+    prog = Progress(len(runs), not args.no_progress)
+    prog.show(f"{args.kind}: {len(vs)} variant(s) x {len(ranks_list)} rank count(s) with {bench}")
+    records, failures, matrix_rec = [], 0, None
+    for v, ranks in runs:
+        want_matrix = bool(args.matrix) and matrix_rec is None and ranks == matrix_ranks
+        cmd = bench_command(bench, args, v, ranks, args.matrix_bins if want_matrix else 0)
+        t0 = time.time()
+        out = _run_ticking(cmd, prog, f"{args.kind} {ranks} ranks, {v['label']}: running")
+        rec = {"command": "simulate", "kind": args.kind, "variant": v["label"], "ranks": ranks}
+        rec.update({k: v[k] for k in ("topology", "platform", "routing", "algorithm", "bandwidth_GBps", "latency_ns",
+                                      "width") if k in v and v[k] is not None})
+        try:
+            rec.update(json.loads(out.stdout.strip().splitlines()[-1]))
+        except (IndexError, ValueError):
+            rec["error"] = (out.stderr.strip() or f"bench/sim exited with {out.returncode} and no JSON")[-2000:]
+        if "platform" in v:  # bench/sim's "platform" is the machine's description; keep the name too
+            rec["platform_name"] = v["platform"]
+        rec["wall_s"] = time.time() - t0
+        rec["ranks"] = ranks
+        rec.pop("bench", None)
+        if "error" in rec:
+            failures += 1
+            print(f"\nestuary simulate: {args.kind} on {ranks} ranks ({v['label']}): {rec['error']}", file=sys.stderr)
+        if want_matrix and "matrix_bytes" in rec:
+            matrix_rec = rec
+        records.append(rec)
+        if args.json:
+            print(json.dumps(rec), flush=True)
+        prog.step(f"{args.kind} {ranks} ranks, {v['label']}: "
+                  + (f"{rec['simulated_s']:.3g} s simulated" if "simulated_s" in rec else "FAILED"))
+    prog.close()
+    if not args.json:
+        print(f"{'variant':<32} {'ranks':>8} {'simulated (s)':>14} {'messages':>10} {'wall (s)':>9} {'RSS (MB)':>9}")
+        for r in records:
+            if "simulated_s" in r:
+                print(f"{r['variant'][:32]:<32} {r['ranks']:>8} {r['simulated_s']:>14.6g} {r['messages']:>10} "
+                      f"{r['wall_s']:>9.2f} {r['peak_rss_mb']:>9.0f}")
+            else:
+                print(f"{r['variant'][:32]:<32} {r['ranks']:>8} {'error':>14}")
+    if args.plot:
+        machines = {v.get("topology") or v.get("platform") for v in vs}
+        title = args.kind + (f", {machines.pop()}" if len(machines) == 1 else "")
+        plot_times(records, args.plot, title)
+        if not args.json:
+            print(f"plot: {Path(args.plot).resolve()}")
+    if args.matrix:
+        if matrix_rec is None:
+            print(f"estuary simulate: no communication matrix (the run on {matrix_ranks} ranks failed)", file=sys.stderr)
+            failures += 1
+        else:
+            plot_matrix(matrix_rec, args.matrix)
+            if not args.json:
+                print(f"matrix: {Path(args.matrix).resolve()}")
+    return 1 if failures else 0
+
+
+def add_parser(sub):
+    """Adds `simulate` to the command line's subparsers."""
+    s = sub.add_parser("simulate", help="replay paper 004's skeletons on simulated machines (SimGrid)",
+                       description=__doc__.split("\n\n")[0])
+    s.add_argument("kind", choices=KINDS)
+    s.add_argument("--ranks", default="16,64", help="comma list of rank counts (1e3 allowed)")
+    s.add_argument("--topology", default="dragonfly",
+                   help="comma list of torus, fattree, dragonfly, switch (a machine just large enough per rank count)")
+    s.add_argument("--platform", help="comma list of paper 004 Table 1 machines (torus-M, dragonfly-MM, ...) "
+                                      "instead of --topology")
+    s.add_argument("--routing", default="minimal", help="comma list of minimal, valiant, ugal")
+    s.add_argument("--algorithm", help="comma list: transposition burst, bruck, ring-K; allreduce "
+                                       "recursive-doubling, recursive-K; coupling p2p, butterfly, adaptive")
+    s.add_argument("--bandwidth", default="12.5", help="link bandwidth, GB/s (comma list)")
+    s.add_argument("--latency", default="100", help="link latency, ns (comma list)")
+    s.add_argument("--width", default="20", help="halo width in points (comma list)")
+    s.add_argument("--nx", type=int)
+    s.add_argument("--ny", type=int)
+    s.add_argument("--nz", type=int, help="grid (default paper 004 Table 3: 28800 x 14400 x 256)")
+    s.add_argument("--transpositions", type=int, help="transposition: 1 to 3 slab transpositions (3)")
+    s.add_argument("--doubles", type=int, help="allreduce: doubles per allreduce (3)")
+    s.add_argument("--repeat", type=int, help="allreduce: allreduces (50: GCR with N = 25)")
+    s.add_argument("--points", type=int, help="coupling: points of the coupled field (1e8)")
+    s.add_argument("--dst-chunk", type=int, help="coupling: 0 block -> block; c: destination points dealt in "
+                                                 "round-robin chunks of c (every pair of ranks exchanges)")
+    s.add_argument("--fields", type=int, help="coupling: fields moved at once (1)")
+    s.add_argument("--overhead", type=float, default=0.0,
+                   help="CPU time per message sent or received, ns (LogP's o; 0: the network alone)")
+    s.add_argument("--crosstraffic", action="store_true", help="SimGrid network/crosstraffic on")
+    s.add_argument("--json", action="store_true", help="one JSON object a run on stdout")
+    s.add_argument("--plot", help="PNG: simulated time against ranks, one line per variant")
+    s.add_argument("--matrix", help="PNG: bytes sent between ranks (Fig. 9d) of the first variant")
+    s.add_argument("--matrix-ranks", type=int, help="rank count of the --matrix run (default: the smallest)")
+    s.add_argument("--matrix-bins", type=int, default=256, help="at most this many rank blocks a side (256)")
+    s.add_argument("--bench", help="the bench/sim program (default $ESTUARY_SIM_BENCH, else build*/bench/sim)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    s.set_defaults(func=cmd_simulate)
+    return s

@@ -1,0 +1,218 @@
+"""The I/O server from Python (estuary.Output, estuary.Reader) on the ranks of mpirun: files
+written from shuffled decompositions in both modes, read back by an independent reader (the
+netCDF4 library, rank 0) and compared with reference arrays computed here from global indices,
+then read back through estuary.Reader into other decompositions; errors carry estuary's messages.
+"""
+import netCDF4
+import numpy as np
+import pytest
+
+import estuary
+
+NX, NY, NLEV = 12, 8, 3
+NH = NX * NY                 # points of the lon-lat grid
+NC = 10                      # cells of an unstructured grid
+NSTEPS = 4
+DT = 3600.0
+LEVELS = [5.0, 50.0, 500.0]
+
+CONFIG = """output:
+  mode: serverless
+  writers: 1
+  directory: {dir}
+  files:
+    - name: inst
+      output_freq: 1h
+      format: {fmt}
+      fields: [{{name: t, precision: double}}, {{name: c, precision: double}}]
+    - name: avg
+      output_freq: 2h
+      fields: [{{name: t, operation: average, precision: double}}]
+"""
+
+
+def tval(g, step):  # t at global index g (level * NH + point) of step
+    g = np.asarray(g, dtype=np.float64)
+    return np.sin(g * 0.37) * 100.0 + g + 0.25 * step
+
+
+def cval(g, step):
+    return 1000.0 + 10.0 * np.asarray(g, dtype=np.float64) - step
+
+
+def shuffled(n, rank, size, seed):
+    """This rank's share of a random permutation of range(n): a non-trivial decomposition."""
+    perm = np.random.default_rng(seed).permutation(n).astype(np.int64)
+    return perm[rank::size].copy()
+
+
+def write_files(comm, d, mode, writers, fmt="cdf5"):
+    cfg = d / "io.yaml"
+    if comm.rank == 0:
+        cfg.write_text(CONFIG.format(dir=d, fmt=fmt))
+    comm.Barrier()
+    out = estuary.Output(cfg, comm, mode=mode, writers=writers)
+    with out:
+        if out.is_server:
+            assert out.model_comm is None
+            out.serve()
+        else:
+            mc = out.model_comm
+            r, p = mc.rank, mc.size
+            # The lon-lat grid: cyclic points; t: a shuffled share of (level, point).
+            gpart = estuary.gen.cyclic(NH, r, p)
+            out.def_grid("ll", estuary.GridGen.lonlat(NX, NY).make(gpart))
+            tidx = shuffled(NLEV * NH, r, p, seed=7)
+            tdec = estuary.Decomp.indices(NLEV * NH, tidx)
+            out.def_field("t", "ll", tdec, levels=LEVELS, units="K", long_name="temperature",
+                          standard_name="air_temperature")
+            # An unstructured grid given by arrays; c on reversed blocks.
+            cpts = estuary.gen.block(NC, r, p).to_indices()[::-1].copy()
+            out.def_grid("cells", "unstructured", [NC], lon=3.0 * cpts, lat=-1.0 * cpts, points=cpts)
+            out.def_field("c", "cells", estuary.Decomp.indices(NC, cpts), units="1")
+            out.enddef()
+            for step in range(NSTEPS):
+                out.write("t", (step + 1) * DT, tval(tidx, step))
+                out.write("c", (step + 1) * DT, cval(cpts, step))
+                if step == 1:
+                    out.flush()
+    report = out.report()  # collective over every rank, servers too
+    is_server = out.is_server
+    out.free()
+    return report, is_server
+
+
+def check_with_netcdf4(d):
+    ref_t = np.stack([tval(np.arange(NLEV * NH), s).reshape(NLEV, NY, NX) for s in range(NSTEPS)])
+    ref_c = np.stack([cval(np.arange(NC), s) for s in range(NSTEPS)])
+    grid = estuary.GridGen.lonlat(NX, NY).make()
+    with netCDF4.Dataset(d / "inst.nc") as ds:
+        assert ds["t"].dimensions == ("time", "lev", "y", "x")
+        assert ds["t"].units == "K" and ds["t"].standard_name == "air_temperature"
+        np.testing.assert_array_equal(ds["time"][:], DT * np.arange(1, NSTEPS + 1))
+        np.testing.assert_array_equal(ds["lev"][:], LEVELS)
+        np.testing.assert_array_equal(ds["t"][:], ref_t)
+        np.testing.assert_allclose(ds["lon"][:], grid.lon.reshape(NY, NX), atol=1e-12)
+        np.testing.assert_allclose(ds["lat"][:], grid.lat.reshape(NY, NX), atol=1e-12)
+        c = ds["c"]
+        assert c.shape == (NSTEPS, NC)
+        np.testing.assert_array_equal(c[:], ref_c)
+        lon_c = [v for v in ds.variables if v.startswith("lon") and ds[v].dimensions == c.dimensions[1:]]
+        assert lon_c, list(ds.variables)
+        np.testing.assert_allclose(ds[lon_c[0]][:], 3.0 * np.arange(NC))
+    with netCDF4.Dataset(d / "avg.nc") as ds:  # periods (0, 2h], (2h, 4h]
+        np.testing.assert_array_equal(ds["time"][:], [DT, 3 * DT])
+        np.testing.assert_allclose(ds["t"][:], [(ref_t[0] + ref_t[1]) / 2, (ref_t[2] + ref_t[3]) / 2],
+                                   rtol=1e-15, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode,fmt", [("serverless", "cdf5"), ("serverless", "netcdf4"), ("server", "cdf5")])
+def test_write_then_read(comm, shared_dir, mode, fmt):
+    if mode == "server" and comm.size < 2:
+        pytest.skip("server mode needs a model rank and a server rank")
+    writers = 1 if mode == "server" else min(2, comm.size)
+    report, is_server = write_files(comm, shared_dir, mode, writers, fmt)
+    model_ranks = comm.size - (1 if mode == "server" else 0)
+    assert report["ranks"] == comm.size and report["model_ranks"] == model_ranks
+    assert report["writers"] == writers
+    # inst: t and c, 4 records each; avg: t, 2 records.
+    assert report["records_written"] >= 2 * NSTEPS + NSTEPS // 2
+    assert report["bytes_written"] >= 8 * (NSTEPS * (NLEV * NH + NC) + 2 * NLEV * NH)
+    assert report["run_s"] > 0 and '"ranks"' in report["json"]
+
+    if comm.rank == 0:
+        check_with_netcdf4(shared_dir)
+    comm.Barrier()
+
+    # Back through estuary.Reader on every rank, into decompositions other than the writers'.
+    r, p = comm.rank, comm.size
+    cyc = np.arange(r, NLEV * NH, p, dtype=np.int64)[::-1].copy()   # cyclic, reversed
+    dcyc = estuary.Decomp.indices(NLEV * NH, cyc)
+    box = estuary.Decomp.box([NLEV, NY, NX], [0, r * NY // p, 0], [NLEV, (r + 1) * NY // p - r * NY // p, NX])
+    with estuary.Reader(shared_dir / "inst.nc", comm) as rd:
+        assert rd.records == NSTEPS
+        np.testing.assert_array_equal(rd.times, DT * np.arange(1, NSTEPS + 1))
+        got = [rd.read("t", (s + 1) * DT, dcyc) for s in range(NSTEPS)]
+        into = np.full(box.size, -1.0)
+        same = rd.read("t", 3 * DT, box, out=into)
+        c_all = rd.read_record("c", NSTEPS - 1, estuary.Decomp.indices(NC, np.arange(NC, dtype=np.int64)))
+        with pytest.raises(estuary.Error, match="no record at time"):
+            rd.read("t", 0.5 * DT, dcyc)
+        with pytest.raises(TypeError):
+            rd.read("t", DT, box, out=np.zeros(box.size, dtype=np.float32))
+        # Periodic forcing: the 4 records repeat every 4 h; a read prefetches the next record.
+        rd.set_period(NSTEPS * DT)
+        wrapped = rd.read("t", (NSTEPS + 1) * DT, dcyc)      # = the record at 1 h
+        wrapped2 = rd.read("t", (NSTEPS + 2) * DT, dcyc)     # = 2 h, prefetched
+        hits = rd.prefetch_hits
+    for s in range(NSTEPS):
+        np.testing.assert_array_equal(got[s], tval(cyc, s))
+    assert same is into
+    np.testing.assert_array_equal(into, tval(box.to_indices(), 2))
+    np.testing.assert_array_equal(c_all, cval(np.arange(NC), NSTEPS - 1))
+    np.testing.assert_array_equal(wrapped, tval(cyc, 0))
+    np.testing.assert_array_equal(wrapped2, tval(cyc, 1))
+    assert hits >= 1
+    with pytest.raises(estuary.Error, match="Reader is closed"):
+        rd.read("t", DT, dcyc)
+
+
+def test_context_manager_and_stats(comm, shared_dir):
+    """Serverless from YAML text: the with block closes; stats count this rank's hand-overs."""
+    d = shared_dir
+    text = f"output:\n  directory: {d}\n  files:\n    - name: one\n      output_freq: 1h\n" \
+           "      fields: [{name: s, precision: double}]\n"
+    part = estuary.gen.random(NH, comm.rank, comm.size)
+    with estuary.Output.from_yaml(text, comm) as out:
+        assert out.mode == "serverless" and not out.is_server
+        assert out.model_comm.size == comm.size
+        out.def_grid("ll", estuary.GridGen.lonlat(NX, NY).make(part))
+        out.def_field("s", "ll", part)
+        out.enddef()
+        idx = part.to_indices()
+        for step in range(2):
+            out.write("s", (step + 1) * DT, np.ascontiguousarray(cval(idx, step)))
+    stats = out.stats()
+    assert stats["records_handed_over"] >= 2 and stats["model_io_s"] >= 0  # coordinates count too
+    # Closed: a write now is an error, the same on every rank.
+    with pytest.raises(estuary.Error, match="write outside the output phase"):
+        out.write("s", 3 * DT, cval(idx, 2))
+    out.free()
+    with pytest.raises(estuary.Error, match="Output is freed"):
+        out.flush()
+    comm.Barrier()
+    if comm.rank == 0:
+        with netCDF4.Dataset(d / "one.nc") as ds:
+            np.testing.assert_array_equal(ds["s"][:], [cval(np.arange(NH), 0).reshape(NY, NX),
+                                                       cval(np.arange(NH), 1).reshape(NY, NX)])
+
+
+def test_errors(comm, shared_dir):
+    cfg = shared_dir / "bad.yaml"
+    if comm.rank == 0:
+        cfg.write_text(f"output:\n  directory: {shared_dir}\n  files:\n    - name: f\n      output_freq: 1h\n"
+                       "      fields: [{name: t}, {name: nope}]\n")
+    comm.Barrier()
+    part = estuary.gen.block(NH, comm.rank, comm.size)
+    out = estuary.Output(cfg, comm)
+    out.def_grid("ll", estuary.GridGen.lonlat(NX, NY).make(part))
+    out.def_field("t", "ll", part)
+    # Every rank checks the same catalog against the same config: all raise alike.
+    with pytest.raises(estuary.Error, match=r"field 'nope' is not declared by the model \(config .*bad.yaml, "
+                                            r"file f, key fields\[1\].name\)"):
+        out.enddef()
+    out.free()
+    with pytest.raises(estuary.Error, match="unknown operation 'median'"):
+        estuary.Output.from_yaml("output:\n  files:\n    - name: f\n      output_freq: 1h\n"
+                                 "      fields: [{name: t, operation: median}]\n", comm)
+    with pytest.raises(estuary.Error, match="cannot read the configuration"):
+        estuary.Output(shared_dir / "missing.yaml", comm)
+    with pytest.raises(estuary.Error, match='mode "both"'):
+        estuary.Output(cfg, comm, mode="both")
+    with pytest.raises(estuary.Error, match="grid kind"):
+        o = estuary.Output(cfg, comm)
+        try:
+            o.def_grid("g", "hexagonal", [4], lon=np.zeros(1), lat=np.zeros(1))
+        finally:
+            o.free()
+    assert issubclass(estuary.io.Terminated, estuary.Error)

@@ -1,0 +1,185 @@
+"""`estuary simulate` on small inputs: every subcommand runs the real SimGrid replay (the
+bench/sim program, $ESTUARY_SIM_BENCH) and its JSON is checked against the alpha-beta model
+computed here, independently, for contention-free cases (one crossbar switch, `--topology
+switch`: every route is two links, so alpha = 2 x link latency, and a rank's messages share its
+own link), and the PNG figures are checked to be real, non-empty PNG files. Runs outside mpirun
+(ctest entry python_simulate)."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+BW = 12.5e9  # the CLI's default link bandwidth, B/s
+LAT = 100e-9  # the CLI's default link latency, s
+ALPHA = 2 * LAT  # host - switch - host
+
+
+def simulate(*args, check=True):
+    out = subprocess.run([sys.executable, "-m", "estuary", "simulate", *args], capture_output=True, text=True,
+                         timeout=300)
+    if check:
+        assert out.returncode == 0, out.stdout + out.stderr
+    return out
+
+
+def records(out):
+    recs = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    assert recs, out.stdout + out.stderr
+    for r in recs:
+        assert "error" not in r, r["error"]
+    return recs
+
+
+def assert_png(path):
+    assert path.is_file(), path
+    data = path.read_bytes()
+    assert len(data) > 1000, f"{path}: {len(data)} bytes"
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", path
+
+
+def close(a, b, rel=0.05):
+    return abs(a - b) <= rel * abs(b)
+
+
+@pytest.fixture(autouse=True)
+def _need_bench():
+    if not os.environ.get("ESTUARY_SIM_BENCH"):
+        pytest.skip("ESTUARY_SIM_BENCH (the bench/sim program) not set: run through ctest")
+
+
+def test_allreduce_contention_free_equals_alpha_beta(tmp_path):
+    repeat, doubles = 2, 3
+    out = simulate("allreduce", "--ranks", "8,16,32", "--topology", "switch", "--algorithm",
+                   "recursive-doubling,recursive-4", "--doubles", str(doubles), "--repeat", str(repeat), "--json",
+                   "--plot", str(tmp_path / "t.png"), "--matrix", str(tmp_path / "m.png"))
+    recs = records(out)
+    assert len(recs) == 6
+    for r in recs:
+        p = r["ranks"]
+        if r["algorithm"] == "recursive-doubling":
+            # log2 p stages of one exchange with a partner, per allreduce
+            stages = repeat * int(math.log2(p))
+            assert r["messages"] == stages * p
+            expect = stages * (ALPHA + 8 * doubles / BW)
+            assert r["stages"] == stages
+            assert close(r["simulated_s"], expect), (r, expect)
+        assert close(r["simulated_s"], r["alpha_beta_s"]), r
+    rd = {r["ranks"]: r["simulated_s"] for r in recs if r["algorithm"] == "recursive-doubling"}
+    assert rd[8] < rd[16] < rd[32]  # Fig. 10a: allreduce time grows with ranks
+    assert_png(tmp_path / "t.png")
+    assert_png(tmp_path / "m.png")
+    assert "matrix_bytes" in recs[0] and len(recs[0]["matrix_bytes"]) == 8
+
+
+@pytest.mark.parametrize("width", [3, 10])
+def test_halo_contention_free_equals_alpha_beta(tmp_path, width):
+    n, nz = 64, 4
+    out = simulate("halo", "--ranks", "16,64", "--topology", "switch", "--width", str(width), "--nx", str(n), "--ny",
+                   str(n), "--nz", str(nz), "--json", "--matrix", str(tmp_path / "halo.png"), "--matrix-ranks", "64")
+    recs = records(out)
+    for r in recs:
+        q = int(math.isqrt(r["ranks"]))  # 16 -> 4 x 4, 64 -> 8 x 8 subdomains of b x b points
+        b = n // q
+        # x sweep: w columns of b rows to each side; y sweep: w rows of b + 2w (corners), each way
+        x_bytes = 2 * width * b * nz * 8
+        y_bytes = 2 * width * (b + 2 * width) * nz * 8
+        expect = 2 * ALPHA + (x_bytes + y_bytes) / BW
+        assert close(r["simulated_s"], expect), (r, expect)
+    # Fig. 9d: the matrix of the 64-rank run holds every byte sent, x and y neighbours only
+    m = [rec for rec in recs if "matrix_bytes" in rec][0]
+    assert m["ranks"] == 64
+    total = sum(map(sum, m["matrix_bytes"]))
+    assert total == m["bytes"]
+    assert_png(tmp_path / "halo.png")
+
+
+def test_transposition_contention_free_and_algorithms(tmp_path):
+    n = 64
+    out = simulate("transposition", "--ranks", "16,64", "--topology", "switch", "--algorithm", "burst,ring-1,bruck",
+                   "--nx", str(n), "--ny", str(n), "--nz", str(n), "--transpositions", "1", "--json", "--plot",
+                   str(tmp_path / "tr.png"))
+    recs = records(out)
+    assert len(recs) == 6
+    for r in recs:
+        p = r["ranks"]
+        cx = int(math.isqrt(p))
+        if r["algorithm"] == "burst":
+            # one stage: each rank sends all but its own 1/cx of its n^3/p doubles
+            expect = ALPHA + (n ** 3 * 8 / p) * (cx - 1) / cx / BW
+            assert r["stages"] == 1
+            assert close(r["simulated_s"], expect), (r, expect)
+        if r["algorithm"] == "ring-1":
+            assert r["stages"] == cx - 1
+        assert close(r["simulated_s"], r["alpha_beta_s"]), r
+    by = {(r["algorithm"], r["ranks"]): r["simulated_s"] for r in recs}
+    assert by[("bruck", 64)] > by[("burst", 64)]  # Bruck moves bytes several times
+    assert_png(tmp_path / "tr.png")
+
+
+def test_coupling_p2p_butterfly_adaptive(tmp_path):
+    points = 64000
+    out = simulate("coupling", "--ranks", "16,32", "--topology", "switch", "--algorithm", "p2p,butterfly,adaptive",
+                   "--points", str(points), "--json", "--plot", str(tmp_path / "c.png"))
+    recs = records(out)
+    assert len(recs) == 6
+    by = {(r["algorithm"], r["ranks"]): r for r in recs}
+    for p in (16, 32):
+        a = p // 2
+        r = by[("p2p", p)]
+        # block -> block with as many ranks on either side: one message of points/a doubles each
+        assert r["messages"] == a and r["stages"] == 1
+        assert close(r["simulated_s"], ALPHA + points / a * 8 / BW), r
+        ad = by[("adaptive", p)]
+        trials = [t["simulated_s"] for t in ad["trials"]]
+        assert len(trials) >= int(math.log2(a)) + 1
+        assert close(ad["simulated_s"], min(trials), 1e-4)
+        assert ad["simulated_s"] <= by[("butterfly", p)]["simulated_s"] * (1 + 1e-6)
+        assert ad["simulated_s"] <= r["simulated_s"] * (1 + 1e-6)
+        # equal block sides: flow i -> i never moves inside the kernel; hops that move nothing
+        # are dropped, so the butterfly is P2P here
+        assert by[("butterfly", p)]["stages"] == 1
+        assert close(by[("butterfly", p)]["simulated_s"], r["simulated_s"], 1e-6)
+    assert_png(tmp_path / "c.png")
+
+
+def test_coupling_adaptive_picks_butterfly_with_message_overhead():
+    # every source meets every destination (chunks of 1 point): many small messages, each costing
+    # 1 us of CPU; the butterfly's few larger messages win and profiling finds it
+    out = simulate("coupling", "--ranks", "64", "--topology", "fattree", "--algorithm", "p2p,adaptive", "--points",
+                   "100000", "--dst-chunk", "1", "--overhead", "1000", "--json", "--no-progress")
+    by = {r["algorithm"]: r for r in records(out)}
+    assert by["adaptive"]["choice"] != "coupling p2p"
+    assert by["adaptive"]["stages"] > 1
+    assert by["adaptive"]["simulated_s"] < 0.8 * by["p2p"]["simulated_s"]
+
+
+def test_routing_variants_and_progress(tmp_path):
+    out = simulate("halo", "--ranks", "64", "--topology", "dragonfly", "--routing", "minimal,valiant,ugal", "--width",
+                   "3", "--nx", "64", "--ny", "64", "--nz", "4", "--json")
+    recs = records(out)
+    assert [r["routing"] for r in recs] == ["minimal", "valiant", "ugal"]
+    assert recs[0]["detoured"] == 0 and recs[1]["detoured"] == recs[1]["messages"]
+    assert all(r["messages"] == 256 for r in recs)
+    assert "3/3" in out.stderr  # the progress bar reached the end
+    # the table form (no --json)
+    out = simulate("allreduce", "--ranks", "8", "--topology", "torus", "--no-progress")
+    assert "simulated (s)" in out.stdout and out.stderr == ""
+
+
+def test_errors_are_reported():
+    out = simulate("halo", "--routing", "adaptive", check=False)
+    assert out.returncode == 2 and "routing 'adaptive'" in out.stderr
+    out = simulate("allreduce", "--algorithm", "ring-2", check=False)
+    assert out.returncode == 2 and "recursive" in out.stderr
+    out = simulate("halo", "--ranks", "abc", check=False)
+    assert out.returncode == 2 and "--ranks" in out.stderr
+    # a run that fails (too few routers for the groups SimGrid needs) is reported, not hidden
+    out = simulate("allreduce", "--ranks", "8", "--platform", "dragonfly-SL", "--json", "--no-progress", check=False)
+    assert out.returncode == 1
+    rec = json.loads(out.stdout.splitlines()[-1])
+    assert "routers" in rec["error"]
+    out = simulate("allreduce", "--bench", "/nonexistent/sim", check=False)
+    assert out.returncode == 2 and "bench/sim" in out.stderr

@@ -1,0 +1,175 @@
+# netCDF-4 (HDF5) files with deflate, split files, sampling frequency and their configuration
+# errors, read back with netCDF4, xarray, ncdump and CDO and compared with references computed
+# here (the values from global indices, the split files' dates with cftime).
+import os
+import subprocess
+
+import cftime
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+
+from test_io_files import CONFIG, NLEV, NSTEPS, NX, NY, check_complete, run, value2, value3
+
+NC4_CONFIG = CONFIG.replace('  reference_time: "2001-01-01 00:00:00"\n',
+                            '  reference_time: "2001-01-01 00:00:00"\n  format: netcdf4\n').replace(
+    "fields: [{{name: t3, precision: double}}, {{name: sst, precision: float}}]",
+    "fields: [{{name: t3, precision: double, deflate: 4}}, {{name: sst, precision: float, deflate: 1}}]").replace(
+    "- {{name: t3, operation: average, precision: double}}",
+    "- {{name: t3, operation: average, precision: double, deflate: 2}}")
+assert NC4_CONFIG.count("deflate") == 3 and "format: netcdf4" in NC4_CONFIG
+
+
+@pytest.mark.parametrize("ranks,decomp,mode,writers,in_turn", [
+    (2, "block", "serverless", 1, False),
+    (3, "boxes", "serverless", 2, False),
+    (5, "perm", "serverless", 2, False),
+    (3, "cyclic", "server", 1, False),
+    (4, "boxes", "server", 2, False),
+    (3, "cyclic", "serverless", 2, True),
+])
+def test_netcdf4_write_read_back(io_env, ranks, decomp, mode, writers, in_turn):
+    d, p = run(io_env, ranks, decomp, mode, writers, config=NC4_CONFIG,
+               name=f"nc4_np{ranks}_{mode}_w{writers}_{decomp}{'_turn' if in_turn else ''}",
+               env={"ESTUARY_NC4_IN_TURN": "1"} if in_turn else None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    check_complete(d, file_format="NETCDF4")
+    with netCDF4.Dataset(os.path.join(d, "inst.nc")) as ds:
+        f = ds["t3"].filters()
+        assert f["zlib"] and f["shuffle"] and f["complevel"] == 4, f
+        assert ds["t3"].chunking() == [1, 1, NY, NX]
+        assert ds["sst"].filters()["complevel"] == 1
+        assert not ds["lon"].filters()["zlib"]
+    with netCDF4.Dataset(os.path.join(d, "stats.nc")) as ds:
+        assert ds["t3"].filters()["complevel"] == 2 and not ds["sst"].filters()["zlib"]
+    with xr.open_dataset(os.path.join(d, "stats.nc"), use_cftime=True) as ds:
+        assert str(ds.time.values[0]) == "2001-01-01 01:30:00"
+        assert ds.t3.shape == (NSTEPS // 3, NLEV, NY, NX)
+    for f in ("inst", "stats", "stats2", "const"):
+        subprocess.run(["ncdump", "-h", os.path.join(d, f + ".nc")], check=True, capture_output=True)
+    info = subprocess.run(["cdo", "-s", "sinfon", os.path.join(d, "stats.nc")], check=True,
+                          capture_output=True, text=True).stdout
+    assert "curvilinear" in info and f"{NSTEPS // 3} steps" in info
+
+
+def test_netcdf4_same_contents_as_cdf5(io_env):
+    base, p = run(io_env, 2, "block", "serverless", 1, name="nc4_same_cdf5")
+    assert p.returncode == 0, p.stdout + p.stderr
+    d, p = run(io_env, 4, "perm", "serverless", 2, config=NC4_CONFIG, name="nc4_same_nc4")
+    assert p.returncode == 0, p.stdout + p.stderr
+    for f in ("inst", "stats", "stats2", "const"):
+        with netCDF4.Dataset(os.path.join(base, f + ".nc")) as a, netCDF4.Dataset(os.path.join(d, f + ".nc")) as b:
+            assert set(a.variables) == set(b.variables)
+            for v in a.variables:
+                np.testing.assert_array_equal(np.asarray(b[v][:]), np.asarray(a[v][:]), err_msg=f"{f}:{v}")
+
+
+SPLIT_STEPS = 48
+SPLIT_CONFIG = """output:
+  mode: {mode}
+  writers: {writers}
+  directory: {dir}
+  calendar: noleap
+  reference_time: "2004-02-28 00:00:00"
+  files:
+    - name: inst
+      output_freq: 2h
+      split_freq: 6h
+      fields: [{{name: t3, precision: double}}, {{name: sst, operation: once, precision: double}}]
+    - name: day
+      output_freq: 3h
+      split_freq: 1d
+      format: netcdf4
+      fields:
+        - {{name: t3, operation: average, precision: double}}
+        - {{name: sst, operation: maximum, precision: double, deflate: 3}}
+    - name: samp
+      output_freq: 6h
+      fields:
+        - {{name: t3, operation: average, precision: double, sampling_freq: 2h}}
+        - {{name: sst, operation: accumulate, precision: double, sampling_freq: 3h}}
+"""
+
+
+def label(seconds, fmt):
+    return cftime.num2date(seconds, "seconds since 2004-02-28 00:00:00", calendar="noleap").strftime(fmt)
+
+
+@pytest.mark.parametrize("ranks,decomp,mode,writers", [(3, "boxes", "serverless", 2), (4, "cyclic", "server", 1),
+                                                       (5, "perm", "server", 2)])
+def test_split_and_sampling(io_env, ranks, decomp, mode, writers):
+    d, p = run(io_env, ranks, decomp, mode, writers, config=SPLIT_CONFIG, nsteps=SPLIT_STEPS,
+               name=f"split_np{ranks}_{mode}_w{writers}")
+    assert p.returncode == 0, p.stdout + p.stderr
+    # inst: a file a 6 h period (k S, (k+1) S], named with its start, each with 3 records,
+    # the coordinates and the `once` field: valid on its own.
+    names = sorted(f for f in os.listdir(d) if f.startswith("inst_"))
+    want = [f"inst_{label(6 * 3600 * k, '%Y%m%d%H%M')}.nc" for k in range(SPLIT_STEPS // 6)]
+    assert names == sorted(want)
+    assert "inst_200402290000.nc" not in names and "inst_200403010000.nc" in names  # noleap
+    for k, f in enumerate(want):
+        with netCDF4.Dataset(os.path.join(d, f)) as ds:
+            np.testing.assert_array_equal(ds["time"][:], 3600.0 * np.array([6 * k + 2, 6 * k + 4, 6 * k + 6]))
+            for r in range(3):
+                np.testing.assert_array_equal(ds["t3"][r], value3(6 * k + 2 * (r + 1)))
+            np.testing.assert_allclose(ds["sst"][:], value2(1), rtol=1e-14)
+            assert ds["lon"].shape == (NY, NX) and ds["lon_bnds"].shape == (NY, NX, 4)
+            np.testing.assert_allclose(ds["lon"][0, :], 30.0 * np.arange(NX), atol=1e-12)
+    # day: netCDF-4, one file a day, 8 averages each.
+    days = sorted(f for f in os.listdir(d) if f.startswith("day_"))
+    assert days == ["day_20040228.nc", "day_20040301.nc"]
+    for k, f in enumerate(days):
+        with netCDF4.Dataset(os.path.join(d, f)) as ds:
+            assert ds.file_format == "NETCDF4"
+            assert ds["sst"].filters()["complevel"] == 3
+            assert len(ds["time"]) == 8
+            for r in range(8):
+                s0 = 24 * k + 3 * r
+                np.testing.assert_array_equal(ds["time_bnds"][r], [3600.0 * s0, 3600.0 * (s0 + 3)])
+                avg = ((value3(s0 + 1) + value3(s0 + 2)) + value3(s0 + 3)) / 3
+                np.testing.assert_array_equal(ds["t3"][r], avg)
+                np.testing.assert_allclose(ds["sst"][r], value2(s0 + 3), rtol=1e-14)
+        with xr.open_dataset(os.path.join(d, f), use_cftime=True) as ds:
+            assert ds.t3.shape == (8, NLEV, NY, NX)
+        subprocess.run(["ncdump", "-h", os.path.join(d, f)], check=True, capture_output=True)
+    # samp: only the samples at multiples of sampling_freq enter the operation.
+    with netCDF4.Dataset(os.path.join(d, "samp.nc")) as ds:
+        assert len(ds["time"]) == SPLIT_STEPS // 6
+        for r in range(SPLIT_STEPS // 6):
+            h = 6 * r
+            np.testing.assert_array_equal(ds["t3"][r], ((value3(h + 2) + value3(h + 4)) + value3(h + 6)) / 3)
+            np.testing.assert_allclose(ds["sst"][r], value2(h + 3) + value2(h + 6), rtol=1e-14)
+    info = subprocess.run(["cdo", "-s", "sinfon", os.path.join(d, want[0])], check=True,
+                          capture_output=True, text=True).stdout
+    assert "3 steps" in info
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ("split_freq: 6h", "split_freq: 6 hours",
+     "bad duration '6 hours' (config {cfg}, key output.files[0] (inst).split_freq)"),
+    ("split_freq: 1d", "split_freq: 5h",
+     "split_freq is not a multiple of output_freq (config {cfg}, key output.files[1] (day).split_freq)"),
+    ("sampling_freq: 2h", "sampling_freq: -2h",
+     "bad duration '-2h' (config {cfg}, key output.files[2] (samp).fields[0] (t3).sampling_freq)"),
+    ("sampling_freq: 3h", "sampling_freq: 4h",
+     "output_freq is not a multiple of sampling_freq (config {cfg}, key output.files[2] (samp).fields[1] (sst).sampling_freq)"),
+    ("format: netcdf4\n", "format: hdf\n",
+     "unknown format 'hdf' (config {cfg}, key output.files[1] (day).format)"),
+    ("deflate: 3", "deflate: 12",
+     "deflate level '12' is not 0..9 (config {cfg}, key output.files[1] (day).fields[1] (sst).deflate)"),
+    ("      format: netcdf4\n", "",
+     "deflate needs a netCDF-4 file (config {cfg}, key output.files[1] (day).fields[1] (sst).deflate)"),
+])
+def test_malformed_frequencies_and_formats(io_env, old, new, message):
+    d = os.path.join(io_env["tmp"], "badcfg_more")
+    os.makedirs(d, exist_ok=True)
+    cfg = os.path.join(d, "io.yaml")
+    text = SPLIT_CONFIG.format(mode="serverless", writers=1, dir=d)
+    assert text.count(old) == 1
+    with open(cfg, "w") as f:
+        f.write(text.replace(old, new))
+    p = subprocess.run([io_env["mpiexec"], "-n", "2", io_env["writer"], cfg, "block", "4"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert message.format(cfg=cfg) in p.stdout, p.stdout + p.stderr
