@@ -272,7 +272,7 @@ def test_demo_languages_dry_run(tmp_path):
     themselves are checked bit for bit against the all-C++ run by test_toy_mixed.py)."""
     toy = os.environ.get("ESTUARY_TOY_ATM_OCN")
     if not toy:
-        pytest.skip("ESTUARY_TOY_ATM_OCN not set (run from ctest)")
+        pytest.fail("ESTUARY_TOY_ATM_OCN not set (run from ctest, which sets it)")
     rec = json.loads(estuary_cli("demo", "--atmos", "python", "--ocean", "fortran", "--ranks", "5", "--dir",
                                  str(tmp_path), "--dry-run", "--json").stdout)
     cmd = rec["command"]

@@ -47,7 +47,7 @@ def close(a, b, rel=0.05):
 @pytest.fixture(autouse=True)
 def _need_bench():
     if not os.environ.get("ESTUARY_SIM_BENCH"):
-        pytest.skip("ESTUARY_SIM_BENCH (the bench/sim program) not set: run through ctest")
+        pytest.fail("ESTUARY_SIM_BENCH (the bench/sim program) not set: run through ctest, which sets it")
 
 
 def test_allreduce_contention_free_equals_alpha_beta(tmp_path):

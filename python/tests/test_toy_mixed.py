@@ -44,7 +44,7 @@ def expout_config(path):
 
 def run(atm, ocn, name):
     if not CPP or (("fortran" in (atm, ocn)) and not FORTRAN):
-        pytest.skip("ESTUARY_TOY_ATM_OCN / ESTUARY_TOY_ATM_OCN_F not set (run from ctest)")
+        pytest.fail("ESTUARY_TOY_ATM_OCN / ESTUARY_TOY_ATM_OCN_F not set (run from ctest, which sets them)")
     folder = TMP / name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
