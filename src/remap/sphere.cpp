@@ -282,8 +282,6 @@ void Clipper::clip(const Polygon& subject, Polygon& out) const {
   }
 }
 
-void clip(const Polygon& subject, const Polygon& clip, Polygon& out) { Clipper(clip).clip(subject, out); }
-
 Cap bounding_cap(const Polygon& p) {
   Cap cap;
   Vec3 c{};

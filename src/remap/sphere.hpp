@@ -82,8 +82,6 @@ class Clipper {
   mutable Polygon tmp_;
 };
 
-void clip(const Polygon& subject, const Polygon& convex, Polygon& out);
-
 // A cap holding the polygon: centre and angular radius (latitude arcs included).
 struct Cap {
   Vec3 centre;
