@@ -522,11 +522,10 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
         MPI_Comm_rank(c.comm, &r);
         if (r == 0) std::filesystem::rename(tmp, weight_file);
         check_mpi(MPI_Barrier(c.comm), "MPI_Barrier");
-        weight_file.clear();
         char took[64];
         std::snprintf(took, sizeof took, "%.3f", MPI_Wtime() - t0);
-        log("coupling " + c.label + ": CONSERV weights generated in " + took + " s, cached in " +
-            path_in(opt.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_CONSERV_" + norm + ".nc"));
+        log("coupling " + c.label + ": CONSERV weights generated in " + took + " s, cached in " + weight_file);
+        weight_file.clear();  // the Remap takes the links in memory
       }
     } else {
       Grid sg = side_grid(true), dg = side_grid(false);
