@@ -93,38 +93,6 @@ double pingpong(int bytes, int iters, bool all_pairs) {
   return bench::max_over_ranks(active ? (MPI_Wtime() - t0) / (2.0 * iters) : 0.0, MPI_COMM_WORLD);
 }
 
-// Every rank's stages on rank 0, as numbers: [stages, (sends, (peer, bytes)*, recvs, ...)*].
-std::vector<std::vector<RankStage>> gather_stages(const std::vector<RankStage>& mine) {
-  std::vector<std::int64_t> flat{static_cast<std::int64_t>(mine.size())};
-  for (const RankStage& s : mine)
-    for (const auto* list : {&s.sends, &s.recvs}) {
-      flat.push_back(static_cast<std::int64_t>(list->size()));
-      for (const Msg& m : *list) flat.insert(flat.end(), {m.peer, m.bytes});
-    }
-  int rank = 0, p = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  int n = static_cast<int>(flat.size());
-  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
-  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  int total = 0;
-  for (int i = 0; i < p; ++i) displs[static_cast<std::size_t>(i)] = total, total += counts[static_cast<std::size_t>(i)];
-  std::vector<std::int64_t> all(static_cast<std::size_t>(std::max(total, 1)));
-  MPI_Gatherv(flat.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
-  std::vector<std::vector<RankStage>> out;
-  if (rank != 0) return out;
-  std::size_t at = 0;
-  for (int i = 0; i < p; ++i) {
-    std::vector<RankStage> stages(static_cast<std::size_t>(all[at++]));
-    for (RankStage& s : stages)
-      for (auto* list : {&s.sends, &s.recvs}) {
-        const std::int64_t m = all[at++];
-        for (std::int64_t j = 0; j < m; ++j, at += 2) list->push_back({static_cast<int>(all[at]), all[at + 1]});
-      }
-    out.push_back(std::move(stages));
-  }
-  return out;
-}
 
 int calibrate(const bench::Args& args) {
   int rank = 0, p = 1;
@@ -172,7 +140,7 @@ int calibrate(const bench::Args& args) {
     rd.run({estuary::Field(a, b)});
     times.push_back(bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD));
   }
-  const auto all_stages = gather_stages(rank_stages(rd.schedule(), 8));
+  const auto all_stages = gather_rank_stages(rank_stages(rd.schedule(), 8), MPI_COMM_WORLD);
   if (rank == 0) {
     const double real = bench::median(times);
     // With packing: each stage first copies what it sends and receives, at copy_Bps.

@@ -49,36 +49,6 @@ void expect_same(const std::vector<RankStage>& real, const Pattern& closed, int 
   }
 }
 
-// Every rank's stages, flattened to numbers, on rank 0 (empty elsewhere).
-std::vector<std::vector<RankStage>> gather(const std::vector<RankStage>& mine) {
-  std::vector<std::int64_t> flat{static_cast<std::int64_t>(mine.size())};
-  for (const RankStage& s : mine)
-    for (const auto* list : {&s.sends, &s.recvs}) {
-      flat.push_back(static_cast<std::int64_t>(list->size()));
-      for (const Msg& m : *list) flat.insert(flat.end(), {m.peer, m.bytes});
-    }
-  const int p = size_of(MPI_COMM_WORLD);
-  int n = static_cast<int>(flat.size());
-  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
-  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  int total = 0;
-  for (int i = 0; i < p; ++i) displs[static_cast<std::size_t>(i)] = total, total += counts[static_cast<std::size_t>(i)];
-  std::vector<std::int64_t> all(static_cast<std::size_t>(total));
-  MPI_Gatherv(flat.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
-  std::vector<std::vector<RankStage>> out;
-  if (rank_of(MPI_COMM_WORLD) != 0) return out;
-  std::size_t at = 0;
-  for (int i = 0; i < p; ++i) {
-    std::vector<RankStage> stages(static_cast<std::size_t>(all[at++]));
-    for (RankStage& s : stages)
-      for (auto* list : {&s.sends, &s.recvs}) {
-        const std::int64_t m = all[at++];
-        for (std::int64_t j = 0; j < m; ++j, at += 2) list->push_back({static_cast<int>(all[at]), all[at + 1]});
-      }
-    out.push_back(std::move(stages));
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -113,7 +83,7 @@ TEST(SimSchedule, RealSchedulesReplayLikeTheClosedForm) {
   const std::int64_t nx = 64, ny = 32, nz = 64;
   const Plan plan = slab_plan(nx, ny, nz);
   for (const char* algo : {"bruck", "ring-2"}) {
-    const auto all = gather(rank_stages(make_schedule(plan, algo), 8));
+    const auto all = gather_rank_stages(rank_stages(make_schedule(plan, algo), 8), MPI_COMM_WORLD);
     if (r != 0) continue;
     const auto real = table_pattern(std::string("real ") + algo, all);
     ASSERT_NO_THROW(check_matching(*real));

@@ -9,6 +9,8 @@
 // parameters and returns the simulated time of the whole pattern.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -53,6 +55,9 @@ class Pattern {
 // The stages of one rank's Schedule as messages of element count * bytes_per_element (local
 // copies and fills move no network data and are dropped).
 std::vector<RankStage> rank_stages(const Schedule& schedule, std::int64_t bytes_per_element);
+// Collective over comm: every rank's stages (from rank_stages of its real schedule) on `root`,
+// in rank order, for a table_pattern replay of a real MPI run; empty on the other ranks.
+std::vector<std::vector<RankStage>> gather_rank_stages(const std::vector<RankStage>& mine, MPI_Comm comm, int root = 0);
 // A stored pattern, one stage list per rank (shorter lists are padded with empty stages).
 // For real schedules gathered from a small MPI run: memory grows with the messages.
 std::unique_ptr<Pattern> table_pattern(std::string name, std::vector<std::vector<RankStage>> per_rank);

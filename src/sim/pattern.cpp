@@ -299,6 +299,39 @@ std::vector<RankStage> rank_stages(const Schedule& schedule, std::int64_t bytes_
   return out;
 }
 
+// Flattened to numbers: [stages, (sends, (peer, bytes)*, recvs, ...)*] per rank.
+std::vector<std::vector<RankStage>> gather_rank_stages(const std::vector<RankStage>& mine, MPI_Comm comm, int root) {
+  std::vector<std::int64_t> flat{static_cast<std::int64_t>(mine.size())};
+  for (const RankStage& s : mine)
+    for (const auto* list : {&s.sends, &s.recvs}) {
+      flat.push_back(static_cast<std::int64_t>(list->size()));
+      for (const Msg& m : *list) flat.insert(flat.end(), {m.peer, m.bytes});
+    }
+  int rank = 0, p = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &p);
+  int n = static_cast<int>(flat.size());
+  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
+  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm);
+  int total = 0;
+  for (int i = 0; i < p; ++i) displs[static_cast<std::size_t>(i)] = total, total += counts[static_cast<std::size_t>(i)];
+  std::vector<std::int64_t> all(static_cast<std::size_t>(std::max(total, 1)));
+  MPI_Gatherv(flat.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, root, comm);
+  std::vector<std::vector<RankStage>> out;
+  if (rank != root) return out;
+  std::size_t at = 0;
+  for (int i = 0; i < p; ++i) {
+    std::vector<RankStage> stages(static_cast<std::size_t>(all[at++]));
+    for (RankStage& s : stages)
+      for (auto* list : {&s.sends, &s.recvs}) {
+        const std::int64_t m = all[at++];
+        for (std::int64_t j = 0; j < m; ++j, at += 2) list->push_back({static_cast<int>(all[at]), all[at + 1]});
+      }
+    out.push_back(std::move(stages));
+  }
+  return out;
+}
+
 std::unique_ptr<Pattern> table_pattern(std::string name, std::vector<std::vector<RankStage>> per_rank) {
   return std::make_unique<TablePattern>(std::move(name), std::move(per_rank));
 }
