@@ -38,6 +38,7 @@
 #include "estuary/couple_config.hpp"
 #include "estuary/decomp.hpp"
 #include "estuary/grid.hpp"
+#include "estuary/schedule.hpp"
 
 namespace estuary {
 
@@ -69,6 +70,11 @@ struct ComponentOptions {
   std::string directory;
   // The world of the coupled run: every rank of it constructs exactly one Component.
   MPI_Comm world = MPI_COMM_WORLD;
+  // Set up only, to look at the couplings (`estuary inspect schedule --config`): enddef builds
+  // every coupling and its Remap (generating weights if needed) but reads no restart and sends
+  // nothing (no lagged first transfer); put and get throw. Logs and generated weights still go
+  // to `directory`.
+  bool setup_only = false;
 };
 
 // The OASIS partition forms, from OASIS's ig_paral arrays with 0-based offsets:
@@ -82,6 +88,32 @@ struct FieldTimers {
   std::string field;
   int puts = 0, gets = 0, exchanges = 0;
   double put_s = 0, get_s = 0, wait_s = 0, remap_s = 0;
+};
+
+// One exchange of a coupling's Remap as this rank runs it at every coupling time: its schedule's
+// counts (elements per value field; the coupling moves all its value fields in one exchange)
+// and messages, with peers as ranks of the world.
+struct CouplingExchange {
+  std::string name;       // "gather" (source values to the link holders) or "after" (results or
+                          // partial sums to the destination's ranks), as Remap::exchanges()
+  std::string algorithm;  // of the schedule ("p2p": coupling needs a single stage)
+  ScheduleStats stats;
+  struct Message {
+    int stage = 0, peer = 0;  // peer: world rank
+    std::int64_t count = 0;   // elements per value field
+  };
+  std::vector<Message> sends, recvs;
+};
+
+// What a configured coupling moves, as this rank sees it (Component::schedules, after enddef).
+struct CouplingSchedules {
+  std::string label;                         // "SST -> A_SST (namcouple:12)"
+  std::string src_component, dst_component;  // "" for INPUT (no source) or OUTPUT (no target)
+  int values = 0;                            // value fields moved together (fields x bundles)
+  std::string location, order;               // of the Remap: "src"/"dst", "bfb"/"sum" ("" if none)
+  bool member = false;                       // this rank takes part (defines a field of a side)
+  std::vector<CouplingExchange> exchanges;   // in execution order; empty off the coupling and
+                                             // for INPUT/OUTPUT (no Remap)
 };
 
 class Component {
@@ -120,6 +152,9 @@ class Component {
   void terminate();
 
   const CouplingSetup& setup() const;  // after enddef
+  // Local, after enddef: every configured coupling, in the configuration's order (the same list
+  // on every rank), with the schedules of the exchanges its Remap runs.
+  std::vector<CouplingSchedules> schedules() const;
   std::vector<FieldTimers> timers() const;
   // Target side of a CONSERV coupling: the source integral (sum of value x area over valid
   // points) of the last get of this field (of its first bundle member), 0 before any; for

@@ -25,11 +25,14 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "estuary/decomp.hpp"
 #include "estuary/weights.hpp"
 
 namespace estuary {
+
+class Redist;
 
 enum class RemapLocation { src, dst };
 enum class RemapOrder { bfb, sum };
@@ -89,6 +92,16 @@ class Remap {
 
   const RemapOptions& options() const;
   RemapStats stats() const;
+
+  // The exchanges run() executes, in order, for inspection (`estuary inspect schedule
+  // --config`): "gather" moves source values to the ranks holding the links, "after" moves
+  // results or partial sums to the destination's ranks; either may be absent (the same on
+  // every rank). Peers in their schedules are ranks of the communicator the Remap was given.
+  struct Exchange {
+    const char* name;
+    const Redist* redist;
+  };
+  std::vector<Exchange> exchanges() const;
 
  private:
   struct Impl;

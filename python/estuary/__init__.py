@@ -26,7 +26,7 @@ import importlib
 # mpirun itself) does not initialise MPI by importing mpi4py.
 _NATIVE = ("Error", "MpiError", "Decomp", "gen", "Redist", "Remap", "Grid", "GridGen", "write_weights",
            "read_weights", "distance_weights", "bilinear_weights", "conservative_weights", "oasis_partition", "schedule_names",
-           "info_name")
+           "info_name", "read_coupling_config")
 _IO = ("Output", "Reader")  # from estuary.io (the I/O server)
 _COUPLE = ("Component", "SerialPartition", "ApplePartition", "BoxPartition", "OrangePartition",
            "PointsPartition", "Var", "OasisParameters", "OASIS", "abort")

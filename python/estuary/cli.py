@@ -6,6 +6,8 @@
     estuary inspect plan --src block --dst cyclic --n N --ranks P [--algorithm p2p] [--json]
     estuary inspect schedule --src block --dst cyclic --n N --ranks P [--algorithm butterfly]
                              [--png F.png | --no-png] [--json]
+    estuary inspect plan|schedule --config namcouple --component atmos:3:apple:lmdz --component ocean:2:box:torc
+                             [--grid torc=lonlat:12x6] [--png F.png | --no-png] [--json]
     estuary bench NAME [--ranks 1,2,4] [--out F.jsonl] [--json] [--binary PATH] [BENCH ARGS...]
     estuary simulate transposition|halo|allreduce|coupling --ranks 16,64 [--topology T] [--routing R]
                      [--algorithm A] [--bandwidth GB/s] [--latency ns] [--json] [--plot F.png] [--matrix F.png]
@@ -243,6 +245,14 @@ def _inspect_redist(args, argv):
 
 
 def cmd_inspect_plan(args, argv) -> int:
+    if args.config:  # a run set-up: the couplings' schedules (p2p, so the plans themselves)
+        from .inspect_config import cmd_inspect_config
+
+        return cmd_inspect_config(args, argv)
+    missing = [o for o in ("src", "dst", "n") if getattr(args, o) is None]
+    if missing:
+        return _fail("inspect plan needs " + ", ".join("--" + o for o in missing) +
+                     " (generated decompositions) or --config with --component (a run set-up)")
     comm, r, src, dst = _inspect_redist(args, argv)
     if r is None:
         return comm
@@ -324,13 +334,17 @@ def parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="look at plans and schedules")
     isub = i.add_subparsers(dest="what", required=True)
     ip = isub.add_parser("plan", help="messages and bytes per rank for two generated decompositions")
-    ip.add_argument("--src", required=True, help="block, cyclic, random, rows2d, transpose2d")
-    ip.add_argument("--dst", required=True)
-    ip.add_argument("--n", type=int, required=True, help="global elements")
+    ip.add_argument("--src", help="block, cyclic, random, rows2d, transpose2d")
+    ip.add_argument("--dst")
+    ip.add_argument("--n", type=int, help="global elements")
     ip.add_argument("--ranks", type=int, default=1)
     ip.add_argument("--algorithm", default="p2p", help="schedule (p2p, ...)")
     ip.add_argument("--bytes-per-element", type=int, default=8)
     ip.add_argument("--json", action="store_true")
+    # --config: a coupled run's set-up instead of generated decompositions (inspect_config.py)
+    from .inspect_config import add_config_arguments
+
+    add_config_arguments(ip, png=True)
     ip.set_defaults(func=cmd_inspect_plan)
 
     # estuary inspect schedule (python/estuary/inspect_schedule.py), estuary bench (bench.py)

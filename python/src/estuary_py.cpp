@@ -864,15 +864,16 @@ NB_MODULE(_estuary, m) {
       .def(
           "__init__",
           [](estuary::Component* self, const std::string& name, const std::string& config, const std::string& directory,
-             PyComm world) {
+             PyComm world, bool setup_only) {
             estuary::ComponentOptions o;
             o.config = config;
             o.directory = directory;
             o.world = world.comm;
+            o.setup_only = setup_only;
             nb::gil_scoped_release release;
             new (self) estuary::Component(name, o);
           },
-          "name"_a, "config"_a = "", "directory"_a = "", "world"_a = nb::none())
+          "name"_a, "config"_a = "", "directory"_a = "", "world"_a = nb::none(), "setup_only"_a = false)
       .def_prop_ro("name", &estuary::Component::name)
       .def_prop_ro("comm", [](const estuary::Component& c) { return PyComm{c.comm()}; })
       .def("def_partition", &estuary::Component::def_partition, "decomp"_a, "name"_a = "")
@@ -909,6 +910,42 @@ NB_MODULE(_estuary, m) {
       .def("last_source_integral", &estuary::Component::last_source_integral, "var"_a)
       .def_prop_ro("runtime", [](const estuary::Component& c) { return static_cast<double>(c.setup().runtime); },
                    "The run length of the configuration (seconds), after enddef.")
+      .def(
+          "schedules",
+          [](const estuary::Component& c) {
+            nb::list out;
+            for (const estuary::CouplingSchedules& cs : c.schedules()) {
+              nb::list exchanges;
+              for (const estuary::CouplingExchange& e : cs.exchanges) {
+                const auto messages = [](const std::vector<estuary::CouplingExchange::Message>& ms) {
+                  std::vector<std::tuple<int, int, i64>> v;  // (stage, world peer, elements per value field)
+                  for (const auto& x : ms) v.emplace_back(x.stage, x.peer, x.count);
+                  return v;
+                };
+                nb::dict d;
+                d["name"] = e.name;
+                d["algorithm"] = e.algorithm;
+                d["stats"] = schedule_stats_dict(e.stats);
+                d["sends"] = messages(e.sends);
+                d["recvs"] = messages(e.recvs);
+                exchanges.append(d);
+              }
+              nb::dict d;
+              d["label"] = cs.label;
+              d["src_component"] = cs.src_component;
+              d["dst_component"] = cs.dst_component;
+              d["values"] = cs.values;
+              d["location"] = cs.location;
+              d["order"] = cs.order;
+              d["member"] = cs.member;
+              d["exchanges"] = exchanges;
+              out.append(d);
+            }
+            return out;
+          },
+          "After enddef, local: per configured coupling, its label and the exchanges its Remap runs (name, "
+          "algorithm, this rank's schedule stats, and (stage, world peer, elements per value field) of every "
+          "message sent and received).")
       .def("timers", [](const estuary::Component& c) {
         nb::list out;
         for (const auto& t : c.timers()) {
@@ -925,6 +962,62 @@ NB_MODULE(_estuary, m) {
         }
         return out;
       });
+
+  m.def(
+      "read_coupling_config",
+      [](const std::string& path) {
+        const estuary::CouplingSetup setup = estuary::read_coupling_config(path);
+        const auto grid = [](const estuary::GridRef& g) {
+          nb::dict d;
+          d["name"] = g.name;
+          d["nx"] = g.nx;
+          d["ny"] = g.ny;
+          return d;
+        };
+        nb::list couplings;
+        for (const estuary::CouplingConfig& c : setup.couplings) {
+          nb::dict d;
+          d["src_fields"] = c.src_fields;
+          d["dst_fields"] = c.dst_fields;
+          d["status"] = std::string(estuary::name_of(c.status));
+          d["src_grid"] = grid(c.src_grid);
+          d["dst_grid"] = grid(c.dst_grid);
+          d["src_component"] = c.src_component;
+          d["dst_component"] = c.dst_component;
+          d["origin"] = c.origin;
+          d["lag"] = c.lag;
+          d["period"] = c.period;
+          d["transforms"] = c.transforms;
+          if (c.mapping) {
+            nb::dict mp;
+            mp["file"] = c.mapping->file;
+            mp["location"] = c.mapping->location == estuary::RemapLocation::src ? "src" : "dst";
+            mp["order"] = c.mapping->order == estuary::RemapOrder::bfb ? "bfb" : "sum";
+            d["mapping"] = mp;
+          } else {
+            d["mapping"] = nb::none();
+          }
+          if (c.scripr) {
+            nb::dict sc;
+            sc["method"] = c.scripr->method;
+            sc["normalization"] = c.scripr->normalization;
+            sc["order"] = c.scripr->order;
+            sc["neighbors"] = c.scripr->neighbors;
+            d["scripr"] = sc;
+          } else {
+            d["scripr"] = nb::none();
+          }
+          couplings.append(d);
+        }
+        nb::dict out;
+        out["path"] = setup.path;
+        out["runtime"] = setup.runtime;
+        out["couplings"] = couplings;
+        return out;
+      },
+      "path"_a,
+      "A coupling configuration (namcouple or YAML) as a dict: path, runtime and couplings (fields, "
+      "status, grids {name, nx, ny}, components (YAML only), origin, mapping, scripr, ...).");
 
   m.def("info_name", [](int i) { return std::string(estuary::name_of(static_cast<estuary::Info>(i))); }, "info"_a,
         "OASIS's name of an info code (\"Sent\", \"Recvd\", ...).");

@@ -358,3 +358,214 @@ def test_demo_languages_dry_run(tmp_path):
     assert rec["command"][-2:] == [toy, str(tmp_path)] or rec["command"][-1] == str(tmp_path)
     bad = estuary_cli("demo", "--ocean", "cobol", check=False)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+# ---- estuary inspect plan|schedule --config (a coupled run's set-up) ----
+
+# Two couplings between an ocean on grid torc (12 x 6 points) and an atmosphere on grid lmdz
+# (8 x 4): SST with OASIS's default MAPPING (location src, order bfb), and FLX at location dst.
+# The lag and LOCTRANS would make a real run read restart files, which do not exist: inspecting
+# must not need them (nor write any).
+INSPECT_NAMCOUPLE = """ $NFIELDS
+   2
+ $END
+ $RUNTIME
+   7200
+ $END
+ $STRINGS
+SST A_SST 1 3600 1 ocean_restart.nc EXPORTED
+12 6 8 4 torc lmdz LAG=3600
+P 0 P 0
+MAPPING
+w_o2a.nc
+FLX O_FLX 1 3600 2 atmos_restart.nc EXPORTED
+8 4 12 6 lmdz torc
+P 0 P 0
+LOCTRANS MAPPING
+AVERAGE
+w_a2o.nc dst
+ $END
+"""
+
+INSPECT_YAML = """runtime: 7200
+couplings:
+  - source: {component: ocean, fields: [SST], grid: torc, nx: 12, ny: 6, periodic: true}
+    target: {component: atmos, fields: [A_SST], grid: lmdz, nx: 8, ny: 4, periodic: true}
+    period: 3600
+    lag: 3600
+    restart: ocean_restart.nc
+    transforms:
+      - mapping: w_o2a.nc
+  - source: {component: atmos, fields: [FLX], grid: lmdz, nx: 8, ny: 4, periodic: true}
+    target: {component: ocean, fields: [O_FLX], grid: torc, nx: 12, ny: 6, periodic: true}
+    period: 3600
+    restart: atmos_restart.nc
+    transforms:
+      - loctrans: average
+      - mapping: {file: w_a2o.nc, location: dst}
+"""
+
+
+def _inspect_run_dir(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    estuary_cli("weights", "--src", "lonlat:12x6", "--dst", "lonlat:8x4", "--out", str(run / "w_o2a.nc"))
+    estuary_cli("weights", "--src", "lonlat:8x4", "--dst", "lonlat:12x6", "--out", str(run / "w_a2o.nc"))
+    (run / "namcouple").write_text(INSPECT_NAMCOUPLE)
+    (run / "estuary.yaml").write_text(INSPECT_YAML)
+    return run
+
+
+def _weight_links(path):
+    import netCDF4
+
+    with netCDF4.Dataset(path) as f:
+        return np.asarray(f["src_address"][:]) - 1, np.asarray(f["dst_address"][:]) - 1
+
+
+def _remap_bytes_ref(src_owner, dst_owner, src_addr, dst_addr, location, p):
+    """Bytes (8 a value) world rank i sends world rank j in one coupling exchange of a bfb Remap,
+    from the weights and the owners of every point, as the Remap is specified (remap.hpp):
+     - location dst: each rank holding destination points gets, from their owners, every distinct
+       source point the links of its rows use (one move);
+     - location src: the destination rows are cut in contiguous blocks, one per rank holding
+       source points (in rank order); each gathers the distinct source points its rows' links
+       use, then sends every destination point of its block to the point's owner (two moves).
+    The diagonal is what a rank copies to itself."""
+    m = np.zeros((p, p), dtype=np.int64)
+    if location == "dst":
+        for b in np.unique(dst_owner):
+            cols = np.unique(src_addr[dst_owner[dst_addr] == b])
+            np.add.at(m, (src_owner[cols], b), 8)
+        return m
+    holders = np.unique(src_owner)
+    nb, k = len(dst_owner), len(holders)
+    holder_of_row = np.empty(nb, dtype=np.int64)
+    for i, h in enumerate(holders):
+        holder_of_row[i * nb // k:(i + 1) * nb // k] = h
+    for h in holders:
+        cols = np.unique(src_addr[holder_of_row[dst_addr] == h])
+        np.add.at(m, (src_owner[cols], h), 8)
+    np.add.at(m, (holder_of_row, dst_owner), 8)
+    return m
+
+
+def _owners_atmos_apple_ocean_box():
+    """World ranks 0-2: atmos, apple (contiguous blocks) of lmdz's 32 points; 3-4: ocean, box of
+    torc's 12 x 6 points: 2 ranks as 2 x 1 boxes of 6 x 6 (the squarest), x fastest."""
+    lmdz = np.empty(32, dtype=np.int64)
+    for r in range(3):
+        lmdz[r * 32 // 3:(r + 1) * 32 // 3] = r
+    torc = np.empty((6, 12), dtype=np.int64)  # [y, x]
+    torc[:, :6], torc[:, 6:] = 3, 4
+    return lmdz, torc.ravel()
+
+
+def _check_coupling_record(rec, ref, exchanges):
+    off = ref - np.diag(np.diag(ref))
+    assert [x["name"] for x in rec["exchanges"]] == exchanges
+    assert all(x["algorithm"] == "p2p" and x["stages"] == 1 for x in rec["exchanges"])
+    assert rec["matrix_bytes"] == off.tolist()
+    assert rec["fields"] == 1 and rec["bytes_per_element"] == 8 and rec["ranks"] == 5
+    for r, row in enumerate(rec["per_rank"]):
+        assert row["rank"] == r and row["component"] == ("atmos" if r < 3 else "ocean")
+        assert row["stages"] == len(exchanges)
+        assert row["bytes_sent"] == off[r].sum() and row["bytes_received"] == off[:, r].sum(), (r, row)
+        assert row["messages_sent"] == (off[r] > 0).sum() and row["messages_received"] == (off[:, r] > 0).sum()
+        assert row["bytes_copied"] == ref[r, r]
+    assert rec["total"]["bytes"] == off.sum() and rec["total"]["stages"] == len(exchanges)
+    assert [s["exchange"] for s in rec["per_stage"]] == exchanges
+    assert sum(s["bytes"] for s in rec["per_stage"]) == off.sum()
+    data = open(rec["png"], "rb").read()
+    assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("config", ["namcouple", "estuary.yaml"])
+def test_inspect_schedule_config_against_weights(tmp_path, config):
+    """A namcouple and its YAML twin on 3 + 2 ranks: per coupling, the bytes every rank sends
+    every other equal a numpy reference from the weight files and the partitions; the PNGs are
+    written; nothing else appears in the run folder (no log, restart or weights)."""
+    run = _inspect_run_dir(tmp_path)
+    before = set(os.listdir(run))
+    grids = [":lmdz", ":torc"] if config == "namcouple" else ["", ""]  # a namcouple names no components
+    out = estuary_cli("inspect", "schedule", "--config", config, "--component", "atmos:3:apple" + grids[0],
+                      "--component", "ocean:2:box" + grids[1], "--png", "m.png", "--json", cwd=run).stdout
+    recs = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert [r["origin"].rsplit(":", 1)[0] for r in recs] == [config, config]
+    assert [r["coupling"] for r in recs] == [f"SST -> A_SST ({recs[0]['origin']})", f"FLX -> O_FLX ({recs[1]['origin']})"]
+    assert recs[0]["src_component"] == "ocean" and recs[0]["dst_component"] == "atmos"
+    assert recs[0]["mapping"]["location"] == "src" and recs[1]["mapping"]["location"] == "dst"
+    assert recs[0]["src_grid"] == {"name": "torc", "n": 72, "nx": 12, "ny": 6}
+    lmdz, torc = _owners_atmos_apple_ocean_box()
+    assert [r["src_points"] for r in recs[0]["per_rank"]] == [0, 0, 0, 36, 36]
+    assert [r["dst_points"] for r in recs[0]["per_rank"]] == [10, 11, 11, 0, 0]
+    s, d = _weight_links(run / "w_o2a.nc")
+    ref_sst = _remap_bytes_ref(torc, lmdz, s, d, "src", 5)
+    _check_coupling_record(recs[0], ref_sst, ["gather", "after"])
+    s, d = _weight_links(run / "w_a2o.nc")
+    ref_flx = _remap_bytes_ref(lmdz, torc, s, d, "dst", 5)
+    _check_coupling_record(recs[1], ref_flx, ["gather"])
+    # location dst, as the issue words it: a destination rank receives 8 bytes for each distinct
+    # source point its links need that another rank holds
+    for r in (3, 4):
+        need = np.unique(s[torc[d] == r])
+        assert recs[1]["per_rank"][r]["bytes_received"] == 8 * len(need)
+    assert recs[0]["png"] == str((run / "m_SST_to_A_SST.png").resolve())
+    assert recs[1]["png"] == str((run / "m_FLX_to_O_FLX.png").resolve())
+    assert set(os.listdir(run)) == before | {"m_SST_to_A_SST.png", "m_FLX_to_O_FLX.png"}
+    # the plan view and the table: the same couplings
+    table = estuary_cli("inspect", "plan", "--config", config, "--component", "atmos:3:apple" + grids[0],
+                        "--component", "ocean:2:box" + grids[1], "--no-png", cwd=run).stdout
+    assert "coupling SST -> A_SST" in table and "coupling FLX -> O_FLX" in table and "(gather)" in table
+    assert f"total: 2 stages, {int((ref_sst > 0).sum() - (np.diag(ref_sst) > 0).sum())} messages" in table
+
+
+SCRIPR_NAMCOUPLE = """ $NFIELDS
+   1
+ $END
+ $RUNTIME
+   7200
+ $END
+ $STRINGS
+SST A_SST 1 3600 1 ocean_restart.nc EXPORTED
+12 6 8 4 torc lmdz
+P 0 P 0
+SCRIPR
+DISTWGT LR SCALAR LATLON 1 4
+ $END
+"""
+
+
+def test_inspect_schedule_config_scripr_and_errors(tmp_path):
+    """SCRIPR weights are generated from the --grid recipes, out of the run folder; a component
+    the configuration names but the command line does not, a grid without a component, a grid
+    SCRIPR needs without --grid, and a bad partition kind are errors naming them."""
+    run = _inspect_run_dir(tmp_path)
+    (run / "scripr").write_text(SCRIPR_NAMCOUPLE)
+    before = set(os.listdir(run))
+    rec = json.loads(estuary_cli("inspect", "schedule", "--config", "scripr", "--component", "atmos:2:points:lmdz",
+                                 "--component", "ocean:2:orange:torc", "--grid", "torc=lonlat:12x6", "--grid",
+                                 "lmdz=lonlat:8x4", "--no-png", "--json", cwd=run).stdout)
+    m = np.array(rec["matrix_bytes"])
+    assert rec["mapping"]["kind"] == "SCRIPR" and rec["png"] is None
+    assert [x["name"] for x in rec["exchanges"]] == ["gather"] and rec["mapping"]["location"] == "dst"
+    assert m[:2].sum() == 0 and m[:, 2:].sum() == 0 and m.sum() > 0  # ocean (2, 3) -> atmos (0, 1) only
+    assert [r["bytes_sent"] for r in rec["per_rank"]] == m.sum(axis=1).tolist()
+    assert [r["bytes_received"] for r in rec["per_rank"]] == m.sum(axis=0).tolist()
+    assert set(os.listdir(run)) == before
+    # a component the YAML names that no --component gives
+    bad = estuary_cli("inspect", "schedule", "--config", "estuary.yaml", "--component", "atmos:1:apple",
+                      "--component", "ocn:1:box", "--no-png", check=False, cwd=run)
+    assert bad.returncode != 0 and "component ocean" in bad.stderr and "ocn" in bad.stderr, bad.stderr
+    # a namcouple grid no component holds
+    bad = estuary_cli("inspect", "schedule", "--config", "namcouple", "--component", "atmos:1:apple:lmdz",
+                      "--component", "ocean:1:box", "--no-png", check=False, cwd=run)
+    assert bad.returncode != 0 and "grid torc" in bad.stderr and "belongs to no component" in bad.stderr, bad.stderr
+    # SCRIPR without the grid's recipe
+    bad = estuary_cli("inspect", "schedule", "--config", "scripr", "--component", "atmos:1:apple:lmdz",
+                      "--component", "ocean:1:box:torc", "--grid", "lmdz=lonlat:8x4", "--no-png", check=False, cwd=run)
+    assert bad.returncode != 0 and "grid torc" in bad.stderr and "--grid torc=" in bad.stderr, bad.stderr
+    bad = estuary_cli("inspect", "schedule", "--config", "namcouple", "--component", "atmos:1:bogus:lmdz",
+                      "--component", "ocean:1:box:torc", check=False, cwd=run)
+    assert bad.returncode == 2 and "bogus" in bad.stderr and "atmos" in bad.stderr
+    assert set(os.listdir(run)) == before

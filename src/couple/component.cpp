@@ -321,6 +321,7 @@ void Component::enddef() {
   }
   for (const CouplingConfig& c : m.setup.couplings) m.build(c, table);
   m.defined = true;
+  if (m.opt.setup_only) return;  // nothing will move: no restart to read, no lagged first send
   // Restarts, collective over each source component (every rank knows every coupling's source).
   for (auto& c : m.couplings)
     if (c->src_comp == m.name && (lagged(*c->cfg) || c->cfg->loctrans.value_or(LocTrans::instant) != LocTrans::instant))
@@ -699,6 +700,8 @@ void Component::Impl::write_restarts() {
 Info Component::put(int var, double time, std::span<const double> values) {
   Impl& m = *impl_;
   if (!m.defined || m.terminated) throw Error("put before enddef or after terminate", m.where());
+  if (m.opt.setup_only)
+    throw Error("put on a component set up only to be inspected", m.where(), "construct it without setup_only");
   if (var < 0 || var >= static_cast<int>(m.vars.size()) || m.vars[static_cast<std::size_t>(var)].dir != Direction::out)
     throw Error("put of variable id " + std::to_string(var) + ", which is not an output field of this rank", m.where());
   Info info = Info::ok;
@@ -715,6 +718,8 @@ Info Component::put(int var, double time, std::span<const double> values) {
 Info Component::get(int var, double time, std::span<double> values) {
   Impl& m = *impl_;
   if (!m.defined || m.terminated) throw Error("get before enddef or after terminate", m.where());
+  if (m.opt.setup_only)
+    throw Error("get on a component set up only to be inspected", m.where(), "construct it without setup_only");
   if (var < 0 || var >= static_cast<int>(m.vars.size()) || m.vars[static_cast<std::size_t>(var)].dir != Direction::in)
     throw Error("get of variable id " + std::to_string(var) + ", which is not an input field of this rank", m.where());
   Info info = Info::ok;
@@ -725,6 +730,52 @@ Info Component::get(int var, double time, std::span<double> values) {
     c->dst_timers.get_s += MPI_Wtime() - t0;
   }
   return info;
+}
+
+std::vector<CouplingSchedules> Component::schedules() const {
+  const Impl& m = *impl_;
+  if (!m.defined) throw Error("schedules before enddef", m.where(), "call enddef first");
+  std::vector<CouplingSchedules> out;
+  for (const auto& cp : m.couplings) {
+    const Coupling& c = *cp;
+    CouplingSchedules s;
+    s.label = c.label;
+    s.src_component = c.src_comp;
+    s.dst_component = c.dst_comp;
+    s.values = c.nvalues;
+    s.member = c.comm != MPI_COMM_NULL;
+    if (c.remap) {
+      s.location = c.remap->options().location == RemapLocation::src ? "src" : "dst";
+      s.order = c.remap->options().order == RemapOrder::bfb ? "bfb" : "sum";
+    }
+    if (s.member && c.remap) {
+      // The Remap's peers are ranks of the coupling's communicator: report world ranks.
+      MPI_Group cg = MPI_GROUP_NULL, wg = MPI_GROUP_NULL;
+      check_mpi(MPI_Comm_group(c.comm, &cg), "MPI_Comm_group");
+      check_mpi(MPI_Comm_group(m.world, &wg), "MPI_Comm_group");
+      const auto to_world = [&](int peer) {
+        int w = MPI_UNDEFINED;
+        check_mpi(MPI_Group_translate_ranks(cg, 1, &peer, wg, &w), "MPI_Group_translate_ranks");
+        return w;
+      };
+      for (const Remap::Exchange& x : c.remap->exchanges()) {
+        const Schedule& sch = x.redist->schedule();
+        CouplingExchange e;
+        e.name = x.name;
+        e.algorithm = sch.algorithm;
+        e.stats = sch.stats();
+        for (std::size_t k = 0; k < sch.stages.size(); ++k) {
+          for (const Message& msg : sch.stages[k].sends) e.sends.push_back({static_cast<int>(k), to_world(msg.peer), msg.count()});
+          for (const Message& msg : sch.stages[k].recvs) e.recvs.push_back({static_cast<int>(k), to_world(msg.peer), msg.count()});
+        }
+        s.exchanges.push_back(std::move(e));
+      }
+      MPI_Group_free(&cg);
+      MPI_Group_free(&wg);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 std::vector<FieldTimers> Component::timers() const {

@@ -314,6 +314,13 @@ Remap& Remap::operator=(Remap&&) noexcept = default;
 const RemapOptions& Remap::options() const { return impl_->opt; }
 RemapStats Remap::stats() const { return impl_->st; }
 
+std::vector<Remap::Exchange> Remap::exchanges() const {
+  std::vector<Exchange> out;
+  if (impl_->gather) out.push_back({"gather", impl_->gather.get()});
+  if (impl_->after) out.push_back({"after", impl_->after.get()});
+  return out;
+}
+
 void Remap::run(std::span<const double> src, std::span<double> dst) {
   const RemapField f{src, dst};
   run(std::span<const RemapField>(&f, 1));
