@@ -12,7 +12,8 @@
 // coupling --algo p2p|butterfly|adaptive (--skip mask for butterfly; adaptive replays the
 // candidates and reports the choice); --matrix-bins N (the rank-to-rank byte matrix of Fig. 9d,
 // summed into N x N blocks); --overhead ns (CPU time per message sent or received, LogP's o);
-// topology switch (one crossbar: alpha-beta's machine); --crosstraffic; --stack-kib; --cfg name:value,... (more SimGrid settings).
+// topology switch (one crossbar: alpha-beta's machine); --crosstraffic; --network cm02|ib
+// (SimOptions::network); --stack-kib; --cfg name:value,... (more SimGrid settings).
 // One JSON object per rank count: simulated time, wall times (platform build, replay) and the
 // peak resident memory of the simulating process (each run is a child process of its own).
 //
@@ -50,20 +51,49 @@ unsigned root_up(std::int64_t n, int d) {
   return std::max(r, 1u);
 }
 
-// A machine of the named topology with at least `ranks` hosts.
+// The most cubic a >= b >= c with a * b * c == n and c >= 2 (largest c, then largest b), or
+// false when n has no such factorisation that is not too flat (a <= 8 c).
+bool cube_factors(std::int64_t n, unsigned& a, unsigned& b, unsigned& c) {
+  for (std::int64_t z = root_up(n, 3); z >= 2; --z) {
+    if (n % z != 0) continue;
+    const std::int64_t m = n / z;
+    for (std::int64_t y = static_cast<std::int64_t>(std::sqrt(static_cast<double>(m))); y >= z; --y)
+      if (m % y == 0 && m / y >= y) {
+        if (m / y > 8 * z) return false;
+        a = static_cast<unsigned>(m / y), b = static_cast<unsigned>(y), c = static_cast<unsigned>(z);
+        return true;
+      }
+  }
+  return false;
+}
+
+// A machine of the named topology with at least `ranks` hosts. Where the rank count allows,
+// the machine has exactly `ranks` hosts (the job fills it): rank r on host r then has the same
+// neighbours' offsets everywhere, as on a machine allocated to the job, rather than rows of
+// ranks wrapping irregularly around an oversized torus (which also costs SimGrid 10x: flows
+// of unequal rates finish one by one, each re-solving the sharing).
 Platform machine(const std::string& topology, std::int64_t ranks) {
   if (topology == "torus") {
+    if (unsigned a, b, c; cube_factors(ranks, a, b, c)) return Platform::torus(a, b, c);
     const unsigned a = root_up(ranks, 3);
     unsigned c = a;  // shrink the last dimension while the hosts still suffice
     while (c > 1 && std::int64_t{a} * a * (c - 1) >= ranks) --c;
     return Platform::torus(a, a, c);
   }
-  if (topology == "fattree") return Platform::fat_tree(3, root_up(ranks, 3));
+  if (topology == "fattree") {
+    for (int levels = 3; levels <= 4; ++levels)  // exactly `ranks` hosts (5 levels: SimGrid builds too slowly)
+      if (const unsigned k = root_up(ranks, levels); std::pow(static_cast<double>(k), levels) == static_cast<double>(ranks))
+        return Platform::fat_tree(static_cast<unsigned>(levels), k);
+    return Platform::fat_tree(3, root_up(ranks, 3));
+  }
   // One crossbar switch: every route is host - switch - host (two links), contention only on a
   // host's own links (the alpha-beta model's machine).
   if (topology == "switch") return Platform::fat_tree(1, static_cast<unsigned>(ranks));
   if (topology == "dragonfly") {
-    // 4 hosts a router; groups = chassis = routers (SimGrid needs routers >= groups).
+    // 4 hosts a router, groups x chassis x routers = ranks / 4 with groups <= routers (SimGrid
+    // needs routers >= groups) and chassis between them, when ranks / 4 factors so.
+    if (unsigned a, b, c; ranks % 4 == 0 && cube_factors(ranks / 4, a, b, c)) return Platform::dragonfly(c, b, a, 4);
+    // Otherwise groups = chassis = routers (SimGrid needs routers >= groups).
     const unsigned g = root_up((ranks + 3) / 4, 3);
     return Platform::dragonfly(g, g, g, 4);
   }
@@ -93,6 +123,23 @@ double pingpong(int bytes, int iters, bool all_pairs) {
   return bench::max_over_ranks(active ? (MPI_Wtime() - t0) / (2.0 * iters) : 0.0, MPI_COMM_WORLD);
 }
 
+// Time of a `bytes` message when every rank sends one to rank + 1 and receives one from rank - 1
+// at once (a ring shift, MPI_Sendrecv): the load of one stage of a ring-k or pairwise exchange,
+// where all ranks move data together and compete for the cores and the memory bus. The slowest
+// rank's time per shift.
+double shift(int bytes, int iters) {
+  int rank = 0, p = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  std::vector<char> out(static_cast<std::size_t>(bytes)), in(static_cast<std::size_t>(bytes));
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i)
+    MPI_Sendrecv(out.data(), bytes, MPI_CHAR, (rank + 1) % p, 0, in.data(), bytes, MPI_CHAR, (rank + p - 1) % p, 0,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return bench::max_over_ranks((MPI_Wtime() - t0) / iters, MPI_COMM_WORLD);
+}
+
 
 int calibrate(const bench::Args& args) {
   int rank = 0, p = 1;
@@ -102,13 +149,16 @@ int calibrate(const bench::Args& args) {
     std::cerr << "bench/sim --calibrate: run under mpirun with 2 or more ranks\n";
     return 1;
   }
-  // Two calibrations: one pair alone (the usual ping-pong), and all pairs at once.
+  // Three calibrations: one pair alone (the usual ping-pong), all pairs at once, and every rank
+  // at once (a ring shift: each rank sends and receives, as in an exchange stage).
   const int big = 4 << 20;
-  double lat[2], bw[2];
+  double lat[3], bw[3];
   for (int all = 0; all < 2; ++all) {
     lat[all] = pingpong(8, 2000, all != 0);
     bw[all] = big / std::max(pingpong(big, 20, all != 0) - lat[all], 1e-9);
   }
+  lat[2] = shift(8, 2000);
+  bw[2] = big / std::max(shift(big, 20) - lat[2], 1e-9);
   // Packing and unpacking are memory copies the network model does not see: their speed with
   // every rank copying at once (the cores and the memory bus shared as in the exchange).
   double copy_Bps = 0;
@@ -152,18 +202,22 @@ int calibrate(const bench::Args& args) {
         for (const Msg& m : st.recvs) bytes += m.bytes;
         st.compute_s = static_cast<double>(bytes) / copy_Bps;
       }
-    for (int all = 0; all < 3; ++all) {
+    static const char* const names[] = {"one pair", "all pairs at once", "all pairs at once + packing",
+                                        "every rank at once (shift)", "every rank at once (shift) + packing"};
+    for (int c = 0; c < 5; ++c) {
+      const int m = c < 2 ? c : c == 2 ? 1 : 2;  // which measurement
+      const bool packing = c == 2 || c == 4;
       // One switch: host - switch - host is two links, so each gets half the measured latency.
       Platform pl = Platform::fat_tree(1, static_cast<unsigned>(p));
-      pl.latency_s = lat[std::min(all, 1)] / 2;
-      pl.bandwidth_Bps = bw[std::min(all, 1)];
-      const SimResult r = simulate(pl, *table_pattern("real " + algo, all < 2 ? all_stages : with_copies));
+      pl.latency_s = lat[m] / 2;
+      pl.bandwidth_Bps = bw[m];
+      const SimResult r = simulate(pl, *table_pattern("real " + algo, packing ? with_copies : all_stages));
       bench::Json j;
       j.add("bench", "sim-calibrate").add("ranks", p).add("algorithm", algo);
       j.add("grid", std::to_string(nx) + "x" + std::to_string(ny) + "x" + std::to_string(nz));
-      j.add("calibration", all == 0 ? "one pair" : all == 1 ? "all pairs at once" : "all pairs at once + packing");
-      j.add("pingpong_latency_s", lat[std::min(all, 1)]).add("pingpong_bandwidth_Bps", bw[std::min(all, 1)]);
-      if (all == 2) j.add("copy_Bps", copy_Bps);
+      j.add("calibration", names[c]);
+      j.add("pingpong_latency_s", lat[m]).add("pingpong_bandwidth_Bps", bw[m]);
+      if (packing) j.add("copy_Bps", copy_Bps);
       j.add("real_median_s", real).add("real_min_s", *std::min_element(times.begin(), times.end()));
       j.add("simulated_s", r.simulated_s).add("ratio_real_over_sim", real / r.simulated_s);
       j.add("platform", r.platform);
@@ -224,6 +278,11 @@ int main(int argc, char** argv) {
   const std::int64_t nx = args.num("nx", 28800), ny = args.num("ny", 14400), nz = args.num("nz", 256);
   SimOptions opt;
   opt.crosstraffic = args.str("crosstraffic", "0") == "1";
+  if (const std::string net = args.str("network", "cm02"); net == "ib") opt.network = SimOptions::Network::ib;
+  else if (net != "cm02") {
+    std::cerr << "bench/sim: unknown --network '" << net << "' (use cm02 or ib)\n";
+    return 2;
+  }
   opt.stack_kib = static_cast<int>(args.num("stack-kib", 0));
   opt.message_overhead_s = std::stod(args.str("overhead", "0")) * 1e-9;
   {  // --cfg name:value,name:value: further SimGrid settings
@@ -299,6 +358,7 @@ int main(int argc, char** argv) {
           .add("peak_rss_mb", r.peak_rss_mb)
           .add("detoured", r.detoured)
           .add("crosstraffic", r.crosstraffic ? "on" : "off")
+          .add("network", r.network)
           .add("message_overhead_s", r.message_overhead_s);
       // The contention-free estimate: per stage, alpha (the route latency between two hosts
       // under one switch: two links) plus the busiest rank's bytes / bandwidth.

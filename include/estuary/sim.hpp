@@ -194,6 +194,13 @@ struct Platform {
 struct SimOptions {
   int stack_kib = 0;           // actor stack; 0: 64 KiB below 20 000 ranks, else 16 KiB
   bool crosstraffic = false;   // SimGrid network/crosstraffic (ACK traffic on reverse paths)
+  // The network model. cm02: max-min fair sharing of every link, nothing else (a lone message
+  // takes latency + size / bandwidth exactly). ib: SimGrid's InfiniBand model (Vienne et al.
+  // 2012, validated against real InfiniBand clusters), which on top of that slows every flow of
+  // a node by the number of flows the node and its peers have in flight, as a NIC serving its
+  // flows in turn does (a flow held up by a busy receiver holds up its sender's other flows). Its
+  // SMPI message-size factors are set to 1, so the per-node penalty is the only difference.
+  enum class Network { cm02, ib } network = Network::cm02;
   // Run in a forked child process (default): SimGrid allows one engine per process, and the
   // child's peak memory is the run's own. false runs in this process, once per process.
   bool fork = true;
@@ -215,6 +222,7 @@ struct SimResult {
   std::int64_t messages = 0, bytes = 0;
   std::int64_t detoured = 0;  // messages sent on a valiant path (all with valiant, UGAL's choice)
   bool crosstraffic = false;
+  std::string network = "cm02";  // SimOptions::network
   double message_overhead_s = 0;
 };
 

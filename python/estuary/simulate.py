@@ -101,6 +101,7 @@ def variants(args) -> list[dict]:
     dims = {
         "machine": machines,
         "routing": _list(args.routing),
+        "network": _list(args.network),
         "algorithm": algos,
         "bandwidth_GBps": _floats(args.bandwidth, "bandwidth"),
         "latency_ns": _floats(args.latency, "latency"),
@@ -109,6 +110,9 @@ def variants(args) -> list[dict]:
     for r in dims["routing"]:
         if r not in ("minimal", "valiant", "ugal"):
             raise ValueError(f"routing '{r}': use minimal, valiant or ugal")
+    for n in dims["network"]:
+        if n not in ("cm02", "ib"):
+            raise ValueError(f"network '{n}': use cm02 or ib")
     for kind, name in machines:
         if kind == "topology" and name not in ("torus", "fattree", "dragonfly", "switch"):
             raise ValueError(f"topology '{name}': use torus, fattree, dragonfly or switch")
@@ -139,7 +143,7 @@ def variants(args) -> list[dict]:
 
 def bench_command(bench: Path, args, v: dict, ranks: int, matrix_bins: int = 0) -> list[str]:
     cmd = [str(bench), "--pattern", args.kind, "--ranks", str(ranks), "--routing", v["routing"],
-           "--bw", repr(v["bandwidth_GBps"]), "--lat", repr(v["latency_ns"])]
+           "--bw", repr(v["bandwidth_GBps"]), "--lat", repr(v["latency_ns"]), "--network", v["network"]]
     cmd += ["--platform", v["platform"]] if "platform" in v else ["--topology", v["topology"]]
     cmd += _algorithm_args(args.kind, v["algorithm"])
     if v["width"] is not None:
@@ -280,7 +284,7 @@ def cmd_simulate(args, argv) -> int:
         t0 = time.time()
         out = _run_ticking(cmd, prog, f"{args.kind} {ranks} ranks, {v['label']}: running")
         rec = {"command": "simulate", "kind": args.kind, "variant": v["label"], "ranks": ranks}
-        rec.update({k: v[k] for k in ("topology", "platform", "routing", "algorithm", "bandwidth_GBps", "latency_ns",
+        rec.update({k: v[k] for k in ("topology", "platform", "routing", "network", "algorithm", "bandwidth_GBps", "latency_ns",
                                       "width") if k in v and v[k] is not None})
         try:
             rec.update(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -338,6 +342,9 @@ def add_parser(sub):
     s.add_argument("--platform", help="comma list of paper 004 Table 1 machines (torus-M, dragonfly-MM, ...) "
                                       "instead of --topology")
     s.add_argument("--routing", default="minimal", help="comma list of minimal, valiant, ugal")
+    s.add_argument("--network", default="cm02",
+                   help="comma list of network models: cm02 (max-min fair sharing of links) or ib (SimGrid's "
+                        "InfiniBand model: flows also slowed by the flows in flight at their nodes)")
     s.add_argument("--algorithm", help="comma list: transposition burst, bruck, ring-K; allreduce "
                                        "recursive-doubling, recursive-K; coupling p2p, butterfly, adaptive")
     s.add_argument("--bandwidth", default="12.5", help="link bandwidth, GB/s (comma list)")

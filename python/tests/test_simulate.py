@@ -119,6 +119,25 @@ def test_transposition_contention_free_and_algorithms(tmp_path):
     assert_png(tmp_path / "tr.png")
 
 
+def test_network_models_and_platform_shapes():
+    # a 256-host fat tree given by its shape, filled by 16 x 16 ranks; under max-min sharing
+    # burst is as fast as ring-1, under SimGrid's InfiniBand model (per-node flow penalty) ring-1
+    # beats burst, as in paper 004 Fig. 5a
+    out = simulate("transposition", "--ranks", "256", "--platform", "fattree:4x4", "--network", "cm02,ib",
+                   "--algorithm", "burst,ring-1", "--nx", "1024", "--ny", "512", "--nz", "64", "--transpositions",
+                   "1", "--json", "--no-progress")
+    by = {(r["network"], r["algorithm"]): r for r in records(out)}
+    assert len(by) == 4
+    assert all(r["platform"].startswith("fat-tree 4;4,4,4,4") for r in by.values())
+    assert by[("cm02", "burst")]["simulated_s"] <= 1.01 * by[("cm02", "ring-1")]["simulated_s"]
+    assert by[("ib", "ring-1")]["simulated_s"] < 0.9 * by[("ib", "burst")]["simulated_s"]
+    assert by[("ib", "burst")]["simulated_s"] > by[("cm02", "burst")]["simulated_s"]
+    out = simulate("allreduce", "--ranks", "8", "--network", "tcp", check=False)
+    assert out.returncode == 2 and "network 'tcp'" in out.stderr
+    out = simulate("allreduce", "--ranks", "8", "--platform", "torus:2x0x2", "--json", "--no-progress", check=False)
+    assert out.returncode == 1 and "bad number '0'" in json.loads(out.stdout.splitlines()[-1])["error"]
+
+
 def test_coupling_p2p_butterfly_adaptive(tmp_path):
     points = 64000
     out = simulate("coupling", "--ranks", "16,32", "--topology", "switch", "--algorithm", "p2p,butterfly,adaptive",

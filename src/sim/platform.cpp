@@ -1,6 +1,7 @@
 // Platform parameters (no SimGrid here: building the SimGrid zones happens in replay.cpp, in
 // the process that simulates).
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <sstream>
 
@@ -58,9 +59,31 @@ Platform Platform::by_name(const std::string& name) {
   if (name == "dragonfly-SL") return dragonfly(125, 25, 25, 5);
   if (name == "dragonfly-LS") return dragonfly(5, 125, 125, 5);
   if (name == "dragonfly-ML") return dragonfly(75, 25, 25, 25);
+  // Explicit shapes: "torus:50x50x40", "fattree:3x16" (levels, k), "dragonfly:8x8x8x4"
+  // (groups, chassis, routers, hosts a router). A scale run on a machine it fills exactly puts
+  // rank r on host r with the same offsets everywhere.
+  const auto colon = name.find(':');
+  if (colon != std::string::npos) {
+    const std::string kind = name.substr(0, colon);
+    std::vector<unsigned> v;
+    std::stringstream in(name.substr(colon + 1));
+    std::string item;
+    while (std::getline(in, item, 'x')) {
+      char* end = nullptr;
+      const unsigned long x = std::strtoul(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || x == 0 || x > 1000000)
+        throw Error("bad number '" + item + "' in platform '" + name + "'", "sim::Platform::by_name",
+                    "write torus:AxBxC, fattree:LEVELSxK or dragonfly:GROUPSxCHASSISxROUTERSxHOSTS");
+      v.push_back(static_cast<unsigned>(x));
+    }
+    if (kind == "torus" && v.size() == 3) return torus(v[0], v[1], v[2]);
+    if (kind == "fattree" && v.size() == 2) return fat_tree(v[0], v[1]);
+    if (kind == "dragonfly" && v.size() == 4) return dragonfly(v[0], v[1], v[2], v[3]);
+  }
   throw Error("unknown platform '" + name + "'", "sim::Platform::by_name",
               "use torus-M, torus-L, fattree-M, fattree-L, dragonfly-MM, dragonfly-SL, dragonfly-LS or "
-              "dragonfly-ML (paper 004 Table 1), or build one with torus(), fat_tree(), dragonfly()");
+              "dragonfly-ML (paper 004 Table 1), or a shape: torus:AxBxC, fattree:LEVELSxK, "
+              "dragonfly:GROUPSxCHASSISxROUTERSxHOSTS");
 }
 
 std::int64_t Platform::hosts() const {

@@ -278,12 +278,14 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   res.ranks = pattern.ranks();
   res.stages = pattern.stages();
   res.crosstraffic = opt.crosstraffic;
+  res.network = opt.network == SimOptions::Network::ib ? "ib" : "cm02";
   res.message_overhead_s = opt.message_overhead_s;
   const int stack_kib = opt.stack_kib > 0 ? opt.stack_kib : (pattern.ranks() < 20000 ? 64 : 16);
   // CM02: plain max-min sharing with no TCP latency or bandwidth correction factors, so a lone
   // message takes exactly the route's latency plus size / bandwidth (an HPC network, not TCP).
   std::vector<std::string> args = {"estuary-sim",
-                                   "--cfg=network/model:CM02",
+                                   opt.network == SimOptions::Network::ib ? "--cfg=network/model:IB"
+                                                                          : "--cfg=network/model:CM02",
                                    "--cfg=network/crosstraffic:" + std::string(opt.crosstraffic ? "1" : "0"),
                                    "--cfg=contexts/stack-size:" + std::to_string(stack_kib),
                                    // One memory mapping per actor otherwise: the default
@@ -294,6 +296,12 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
                                    // (a 128 x 128 coupler P2P); 1e-4 gave identical times elsewhere.
                                    "--cfg=maxmin/precision:1e-4",
                                    "--log=root.thres:critical"};
+  if (opt.network == SimOptions::Network::ib) {
+    // IB builds on SMPI's model, whose default factors scale latency and bandwidth by message
+    // size (calibrated for one cluster): neutral here, as in CM02.
+    args.push_back("--cfg=smpi/bw-factor:0:1");
+    args.push_back("--cfg=smpi/lat-factor:0:1");
+  }
   for (const std::string& c : opt.config) args.push_back("--cfg=" + c);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -426,6 +434,7 @@ SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOp
   r.ranks = w.ranks;
   r.stages = w.stages;
   r.crosstraffic = w.crosstraffic != 0;
+  r.network = options.network == SimOptions::Network::ib ? "ib" : "cm02";
   r.message_overhead_s = options.message_overhead_s;
   r.simulated_s = w.simulated_s;
   r.wall_build_s = w.wall_build_s;
