@@ -16,8 +16,10 @@
 !> partition's points, for SCRIPR and CONSERV), estuary_abort, estuary_get_runtime,
 !> estuary_last_source_integral, and estuary's generated grids (estuary_grid_info,
 !> estuary_grid_gen). docs/user-guide.md lists every OASIS call next to its estuary one.
-!> The I/O server (docs/io.md): estuary_io_open ... estuary_io_write ... estuary_io_close and
-!> estuary_io_reader_open / estuary_io_read (docs/user-guide.md, "I/O from Python and Fortran").
+!> The I/O server (docs/io.md): estuary_io_open ... estuary_io_write ... estuary_io_close,
+!> estuary_io_report (the run's metrics and CPMIP measures) and estuary_io_reader_open /
+!> estuary_io_read (docs/user-guide.md, "I/O from Python and Fortran"); estuary_io_write and
+!> estuary_io_read take real(8) or real(4) arrays of rank 1, 2 or 3, as estuary_put does.
 !>
 !> Conventions:
 !> * Every routine returns an integer error code in ierror: 0 (estuary_success) or one of the
@@ -97,15 +99,36 @@ module estuary
   !> An Output (est_io): open from a YAML file, define, write, close, free.
   type, public :: estuary_io
     type(c_ptr) :: ptr = c_null_ptr
+    integer(int64) :: opened = 0  ! system_clock count at estuary_io_open: estuary_io_report's default run time
   end type estuary_io
   !> A Reader (est_io_reader) of a file written by an Output, into any decomposition.
   type, public :: estuary_io_reader
     type(c_ptr) :: ptr = c_null_ptr
   end type estuary_io_reader
+  !> The run's I/O metrics over every rank (est_io_report, estuary::io::IoReport), from
+  !> estuary_io_report: sums over the writers, maxima of the times, and the CPMIP measures.
+  type, bind(c), public :: estuary_io_report_type
+    integer(c_int) :: ranks = 0, model_ranks = 0, writers = 0
+    integer(c_int64_t) :: bytes_written = 0    ! variable data put to files, all writers
+    integer(c_int64_t) :: records_written = 0  ! per writer (a record: one variable at one time)
+    integer(c_int64_t) :: files_created = 0
+    real(c_double) :: write_s = 0, write_mb_per_s = 0, model_io_s = 0, run_s = 0, run_without_io_s = 0
+    real(c_double) :: core_hours = 0
+    real(c_double) :: data_output_cost = 0     ! CPMIP, a fraction: (core-hours with output - without) / without
+    real(c_double) :: data_intensity = 0       ! CPMIP: GB written per core-hour
+  end type estuary_io_report_type
   public :: estuary_io_open, estuary_io_is_server, estuary_io_model_comm, estuary_io_serve, &
             estuary_io_def_grid, estuary_io_def_field, estuary_io_enddef, estuary_io_write, &
             estuary_io_flush, estuary_io_close, estuary_io_free, estuary_io_reader_open, &
-            estuary_io_reader_set_period, estuary_io_read, estuary_io_reader_free
+            estuary_io_reader_set_period, estuary_io_read, estuary_io_reader_free, estuary_io_report
+  !> estuary_io_write and estuary_io_read: real(8) or real(4) arrays of rank 1, 2 or 3, elements
+  !> in the decomposition's order (real(4) passes through a real(8) buffer).
+  interface estuary_io_write
+    module procedure io_write_r8_1, io_write_r8_2, io_write_r8_3, io_write_r4_1, io_write_r4_2, io_write_r4_3
+  end interface estuary_io_write
+  interface estuary_io_read
+    module procedure io_read_r8_1, io_read_r8_2, io_read_r8_3, io_read_r4_1, io_read_r4_2, io_read_r4_3
+  end interface estuary_io_read
 
   interface estuary_def_partition
     module procedure def_partition_i4, def_partition_i8
@@ -415,6 +438,13 @@ module estuary
       type(c_ptr), value :: io
       integer(c_int) :: rc
     end function est_io_close
+    function est_io_get_report(io, run_s, run_without_io_s, out) bind(c, name='est_io_get_report') result(rc)
+      import :: c_int, c_double, c_ptr, estuary_io_report_type
+      type(c_ptr), value :: io
+      real(c_double), value :: run_s, run_without_io_s
+      type(estuary_io_report_type), intent(out) :: out
+      integer(c_int) :: rc
+    end function est_io_get_report
     function est_io_free(io) bind(c, name='est_io_free') result(rc)
       import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: io
@@ -1411,6 +1441,7 @@ contains
     end if
     fcomm = -1  ! the shim's MPI_COMM_WORLD
     if (present(comm)) fcomm = int(comm, c_int)
+    call system_clock(io%opened)
     ierror = c_result(est_f_io_open(c_str(config), fcomm, io%ptr))
   end subroutine estuary_io_open
 
@@ -1536,15 +1567,84 @@ contains
   end subroutine estuary_io_enddef
 
   !> One sample of `field` at model time `time` (seconds since the reference time), values in the
-  !> field's decomposition order. ierror = estuary_io_terminated after SIGTERM (end the run).
-  subroutine estuary_io_write(io, field, time, values, ierror)
+  !> field's decomposition order: real(8) or real(4), rank 1, 2 or 3 (generic estuary_io_write;
+  !> real(4) passes through a real(8) buffer). ierror = estuary_io_terminated after SIGTERM.
+  subroutine io_write_d(io, field, time, n, values, ierror)
+    type(estuary_io), intent(in) :: io
+    character(len=*), intent(in) :: field
+    real(real64), intent(in) :: time
+    integer(int64), intent(in) :: n
+    real(c_double), intent(in) :: values(*)
+    integer, intent(out) :: ierror
+    ierror = c_result(est_io_write(io%ptr, c_str(field), real(time, c_double), values, int(n, c_int64_t)))
+  end subroutine io_write_d
+
+  subroutine io_write_s(io, field, time, n, values, ierror)
+    type(estuary_io), intent(in) :: io
+    character(len=*), intent(in) :: field
+    real(real64), intent(in) :: time
+    integer(int64), intent(in) :: n
+    real(c_float), intent(in) :: values(*)
+    integer, intent(out) :: ierror
+    real(c_double), allocatable :: buf(:)
+    allocate (buf(n))
+    buf(:) = real(values(1:n), c_double)
+    call io_write_d(io, field, time, n, buf, ierror)
+  end subroutine io_write_s
+
+  subroutine io_write_r8_1(io, field, time, values, ierror)
     type(estuary_io), intent(in) :: io
     character(len=*), intent(in) :: field
     real(real64), intent(in) :: time
     real(real64), intent(in), contiguous :: values(:)
     integer, intent(out) :: ierror
-    ierror = c_result(est_io_write(io%ptr, c_str(field), real(time, c_double), values, size(values, kind=c_int64_t)))
-  end subroutine estuary_io_write
+    call io_write_d(io, field, time, size(values, kind=int64), values, ierror)
+  end subroutine io_write_r8_1
+
+  subroutine io_write_r8_2(io, field, time, values, ierror)
+    type(estuary_io), intent(in) :: io
+    character(len=*), intent(in) :: field
+    real(real64), intent(in) :: time
+    real(real64), intent(in), contiguous :: values(:,:)
+    integer, intent(out) :: ierror
+    call io_write_d(io, field, time, size(values, kind=int64), values, ierror)
+  end subroutine io_write_r8_2
+
+  subroutine io_write_r8_3(io, field, time, values, ierror)
+    type(estuary_io), intent(in) :: io
+    character(len=*), intent(in) :: field
+    real(real64), intent(in) :: time
+    real(real64), intent(in), contiguous :: values(:,:,:)
+    integer, intent(out) :: ierror
+    call io_write_d(io, field, time, size(values, kind=int64), values, ierror)
+  end subroutine io_write_r8_3
+
+  subroutine io_write_r4_1(io, field, time, values, ierror)
+    type(estuary_io), intent(in) :: io
+    character(len=*), intent(in) :: field
+    real(real64), intent(in) :: time
+    real(real32), intent(in), contiguous :: values(:)
+    integer, intent(out) :: ierror
+    call io_write_s(io, field, time, size(values, kind=int64), values, ierror)
+  end subroutine io_write_r4_1
+
+  subroutine io_write_r4_2(io, field, time, values, ierror)
+    type(estuary_io), intent(in) :: io
+    character(len=*), intent(in) :: field
+    real(real64), intent(in) :: time
+    real(real32), intent(in), contiguous :: values(:,:)
+    integer, intent(out) :: ierror
+    call io_write_s(io, field, time, size(values, kind=int64), values, ierror)
+  end subroutine io_write_r4_2
+
+  subroutine io_write_r4_3(io, field, time, values, ierror)
+    type(estuary_io), intent(in) :: io
+    character(len=*), intent(in) :: field
+    real(real64), intent(in) :: time
+    real(real32), intent(in), contiguous :: values(:,:,:)
+    integer, intent(out) :: ierror
+    call io_write_s(io, field, time, size(values, kind=int64), values, ierror)
+  end subroutine io_write_r4_3
 
   subroutine estuary_io_flush(io, ierror)
     type(estuary_io), intent(in) :: io
@@ -1558,6 +1658,30 @@ contains
     integer, intent(out) :: ierror
     ierror = c_result(est_io_close(io%ptr))
   end subroutine estuary_io_close
+
+  !> The run's I/O metrics and CPMIP measures (Data Output Cost, Data Intensity) over every
+  !> rank: collective over the communicator given to estuary_io_open, server ranks too (after
+  !> estuary_io_serve), after estuary_io_close and before estuary_io_free. run_s: the run's wall
+  !> time (default: seconds since estuary_io_open on this rank); run_without_io_s: a run without
+  !> output if measured (default 0: estimated from the model ranks' time outside I/O calls).
+  subroutine estuary_io_report(io, report, ierror, run_s, run_without_io_s)
+    type(estuary_io), intent(in) :: io
+    type(estuary_io_report_type), intent(out) :: report
+    integer, intent(out) :: ierror
+    real(real64), intent(in), optional :: run_s, run_without_io_s
+    real(c_double) :: run, without
+    integer(int64) :: now, rate
+    if (present(run_s)) then
+      run = real(run_s, c_double)
+    else
+      call system_clock(now, rate)
+      run = 0
+      if (rate > 0) run = real(now - io%opened, c_double) / real(rate, c_double)
+    end if
+    without = 0
+    if (present(run_without_io_s)) without = real(run_without_io_s, c_double)
+    ierror = c_result(est_io_get_report(io%ptr, run, without, report))
+  end subroutine estuary_io_report
 
   !> Closes if needed and frees the Output (collective); io is null after.
   subroutine estuary_io_free(io)
@@ -1586,17 +1710,95 @@ contains
     ierror = c_result(est_io_reader_set_period(reader%ptr, real(period, c_double)))
   end subroutine estuary_io_reader_set_period
 
-  !> Collective: variable `var` at model time `time` into values, in decomp's order.
-  subroutine estuary_io_read(reader, var, time, decomp, values, ierror)
+  !> Collective: variable `var` at model time `time` into values, in decomp's order: real(8) or
+  !> real(4), rank 1, 2 or 3 (generic estuary_io_read; real(4) reads into a real(8) buffer and
+  !> is left as it was on a failure).
+  subroutine io_read_d(reader, var, time, decomp, n, values, ierror)
+    type(estuary_io_reader), intent(in) :: reader
+    character(len=*), intent(in) :: var
+    real(real64), intent(in) :: time
+    type(estuary_decomp), intent(in) :: decomp
+    integer(int64), intent(in) :: n
+    real(c_double), intent(inout) :: values(*)
+    integer, intent(out) :: ierror
+    ierror = c_result(est_io_read(reader%ptr, c_str(var), real(time, c_double), decomp%ptr, values, &
+                                  int(n, c_int64_t)))
+  end subroutine io_read_d
+
+  subroutine io_read_s(reader, var, time, decomp, n, values, ierror)
+    type(estuary_io_reader), intent(in) :: reader
+    character(len=*), intent(in) :: var
+    real(real64), intent(in) :: time
+    type(estuary_decomp), intent(in) :: decomp
+    integer(int64), intent(in) :: n
+    real(c_float), intent(inout) :: values(*)
+    integer, intent(out) :: ierror
+    real(c_double), allocatable :: buf(:)
+    allocate (buf(n))
+    buf(:) = real(values(1:n), c_double)
+    call io_read_d(reader, var, time, decomp, n, buf, ierror)
+    if (ierror == 0) values(1:n) = real(buf, c_float)
+  end subroutine io_read_s
+
+  subroutine io_read_r8_1(reader, var, time, decomp, values, ierror)
     type(estuary_io_reader), intent(in) :: reader
     character(len=*), intent(in) :: var
     real(real64), intent(in) :: time
     type(estuary_decomp), intent(in) :: decomp
     real(real64), intent(inout), contiguous :: values(:)
     integer, intent(out) :: ierror
-    ierror = c_result(est_io_read(reader%ptr, c_str(var), real(time, c_double), decomp%ptr, values, &
-                                  size(values, kind=c_int64_t)))
-  end subroutine estuary_io_read
+    call io_read_d(reader, var, time, decomp, size(values, kind=int64), values, ierror)
+  end subroutine io_read_r8_1
+
+  subroutine io_read_r8_2(reader, var, time, decomp, values, ierror)
+    type(estuary_io_reader), intent(in) :: reader
+    character(len=*), intent(in) :: var
+    real(real64), intent(in) :: time
+    type(estuary_decomp), intent(in) :: decomp
+    real(real64), intent(inout), contiguous :: values(:,:)
+    integer, intent(out) :: ierror
+    call io_read_d(reader, var, time, decomp, size(values, kind=int64), values, ierror)
+  end subroutine io_read_r8_2
+
+  subroutine io_read_r8_3(reader, var, time, decomp, values, ierror)
+    type(estuary_io_reader), intent(in) :: reader
+    character(len=*), intent(in) :: var
+    real(real64), intent(in) :: time
+    type(estuary_decomp), intent(in) :: decomp
+    real(real64), intent(inout), contiguous :: values(:,:,:)
+    integer, intent(out) :: ierror
+    call io_read_d(reader, var, time, decomp, size(values, kind=int64), values, ierror)
+  end subroutine io_read_r8_3
+
+  subroutine io_read_r4_1(reader, var, time, decomp, values, ierror)
+    type(estuary_io_reader), intent(in) :: reader
+    character(len=*), intent(in) :: var
+    real(real64), intent(in) :: time
+    type(estuary_decomp), intent(in) :: decomp
+    real(real32), intent(inout), contiguous :: values(:)
+    integer, intent(out) :: ierror
+    call io_read_s(reader, var, time, decomp, size(values, kind=int64), values, ierror)
+  end subroutine io_read_r4_1
+
+  subroutine io_read_r4_2(reader, var, time, decomp, values, ierror)
+    type(estuary_io_reader), intent(in) :: reader
+    character(len=*), intent(in) :: var
+    real(real64), intent(in) :: time
+    type(estuary_decomp), intent(in) :: decomp
+    real(real32), intent(inout), contiguous :: values(:,:)
+    integer, intent(out) :: ierror
+    call io_read_s(reader, var, time, decomp, size(values, kind=int64), values, ierror)
+  end subroutine io_read_r4_2
+
+  subroutine io_read_r4_3(reader, var, time, decomp, values, ierror)
+    type(estuary_io_reader), intent(in) :: reader
+    character(len=*), intent(in) :: var
+    real(real64), intent(in) :: time
+    type(estuary_decomp), intent(in) :: decomp
+    real(real32), intent(inout), contiguous :: values(:,:,:)
+    integer, intent(out) :: ierror
+    call io_read_s(reader, var, time, decomp, size(values, kind=int64), values, ierror)
+  end subroutine io_read_r4_3
 
   subroutine estuary_io_reader_free(reader)
     type(estuary_io_reader), intent(inout) :: reader

@@ -1,25 +1,34 @@
 ! The I/O server from Fortran through the module `estuary` (estuary_io_*): open from a YAML file
 ! (serverless or server mode), a lon-lat grid on cyclic points, a 3-D field on a reversed cyclic
-! decomposition, real(8) writes, close; then read every record back with estuary_io_read into
-! block decompositions and compare with the function of the global index computed here; the
-! errors of an unknown variable and a missing configuration.
+! decomposition written from rank-1 real(8) arrays, and on blocks of grid rows a 2-D field from
+! rank-2 real(8) arrays, a 3-D field from rank-3 real(8) arrays and two real(4) fields (r: rank
+! 2 and 1, stored as double; v: rank 3, stored as float); close; estuary_io_report on every rank (records, bytes,
+! files, ranks, CPMIP measures); then read every record back with estuary_io_read into other
+! decompositions (rank 1, 2 and 3, real(8) and real(4) arrays) and compare exactly with the
+! function of the global index computed here; the errors of an unknown variable and a missing
+! configuration.
 !
 !   mpirun -n P test_fortran_io DIR MODE WRITERS     (MODE: serverless or server)
 program test_fortran_io
   use mpi
   use estuary
-  use, intrinsic :: iso_fortran_env, only: real64, int64
+  use, intrinsic :: iso_fortran_env, only: real32, real64, int64
   implicit none
 
   integer, parameter :: nx = 8, ny = 6, nh = nx * ny, nlev = 2, n3 = nlev * nh, nsteps = 4
   real(real64), parameter :: dt = 3600.0_real64
-  integer :: ierr, rank, nprocs, k, step, mrank, msize, mcomm, lo, hi, u
+  integer, parameter :: nfields = 5  ! t, u, w, r, v
+  integer :: ierr, rank, nprocs, k, step, mrank, msize, mcomm, lo, hi, u, nw, i, j, l, jlo, nrl, bad
   integer :: failures = 0, all_failures
-  integer, allocatable :: gpts(:), tidx(:), bidx(:)
-  real(real64), allocatable :: lon(:), lat(:), vals(:), got(:)
+  integer(int64) :: want_bytes, want_records
+  integer, allocatable :: gpts(:), tidx(:), bidx(:), idx2(:), idx3(:)
+  real(real64), allocatable :: lon(:), lat(:), vals(:), got(:), u2(:,:), w3(:,:,:), gu2(:,:), gw3(:,:,:), gr1(:)
+  real(real32), allocatable :: r2(:,:), v3(:,:,:), gr2(:,:), gv3(:,:,:), gu1(:)
+  real(real64) :: doc, di
   type(estuary_io) :: io
   type(estuary_io_reader) :: rd
-  type(estuary_decomp) :: tdec, bdec
+  type(estuary_decomp) :: tdec, bdec, d2, d3
+  type(estuary_io_report_type) :: rep, rep0
   logical :: server
   character(len=512) :: dir, mode, writers, cfg
   character(len=1024) :: msg
@@ -34,6 +43,7 @@ program test_fortran_io
   call get_command_argument(1, dir)
   call get_command_argument(2, mode)
   call get_command_argument(3, writers)
+  read (writers, *) nw
   dir = trim(dir) // '/fortran_' // trim(mode) // '_w' // trim(writers)
   cfg = trim(dir) // '.yaml'
   if (rank == 0) then
@@ -46,7 +56,8 @@ program test_fortran_io
     write (u, '(a)') '  files:'
     write (u, '(a)') '    - name: f_inst'
     write (u, '(a)') '      output_freq: 1h'
-    write (u, '(a)') '      fields: [{name: t, precision: double}]'
+    write (u, '(a)') '      fields: [{name: t, precision: double}, {name: u, precision: double}, ' // &
+                     '{name: w, precision: double}, {name: r, precision: double}, {name: v, precision: float}]'
     close (u)
   end if
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
@@ -81,20 +92,92 @@ program test_fortran_io
     call estuary_io_def_field(io, 't', 'g', tdec, ierr, levels=[10.0_real64, 20.0_real64], units='K', &
                               long_name='temperature')
     call ok(ierr, 'io_def_field')
+    ! u, r: 2-D on a block of grid rows, (nx, rows) arrays; w, v: 3-D, (nx, rows, nlev) arrays
+    call row_block(mrank, msize, jlo, nrl)
+    call block_decomps(jlo, nrl, d2, d3)
+    call estuary_io_def_field(io, 'u', 'g', d2, ierr)
+    call ok(ierr, 'io_def_field u')
+    call estuary_io_def_field(io, 'w', 'g', d3, ierr, levels=[10.0_real64, 20.0_real64])
+    call ok(ierr, 'io_def_field w')
+    call estuary_io_def_field(io, 'r', 'g', d2, ierr)
+    call ok(ierr, 'io_def_field r')
+    call estuary_io_def_field(io, 'v', 'g', d3, ierr, levels=[10.0_real64, 20.0_real64])
+    call ok(ierr, 'io_def_field v')
     call estuary_io_enddef(io, ierr)
     call ok(ierr, 'io_enddef')
-    allocate (vals(size(tidx)))
+    allocate (vals(size(tidx)), u2(nx, nrl), w3(nx, nrl, nlev), r2(nx, nrl), v3(nx, nrl, nlev))
     do step = 0, nsteps - 1
       vals = [(f(tidx(k), step), k = 1, size(tidx))]
       call estuary_io_write(io, 't', (step + 1) * dt, vals, ierr)
       call ok(ierr, 'io_write')
+      do l = 1, nlev
+        do j = 1, nrl
+          do i = 1, nx
+            if (l == 1) then
+              u2(i, j) = fu(g2(i, j, jlo), step)
+              r2(i, j) = h(g2(i, j, jlo), step)
+            end if
+            w3(i, j, l) = fw(g3(i, j, l, jlo), step)
+            v3(i, j, l) = h(n3 + g3(i, j, l, jlo), step)
+          end do
+        end do
+      end do
+      call estuary_io_write(io, 'u', (step + 1) * dt, u2, ierr)          ! real(8), rank 2
+      call ok(ierr, 'io_write u')
+      call estuary_io_write(io, 'w', (step + 1) * dt, w3, ierr)          ! real(8), rank 3
+      call ok(ierr, 'io_write w')
+      if (modulo(step, 2) == 0) then
+        call estuary_io_write(io, 'r', (step + 1) * dt, r2, ierr)        ! real(4), rank 2
+      else
+        call estuary_io_write(io, 'r', (step + 1) * dt, reshape(r2, [size(r2)]), ierr)  ! real(4), rank 1
+      end if
+      call ok(ierr, 'io_write r')
+      call estuary_io_write(io, 'v', (step + 1) * dt, v3, ierr)          ! real(4), rank 3
+      call ok(ierr, 'io_write v')
     end do
+    ! A rank-2 array of the wrong size: estuary_err_io.
+    call estuary_io_write(io, 'r', dt, r2(:, 1:0), ierr)
+    call check(ierr == estuary_err_io, 'write of a rank-2 array of the wrong size gives estuary_err_io')
     call estuary_io_flush(io, ierr)
     call ok(ierr, 'io_flush')
     call estuary_io_close(io, ierr)
     call ok(ierr, 'io_close')
     call estuary_decomp_free(tdec)
+    call estuary_decomp_free(d2)
+    call estuary_decomp_free(d3)
   end if
+  ! The run's metrics, collective over every rank (servers too) before free: given run times,
+  ! then the default (time since open). Bytes: lon and lat (double, nx * ny each), then every
+  ! record of the fields, float for v.
+  call estuary_io_report(io, rep, ierr, run_s=2 * dt, run_without_io_s=1.8_real64 * dt)
+  call ok(ierr, 'io_report')
+  want_bytes = 8_int64 * (2 * nh) + nsteps * (8_int64 * (n3 + nh + n3 + nh) + 4_int64 * n3)
+  call check(rep%bytes_written == want_bytes, 'report: bytes_written ' // itoa(rep%bytes_written) // &
+             ', want ' // itoa(want_bytes))
+  ! Records: every writer counts each one it takes part in: the fields' and lon, lat.
+  want_records = int(nw, int64) * (nsteps * nfields + 2)
+  call check(rep%records_written == want_records, 'report: records_written ' // itoa(rep%records_written) // &
+             ', want ' // itoa(want_records))
+  call check(rep%files_created == 1, 'report: files_created ' // itoa(rep%files_created))
+  call check(rep%ranks == nprocs .and. rep%writers == nw, 'report: ranks ' // itoa(int(rep%ranks, int64)) // &
+             ', writers ' // itoa(int(rep%writers, int64)))
+  if (trim(mode) == 'server') then
+    call check(rep%model_ranks == nprocs - nw, 'report: model_ranks (server mode)')
+  else
+    call check(rep%model_ranks == nprocs, 'report: model_ranks (serverless)')
+  end if
+  call check(abs(rep%run_s - 2 * dt) <= 0 .and. abs(rep%run_without_io_s - 1.8_real64 * dt) <= 0, &
+             'report: run_s and run_without_io_s as given')
+  call check(abs(rep%core_hours - 2.0_real64 * nprocs) <= 0, 'report: core_hours')
+  doc = (2.0_real64 * nprocs - 1.8_real64 * rep%model_ranks) / (1.8_real64 * rep%model_ranks)
+  di = real(want_bytes, real64) / 1e9_real64 / (2.0_real64 * nprocs)
+  call check(abs(rep%data_output_cost - doc) <= 1e-12_real64 * abs(doc), 'report: data_output_cost')
+  call check(abs(rep%data_intensity - di) <= 1e-12_real64 * di, 'report: data_intensity')
+  call check(rep%model_io_s > 0 .and. rep%write_s > 0 .and. rep%write_mb_per_s > 0, 'report: times')
+  call estuary_io_report(io, rep0, ierr)
+  call ok(ierr, 'io_report (default run time)')
+  call check(rep0%run_s > 0 .and. rep0%run_s < 3600 .and. abs(rep0%run_without_io_s) <= 0 .and. &
+             rep0%bytes_written == want_bytes, 'report: default run time since open')
   call estuary_io_free(io)
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
 
@@ -130,6 +213,58 @@ program test_fortran_io
   call check(ierr == estuary_err_io, 'read of an unknown variable gives estuary_err_io')
   call estuary_error_message(msg)
   call check(index(msg, 'nope') > 0, 'message names the variable: ' // trim(msg))
+  ! u, w, r, v on blocks of grid rows in reverse rank order (every rank, servers too), into rank
+  ! 2 and 3 arrays; r also into a rank-1 real(8) array (r is stored as double: the file holds
+  ! the real(4) values converted exactly), u also into a rank-1 real(4) array (u's values are
+  ! exact in real(4)).
+  call row_block(nprocs - 1 - rank, nprocs, jlo, nrl)
+  call block_decomps(jlo, nrl, d2, d3)
+  allocate (gu2(nx, nrl), gw3(nx, nrl, nlev), gr2(nx, nrl), gv3(nx, nrl, nlev), gr1(nx * nrl), gu1(nx * nrl))
+  do step = 0, nsteps - 1
+    gu2 = -1
+    gw3 = -1
+    gr2 = -1
+    gv3 = -1
+    gr1 = -1
+    gu1 = -1
+    call estuary_io_read(rd, 'u', (step + 1) * dt, d2, gu2, ierr)
+    call ok(ierr, 'io_read u (real(8), rank 2)')
+    call estuary_io_read(rd, 'w', (step + 1) * dt, d3, gw3, ierr)
+    call ok(ierr, 'io_read w (real(8), rank 3)')
+    call estuary_io_read(rd, 'r', (step + 1) * dt, d2, gr2, ierr)
+    call ok(ierr, 'io_read r (real(4), rank 2)')
+    call estuary_io_read(rd, 'v', (step + 1) * dt, d3, gv3, ierr)
+    call ok(ierr, 'io_read v (real(4), rank 3)')
+    call estuary_io_read(rd, 'r', (step + 1) * dt, d2, gr1, ierr)
+    call ok(ierr, 'io_read r (real(8), rank 1)')
+    call estuary_io_read(rd, 'u', (step + 1) * dt, d2, gu1, ierr)
+    call ok(ierr, 'io_read u (real(4), rank 1)')
+    bad = 0
+    do l = 1, nlev
+      do j = 1, nrl
+        do i = 1, nx
+          if (l == 1) then
+            k = i + (j - 1) * nx
+            if (abs(gu2(i, j) - fu(g2(i, j, jlo), step)) > 0) bad = bad + 1
+            if (abs(gr2(i, j) - h(g2(i, j, jlo), step)) > 0) bad = bad + 1
+            if (abs(gr1(k) - real(h(g2(i, j, jlo), step), real64)) > 0) bad = bad + 1
+            if (abs(gu1(k) - real(fu(g2(i, j, jlo), step), real32)) > 0) bad = bad + 1
+          end if
+          if (abs(gw3(i, j, l) - fw(g3(i, j, l, jlo), step)) > 0) bad = bad + 1
+          if (abs(gv3(i, j, l) - h(n3 + g3(i, j, l, jlo), step)) > 0) bad = bad + 1
+        end do
+      end do
+    end do
+    call check(bad == 0, 'u, w, r, v read back exactly (step ' // itoa(int(step, int64)) // '): ' // &
+               itoa(int(bad, int64)) // ' values differ')
+  end do
+  ! A failed real(4) read leaves the array as it was.
+  gr2 = 7
+  call estuary_io_read(rd, 'nope', dt, d2, gr2, ierr)
+  call check(ierr == estuary_err_io, 'real(4) read of an unknown variable gives estuary_err_io')
+  call check(maxval(abs(gr2 - 7), mask=.true.) <= 0, 'a failed real(4) read leaves the array as it was')
+  call estuary_decomp_free(d2)
+  call estuary_decomp_free(d3)
   call estuary_io_reader_free(rd)
   call estuary_decomp_free(bdec)
 
@@ -151,6 +286,64 @@ contains
     integer, intent(in) :: g, step
     f = 1000.0_real64 + 0.5_real64 * g + 0.25_real64 * step - 3.0_real64 * modulo(7 * g, 11)
   end function f
+
+  ! u and w: f shifted (exact in real(8); u also in real(4))
+  pure real(real64) function fu(g, step)
+    integer, intent(in) :: g, step
+    fu = f(g, step) - 512.0_real64
+  end function fu
+
+  pure real(real64) function fw(g, step)
+    integer, intent(in) :: g, step
+    fw = f(g, step) + 4096.0_real64
+  end function fw
+
+  ! r and v: real(4) values that are not short binary fractions (g / 7), computed in real(4)
+  pure real(real32) function h(g, step)
+    integer, intent(in) :: g, step
+    h = real(g, real32) / 7.0_real32 + 0.5_real32 * real(step, real32) - 30.0_real32
+  end function h
+
+  ! 0-based global index of element (i, j) of a (nx, rows) block starting at grid row jlo
+  pure integer function g2(i, j, jlo)
+    integer, intent(in) :: i, j, jlo
+    g2 = (jlo + j - 1) * nx + i - 1
+  end function g2
+
+  ! ... and of element (i, j, l) of a (nx, rows, nlev) block: level * nh + point
+  pure integer function g3(i, j, l, jlo)
+    integer, intent(in) :: i, j, l, jlo
+    g3 = (l - 1) * nh + g2(i, j, jlo)
+  end function g3
+
+  ! grid rows [jlo, jlo + nrl) of part p of np
+  subroutine row_block(p, np, jlo, nrl)
+    integer, intent(in) :: p, np
+    integer, intent(out) :: jlo, nrl
+    jlo = p * ny / np
+    nrl = (p + 1) * ny / np - jlo
+  end subroutine row_block
+
+  ! the decompositions of a (nx, nrl) and a (nx, nrl, nlev) block, in Fortran array order
+  subroutine block_decomps(jlo, nrl, d2, d3)
+    integer, intent(in) :: jlo, nrl
+    type(estuary_decomp), intent(inout) :: d2, d3
+    integer :: i, j, l
+    idx2 = [((g2(i, j, jlo), i = 1, nx), j = 1, nrl)]
+    idx3 = [(((g3(i, j, l, jlo), i = 1, nx), j = 1, nrl), l = 1, nlev)]
+    call estuary_decomp_new_indices(d2, nh, idx2, ierr)
+    call ok(ierr, 'decomp_new_indices (2-D block)')
+    call estuary_decomp_new_indices(d3, n3, idx3, ierr)
+    call ok(ierr, 'decomp_new_indices (3-D block)')
+  end subroutine block_decomps
+
+  function itoa(v) result(s)
+    integer(int64), intent(in) :: v
+    character(len=:), allocatable :: s
+    character(len=24) :: b
+    write (b, '(i0)') v
+    s = trim(b)
+  end function itoa
 
   subroutine check(cond, what)
     logical, intent(in) :: cond
