@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -190,15 +191,23 @@ class Progress:
             print(file=sys.stderr)
 
 
-def _run_ticking(cmd: list[str], prog: "Progress", what: str) -> subprocess.CompletedProcess:
-    """Runs cmd, redrawing the progress bar (with the run's elapsed time) while it runs."""
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+def _run_ticking(cmd: list[str], prog: "Progress", what: str, limit_s: float = 0) -> subprocess.CompletedProcess:
+    """Runs cmd, redrawing the progress bar (with the run's elapsed time) while it runs. Past
+    limit_s seconds (0: none) the run and its simulating child (bench/sim forks one, in the same
+    session) are killed and the result has no stdout and a stderr saying so."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as proc:
         t0 = time.time()
         while True:
             try:
                 stdout, stderr = proc.communicate(timeout=1.0)
                 break
             except subprocess.TimeoutExpired:
+                if limit_s and time.time() - t0 > limit_s:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.communicate()
+                    return subprocess.CompletedProcess(cmd, -signal.SIGKILL, "",
+                                                       f"stopped at the time limit of {limit_s:g} s (--time-limit)")
                 if prog.tty:
                     prog.show(f"{what} {time.time() - t0:.0f} s")
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
@@ -282,7 +291,7 @@ def cmd_simulate(args, argv) -> int:
         want_matrix = bool(args.matrix) and matrix_rec is None and ranks == matrix_ranks
         cmd = bench_command(bench, args, v, ranks, args.matrix_bins if want_matrix else 0)
         t0 = time.time()
-        out = _run_ticking(cmd, prog, f"{args.kind} {ranks} ranks, {v['label']}: running")
+        out = _run_ticking(cmd, prog, f"{args.kind} {ranks} ranks, {v['label']}: running", args.time_limit)
         rec = {"command": "simulate", "kind": args.kind, "variant": v["label"], "ranks": ranks}
         rec.update({k: v[k] for k in ("topology", "platform", "routing", "network", "algorithm", "bandwidth_GBps", "latency_ns",
                                       "width") if k in v and v[k] is not None})
@@ -363,6 +372,8 @@ def add_parser(sub):
     s.add_argument("--overhead", type=float, default=0.0,
                    help="CPU time per message sent or received, ns (LogP's o; 0: the network alone)")
     s.add_argument("--crosstraffic", action="store_true", help="SimGrid network/crosstraffic on")
+    s.add_argument("--time-limit", type=float, default=0,
+                   help="seconds of wall time a run may take before it is stopped and reported as failed (0: none)")
     s.add_argument("--json", action="store_true", help="one JSON object a run on stdout")
     s.add_argument("--plot", help="PNG: simulated time against ranks, one line per variant")
     s.add_argument("--matrix", help="PNG: bytes sent between ranks (Fig. 9d) of the first variant")

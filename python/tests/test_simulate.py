@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -132,6 +133,12 @@ def test_network_models_and_platform_shapes():
     assert by[("cm02", "burst")]["simulated_s"] <= 1.01 * by[("cm02", "ring-1")]["simulated_s"]
     assert by[("ib", "ring-1")]["simulated_s"] < 0.9 * by[("ib", "burst")]["simulated_s"]
     assert by[("ib", "burst")]["simulated_s"] > by[("cm02", "burst")]["simulated_s"]
+    # a run over its time limit is stopped (with its simulating child) and reported, not waited for
+    t0 = time.time()
+    out = simulate("transposition", "--ranks", "4096", "--topology", "dragonfly", "--algorithm", "burst",
+                   "--time-limit", "2", "--json", "--no-progress", check=False)
+    assert out.returncode == 1 and "time limit of 2 s" in json.loads(out.stdout.splitlines()[-1])["error"]
+    assert time.time() - t0 < 30
     out = simulate("allreduce", "--ranks", "8", "--network", "tcp", check=False)
     assert out.returncode == 2 and "network 'tcp'" in out.stderr
     out = simulate("allreduce", "--ranks", "8", "--platform", "torus:2x0x2", "--json", "--no-progress", check=False)
