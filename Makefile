@@ -7,7 +7,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
 export OMPI_MCA_rmaps_base_oversubscribe = 1
 MPIRUN = mpirun --oversubscribe
 
-.PHONY: setup build test demo bench clean sanitize
+.PHONY: setup build test demo bench bench-sim clean sanitize
 
 setup:
 	@scripts/setup
@@ -26,6 +26,10 @@ demo: build
 
 bench: build
 	scripts/bench $(BUILD)
+
+# Paper 004's figures at full scale on the simulator (about an hour; docs/performance.md).
+bench-sim: build
+	bench/sim_scale.sh $(BUILD) $(BUILD)/sim_scale
 
 # MPI tests under AddressSanitizer and UBSan, in a build folder of their own. The install test is
 # left out: its external programs are built without the sanitizer runtime on purpose.
