@@ -1,5 +1,6 @@
 // The SimGrid replay: one S4U actor per rank, one mailbox per rank with the rank's actor as
 // permanent receiver (messages flow as soon as they are posted, like MPI's eager sends).
+#include <pthread.h>
 #include <simgrid/s4u.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <unordered_map>
 
@@ -343,6 +345,42 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   return res;
 }
 
+// SimGrid's max-min solver walks the constraints connected to a changed one recursively
+// (lmm::System::update_modified_cnst_set_rec), on the thread that runs the engine. With 10^5
+// ranks on a fat tree (a halo: 4 x 10^5 flows sharing links) the recursion overflows the 8 MiB
+// main stack (signal 11); run_here therefore runs on a thread of its own with a 1 GiB stack
+// (address space only: pages are committed as the recursion reaches them).
+SimResult run_on_large_stack(const Platform& platform, const Pattern& pattern, const SimOptions& opt) {
+  struct Job {
+    const Platform* platform;
+    const Pattern* pattern;
+    const SimOptions* opt;
+    SimResult result;
+    std::exception_ptr error;
+  } job{&platform, &pattern, &opt, {}, nullptr};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, std::size_t{1} << 30);
+  pthread_t thread;
+  const int rc = pthread_create(
+      &thread, &attr,
+      [](void* p) -> void* {
+        Job& j = *static_cast<Job*>(p);
+        try {
+          j.result = run_here(*j.platform, *j.pattern, *j.opt);
+        } catch (...) {
+          j.error = std::current_exception();
+        }
+        return nullptr;
+      },
+      &job);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) throw Error("pthread_create failed: " + std::string(std::strerror(rc)), "sim::simulate");
+  pthread_join(thread, nullptr);
+  if (job.error) std::rethrow_exception(job.error);
+  return job.result;
+}
+
 // The child writes the result (or the error text) to a pipe as flat fields.
 struct Wire {
   int ok = 0, ranks = 0, stages = 0, crosstraffic = 0;
@@ -376,7 +414,7 @@ SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOp
                 platform.describe(),
                 "SimGrid's dragonfly needs at least as many routers per chassis as groups; swap "
                 "chassis and routers or use fewer, larger groups");
-  if (!options.fork) return run_here(platform, pattern, options);
+  if (!options.fork) return run_on_large_stack(platform, pattern, options);
 
   // The child would print again what the parent has buffered but not yet written.
   std::fflush(nullptr);
@@ -389,7 +427,7 @@ SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOp
     ::close(fds[0]);
     Wire w;
     try {
-      const SimResult r = run_here(platform, pattern, options);
+      const SimResult r = run_on_large_stack(platform, pattern, options);
       w.ok = 1;
       w.ranks = r.ranks;
       w.stages = r.stages;
