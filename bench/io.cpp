@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   MPI_Barrier(MPI_COMM_WORLD);
 
   auto report = [&](const std::string& method, int writers, const std::vector<double>& t, double dd_s,
-                    double model_s) {
+                    double model_s, double commit_s = -1) {
     if (rank != 0) return;
     const double tmin = *std::min_element(t.begin(), t.end());
     bench::Json j;
@@ -146,6 +146,9 @@ int main(int argc, char** argv) {
     j.add("mb_per_s", static_cast<double>(bytes) / 1e6 / tmin);
     if (dd_s > 0) j.add("fraction_of_dd", dd_s / tmin);
     if (model_s >= 0) j.add("model_io_s", model_s);
+    // The writers' time reserving each record's space and committing its record count (atomic
+    // records, issue 17), per run: its share of min_s is what that safety costs.
+    if (commit_s >= 0) j.add("commit_s", commit_s).add("commit_fraction", commit_s / tmin);
     std::cout << j.str() << std::endl;
   };
 
@@ -253,16 +256,17 @@ int main(int argc, char** argv) {
     if (ranks >= 2) runs.push_back({"server", 1});
     for (const Run& run : runs) {
       std::vector<double> t;
-      double model_s = 0;
+      double model_s = 0, commit_s = 0;
       for (int it = 0; it < repeat; ++it) {
         const std::string sub = dir + "/" + run.mode + std::to_string(run.writers);
         const auto cfg = estuary::io::OutputConfig::from_yaml_string(yaml_for(sub, run.mode, run.writers, nfields, format));
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = 0, mio = 0;
+        double t0 = 0, mio = 0, commit = 0;
         {
           estuary::io::Output out(cfg, MPI_COMM_WORLD);
           if (out.is_server()) {
             out.serve();  // its share of end_def, then records until the model closes
+            commit = out.stats().commit_s;
           } else {
             int p = 1, r = 0;
             MPI_Comm_size(out.model_comm(), &p);
@@ -297,6 +301,7 @@ int main(int argc, char** argv) {
               }
             mio = out.stats().model_io_s - m0;  // time the model spent in write calls
             out.close();
+            commit = out.stats().commit_s;
           }
         }
         if (rank == 0) fdatasync_path(sub + "/out.nc");
@@ -305,10 +310,11 @@ int main(int argc, char** argv) {
         el = bench::max_over_ranks(rank == 0 ? el : 0, MPI_COMM_WORLD);
         t.push_back(el);
         model_s = std::max(model_s, bench::max_over_ranks(mio, MPI_COMM_WORLD));
+        commit_s += bench::max_over_ranks(commit, MPI_COMM_WORLD);
       }
       report(run.mode == "server" ? "server_d" + std::to_string(run.writers)
                                   : "remap_d" + std::to_string(run.writers),
-             run.writers, t, dd_s, model_s / repeat);
+             run.writers, t, dd_s, model_s / repeat, commit_s / repeat);
     }
     (void)grid;
    }

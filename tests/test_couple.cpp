@@ -810,3 +810,4 @@ TEST(Couple, ScriprConservGeneratedAndCached) {
     }
   }
 }
+

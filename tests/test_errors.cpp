@@ -308,3 +308,32 @@ TEST(Errors, OneRankFailsOthersTimeOut) {
                     "a rank left waiting");
   MPI_Barrier(MPI_COMM_WORLD);
 }
+
+// Settings that decide which collectives a rank enters differ between ranks (an algorithm
+// given, or ESTUARY_SCHEDULE set, on some ranks only; plan policies): every rank throws the
+// same error naming the setting, rank 0's value and the first rank that differs — no hang.
+TEST(Errors, SettingsDifferingBetweenRanks) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  if (p < 2) return;
+  const i64 n = 4 * p;
+  const int odd = p - 1;  // the last rank is the odd one out
+  RedistOptions opt;
+  opt.algorithm = r == odd ? "butterfly" : "p2p";
+  expect_error(outcome_of([&] { Redist rd(etest::block(n, p, r), etest::cyclic(n, p, r), MPI_COMM_WORLD, opt); }),
+               {"schedule algorithm", "differs between ranks", "rank 0 has 'p2p'",
+                "rank " + std::to_string(odd) + " has 'butterfly'"},
+               "algorithm differing");
+
+  if (r == odd) ::setenv("ESTUARY_SCHEDULE", "ring-1", 1);
+  expect_error(outcome_of([&] { Redist rd(etest::block(n, p, r), etest::cyclic(n, p, r), MPI_COMM_WORLD); }),
+               {"ESTUARY_SCHEDULE", "rank " + std::to_string(odd) + " has 'ring-1'"}, "ESTUARY_SCHEDULE on one rank");
+  ::unsetenv("ESTUARY_SCHEDULE");
+
+  RedistOptions fill;
+  fill.plan.missing = r == odd ? estuary::MissingPolicy::fill : estuary::MissingPolicy::error;
+  expect_error(outcome_of([&] { Redist rd(etest::block(n, p, r), etest::cyclic(n, p, r), MPI_COMM_WORLD, fill); }),
+               {"PlanOptions", "missing=error", "missing=fill"}, "plan policy differing");
+  // The same settings everywhere: no error (the check itself must not cry wolf).
+  Redist same(etest::block(n, p, r), etest::cyclic(n, p, r), MPI_COMM_WORLD);
+  EXPECT_TRUE(runs_fine(same, etest::block(n, p, r), etest::cyclic(n, p, r)));
+}

@@ -108,6 +108,8 @@ struct IoStats {
   std::int64_t records_written = 0;      // writer side
   std::int64_t bytes_written = 0;        // writer side: bytes of variable data put to files
   double write_s = 0;                    // writer side: time in file writes and closes
+  double commit_s = 0;                   // writer side, part of write_s: reserving each record's
+                                         // space and committing its record count (atomic records)
   double transfer_s = 0;                 // time in rearrangement (both sides)
   double model_io_s = 0;                 // model side: time inside write/flush/close
   double setup_s = 0;                    // end_def: plans, file creation, coordinates

@@ -21,6 +21,8 @@ The coupler reads like pyOASIS: see :mod:`estuary.couple`; the I/O server (``est
 ``estuary.Reader``) is :mod:`estuary.io`.
 """
 import importlib
+import os
+import sys
 
 # Loaded on first use (PEP 562), so that `import estuary` (and the command line, which starts
 # mpirun itself) does not initialise MPI by importing mpi4py.
@@ -30,6 +32,44 @@ _NATIVE = ("Error", "MpiError", "Decomp", "gen", "Redist", "Remap", "Grid", "Gri
 _IO = ("Output", "Reader")  # from estuary.io (the I/O server)
 _COUPLE = ("Component", "SerialPartition", "ApplePartition", "BoxPartition", "OrangePartition",
            "PointsPartition", "Var", "OasisParameters", "OASIS", "abort")
+
+
+# One failed rank stops the job. An uncaught exception ends this rank's interpreter, but its
+# partners would wait for it in their next collective or coupling get until the time-out (and
+# mpi4py's MPI_Finalize at exit waits for them too). So, as `python -m mpi4py` does, the hook
+# prints the exception and then aborts the whole job: MPI_Abort on MPI_COMM_WORLD. It acts
+# only when mpi4py has initialised MPI with more than one rank. Opt out with
+# ESTUARY_ABORT_ON_EXCEPTION=0 in the environment, or estuary.abort_on_exception(False).
+_previous_excepthook = sys.excepthook
+
+
+def _abort_job_hook(kind, value, tb):
+    _previous_excepthook(kind, value, tb)
+    if issubclass(kind, (KeyboardInterrupt, SystemExit)):
+        return
+    mpi = sys.modules.get("mpi4py.MPI")
+    try:
+        if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized() or mpi.COMM_WORLD.Get_size() < 2:
+            return
+        sys.stderr.write(f"estuary: uncaught {kind.__name__} on rank {mpi.COMM_WORLD.Get_rank()}: "
+                         "aborting every rank of the job (ESTUARY_ABORT_ON_EXCEPTION=0 turns this off)\n")
+        sys.stderr.flush()
+    except Exception:  # MPI in a state where it cannot be asked: nothing to abort
+        return
+    mpi.COMM_WORLD.Abort(1)
+
+
+def abort_on_exception(enabled=True):
+    """Whether an uncaught exception on one rank aborts every rank of the MPI job (default on).
+
+    With it off, the other ranks wait for the failed one until their time-outs expire."""
+    if enabled:
+        sys.excepthook = _abort_job_hook
+    elif sys.excepthook is _abort_job_hook:
+        sys.excepthook = _previous_excepthook
+
+
+abort_on_exception(os.environ.get("ESTUARY_ABORT_ON_EXCEPTION", "1") not in ("0", "no", "false", "off"))
 
 
 def _native():
@@ -68,4 +108,5 @@ __all__ = [
     "read_weights", "distance_weights", "bilinear_weights", "conservative_weights", "oasis_partition", "schedule_names",
     "info_name", "couple", "Component", "SerialPartition", "ApplePartition", "BoxPartition",
     "OrangePartition", "PointsPartition", "Var", "OasisParameters", "OASIS", "abort", "io", "Output", "Reader",
+    "abort_on_exception",
 ]

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <ctime>
 
 #include "estuary/error.hpp"
 
@@ -25,7 +27,32 @@ std::string world_rank_label() {
   return "rank " + std::to_string(rank);
 }
 
-void agree(MPI_Comm comm, const std::function<void()>& body) {
+bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status, bool collective) {
+  if (timeout <= 0) {
+    check_mpi(MPI_Wait(&req, status), "MPI_Wait");
+    return true;
+  }
+  const double deadline = MPI_Wtime() + timeout;
+  for (long spin = 0;; ++spin) {
+    int done = 0;
+    check_mpi(MPI_Test(&req, &done, status), "MPI_Test");
+    if (done) return true;
+    if (spin % 256 == 0 && MPI_Wtime() > deadline) break;
+    // Ranks outnumber cores on a laptop or CI: spin briefly, then let the partner run.
+    if (spin > 2048) {
+      const timespec pause{0, 50000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+  if (collective) return false;
+  MPI_Cancel(&req);
+  MPI_Request_free(&req);
+  return false;
+}
+
+namespace {
+// agree's body: the lowest failing rank (INT_MAX: none), found by `reduce`.
+void agree_impl(MPI_Comm comm, const std::function<void()>& body, const std::function<int(int)>& reduce) {
   std::string message;
   std::exception_ptr failure;
   try {
@@ -37,11 +64,9 @@ void agree(MPI_Comm comm, const std::function<void()>& body) {
     message = "unknown exception";
     failure = std::current_exception();
   }
-  int rank = 0, size = 1;
+  int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  int mine = failure ? rank : INT_MAX, first = INT_MAX;
-  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  const int first = reduce(failure ? rank : INT_MAX);
   if (first == INT_MAX) return;
   int len = static_cast<int>(message.size());
   check_mpi(MPI_Bcast(&len, 1, MPI_INT, first, comm), "MPI_Bcast");
@@ -52,6 +77,77 @@ void agree(MPI_Comm comm, const std::function<void()>& body) {
   // Other ranks re-throw the same text so that logs on every rank say what went wrong.
   if (text.rfind("estuary: ", 0) == 0) text = text.substr(9);
   throw Error(text, "reported by rank " + std::to_string(first));
+}
+}  // namespace
+
+void agree(MPI_Comm comm, const std::function<void()>& body) {
+  agree_impl(comm, body, [&](int mine) {
+    int first = INT_MAX;
+    check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+    return first;
+  });
+}
+
+void agree_within(MPI_Comm comm, double timeout_s, const std::string& step, const std::function<void()>& body) {
+  agree_impl(comm, body, [&](int mine) {
+    // On the heap: a collective that timed out stays posted and may complete later, writing
+    // into its buffers — which are then left to it (8 bytes, once, on a path that fails).
+    int* buf = new int[2]{mine, INT_MAX};
+    MPI_Request req;
+    check_mpi(MPI_Iallreduce(&buf[0], &buf[1], 1, MPI_INT, MPI_MIN, comm, &req), "MPI_Iallreduce");
+    if (!wait_bounded(req, timeout_s, MPI_STATUS_IGNORE, true)) {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", timeout_s);
+      throw Error(step + ": the other ranks did not all arrive within " + std::string(limit) + " s",
+                  world_rank_label(),
+                  "a partner failed or stopped before this point; see its log (the time-out is `timeout` in the "
+                  "configuration or ESTUARY_COUPLE_TIMEOUT)");
+    }
+    const int first = buf[1];
+    delete[] buf;
+    return first;
+  });
+}
+
+namespace {
+// FNV-1a: a stable 64-bit digest, the same on every rank and every run.
+std::uint64_t digest(const std::string& s) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string shown(const std::string& v) {
+  if (v.size() <= 200) return "'" + v + "'";
+  char b[64];
+  std::snprintf(b, sizeof b, "%zu bytes with digest %016llx", v.size(),
+                static_cast<unsigned long long>(digest(v)));
+  return b;
+}
+}  // namespace
+
+void agree_same(MPI_Comm comm, const std::string& setting, const std::string& value) {
+  // The digest and the size together: equal on every rank means the same value.
+  std::uint64_t mine[2] = {digest(value), static_cast<std::uint64_t>(value.size())}, root[2] = {mine[0], mine[1]};
+  check_mpi(MPI_Bcast(root, 2, MPI_UINT64_T, 0, comm), "MPI_Bcast");
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int differs = (mine[0] != root[0] || mine[1] != root[1]) ? rank : INT_MAX, first = INT_MAX;
+  check_mpi(MPI_Allreduce(&differs, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  if (first == INT_MAX) return;
+  // Rank 0's and the first differing rank's values, shown the same way on every rank.
+  std::string text[2] = {rank == 0 ? shown(value) : std::string(), rank == first ? shown(value) : std::string()};
+  for (int k = 0; k < 2; ++k) {
+    const int from = k == 0 ? 0 : first;
+    int len = static_cast<int>(text[k].size());
+    check_mpi(MPI_Bcast(&len, 1, MPI_INT, from, comm), "MPI_Bcast");
+    text[k].resize(static_cast<std::size_t>(len));
+    check_mpi(MPI_Bcast(text[k].data(), len, MPI_CHAR, from, comm), "MPI_Bcast");
+  }
+  throw Error(setting + " differs between ranks: rank 0 has " + text[0] + ", rank " + std::to_string(first) +
+                  " has " + text[1],
+              "rank " + std::to_string(first),
+              "every rank must be given the same " + setting);
 }
 
 std::vector<std::int64_t> alltoallv(MPI_Comm comm, const std::vector<std::int64_t>& send,

@@ -22,6 +22,24 @@ std::string world_rank_label();
 // the next collective when one of them found a fault.
 void agree(MPI_Comm comm, const std::function<void()>& body);
 
+// Waits for `req` at most `timeout` seconds (<= 0: forever); false when it did not complete
+// (then a point-to-point request is cancelled and freed; a collective one, which MPI cannot
+// cancel, is left as it is). Spins briefly, then yields: ranks may outnumber cores.
+bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status = MPI_STATUS_IGNORE,
+                  bool collective = false);
+
+// As agree, but the agreement waits at most timeout_s seconds (<= 0: forever) for the other
+// ranks: a rank whose partner died (or never comes) throws an Error naming `step` instead of
+// waiting forever. For the steps where a partner's failure cannot be excluded (terminate).
+void agree_within(MPI_Comm comm, double timeout_s, const std::string& step, const std::function<void()>& body);
+
+// Checks that `value` — a setting that decides which collectives a rank enters next (an
+// algorithm name, a configuration's contents, a writer count) — is the same on every rank of
+// comm. Collective. On a mismatch every rank throws the same Error naming `setting`, rank 0's
+// value and the first rank with another one (values longer than 200 characters are compared
+// by hash and named by it), instead of the ranks entering different collectives and hanging.
+void agree_same(MPI_Comm comm, const std::string& setting, const std::string& value);
+
 // Alltoallv of int64 values: `send` holds the values for rank 0, then rank 1, ...
 // (send_counts[i] of them for rank i). Returns what each rank sent here, concatenated in rank
 // order, with `recv_counts` filled per source rank.

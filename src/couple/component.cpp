@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -70,6 +71,9 @@ struct Component::Impl {
   std::string name;
   ComponentOptions opt;
   MPI_Comm world = MPI_COMM_NULL, comm = MPI_COMM_NULL;
+  // terminate's bounded waits run on a communicator of their own: a wait that timed out
+  // leaves a collective behind, which must not meet the user's later ones on `world`.
+  MPI_Comm term = MPI_COMM_NULL;
   int wrank = 0, wsize = 1, crank = 0;
   struct Part {
     std::string name;
@@ -99,6 +103,7 @@ struct Component::Impl {
     int fin = 0;
     MPI_Finalized(&fin);
     if (!fin && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    if (!fin && term != MPI_COMM_NULL) MPI_Comm_free(&term);
   }
   std::string where() const { return "component " + name + ", " + detail::world_rank_label(); }
   void log(const std::string& line) const {
@@ -137,6 +142,7 @@ Component::Component(const std::string& name, ComponentOptions options) : impl_(
   });
   const int color = static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin());
   check_mpi(MPI_Comm_split(m.world, color, m.wrank, &m.comm), "MPI_Comm_split");
+  check_mpi(MPI_Comm_dup(m.world, &m.term), "MPI_Comm_dup");
   MPI_Comm_rank(m.comm, &m.crank);
 }
 
@@ -218,6 +224,12 @@ void Component::Impl::read_config() {
     setup = read_coupling_config(path);
   });
   if (const char* env = std::getenv("ESTUARY_COUPLE_TIMEOUT")) setup.timeout = std::atof(env);
+  // Every rank sets up the couplings from its own reading: a component started with another
+  // file (or another time-out) would enter other collectives and hang its partners.
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  detail::agree_same(world, "coupling configuration " + path + " (its contents)", text);
+  detail::agree_same(world, "coupling time-out (timeout: or ESTUARY_COUPLE_TIMEOUT)", detail::time_str(setup.timeout));
 }
 
 void Component::enddef() {
@@ -801,8 +813,14 @@ void Component::terminate() {
   Impl& m = *impl_;
   if (m.terminated) return;
   m.terminated = true;
+  // A partner still finishing its couplings may wait up to the time-out twice for each of them
+  // (a put one period ahead, then terminate's own wait) before it arrives: the bound leaves it
+  // that time, and as much again.
+  const double terminate_limit = 2 * m.setup.timeout * static_cast<double>(m.setup.couplings.size() + 1);
   if (m.defined) {
-    detail::agree(m.world, [&] {
+    // Bounded: a partner component that died (or never calls terminate) ends this wait after
+    // the coupling time-out, with an error, instead of holding this component forever.
+    detail::agree_within(m.term, terminate_limit, "terminate of component " + m.name, [&] {
       for (auto& c : m.couplings)
         if (c->comm != MPI_COMM_NULL) c->finish_all();
     });
@@ -826,7 +844,7 @@ void Component::terminate() {
     }
   }
   m.couplings.clear();
-  check_mpi(MPI_Barrier(m.world), "MPI_Barrier");
+  detail::agree_within(m.term, terminate_limit, "terminate of component " + m.name, [] {});
 }
 
 }  // namespace estuary

@@ -17,24 +17,6 @@ constexpr int kHeaderTag = 811;
 constexpr int kAckTag = 812;
 using i64 = std::int64_t;
 
-// Waits for `req` at most `timeout` seconds; false when it did not complete (then cancelled).
-bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status = MPI_STATUS_IGNORE) {
-  const double deadline = MPI_Wtime() + timeout;
-  for (long spin = 0;; ++spin) {
-    int done = 0;
-    check_mpi(MPI_Test(&req, &done, status), "MPI_Test");
-    if (done) return true;
-    if (spin % 256 == 0 && MPI_Wtime() > deadline) break;
-    // Ranks outnumber cores on a laptop or CI: spin briefly, then let the partner run.
-    if (spin > 2048) {
-      const timespec pause{0, 50000};
-      nanosleep(&pause, nullptr);
-    }
-  }
-  MPI_Cancel(&req);
-  MPI_Request_free(&req);
-  return false;
-}
 }  // namespace
 
 bool is_multiple(double a, double p) {

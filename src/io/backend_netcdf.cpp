@@ -1,6 +1,13 @@
 // Serial netCDF backend (one writer): CDF-5, the same format the PnetCDF backend writes, so a
 // file does not depend on the number of writers. Also the slab arithmetic both backends share.
+#include <fcntl.h>
 #include <netcdf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "estuary/error.hpp"
 #include "io/io_detail.hpp"
@@ -97,6 +104,7 @@ class NetcdfWriter final : public FileWriter {
     }
   }
   void sync() override { check(nc_sync(id_), "syncing it"); }
+  bool classic() const override { return true; }
   void close() override {
     if (id_ < 0) return;
     const int id = id_;
@@ -117,6 +125,52 @@ class NetcdfWriter final : public FileWriter {
 
 std::unique_ptr<FileWriter> create_netcdf(const std::string& path) {
   return std::make_unique<NetcdfWriter>(path);
+}
+
+void reserve_space(const std::string& path, i64 end, MPI_Comm comm, const std::string& what) {
+  int rank = 0, err = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) {
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+      err = errno;
+    } else {
+      if (end < 0) end = static_cast<i64>(st.st_size) - end;
+      err = ::posix_fallocate(fd, 0, static_cast<off_t>(end));
+      // Filesystems without fallocate (some parallel ones): nothing to learn from it.
+      if (err == EOPNOTSUPP || err == EINVAL) err = 0;
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  MPI_Bcast(&err, 1, MPI_INT, 0, comm);
+  if (err != 0)
+    throw Error(std::string(std::strerror(err)) + ": cannot reserve the space to write", "file " + path + ", " + what,
+                "free space on the output filesystem");
+}
+
+void truncate_records(const std::string& path, i64 n) {
+  // The classic header: "CDF", the version byte (1, 2 or 5), then the record count, big-endian,
+  // in 4 bytes (CDF-1/2) or 8 (CDF-5). Written in place; the records past n stay as unused bytes.
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  if (!f) throw Error(std::string("cannot open it to set its record count: ") + std::strerror(errno), "file " + path);
+  unsigned char h[12] = {};
+  const std::size_t got = std::fread(h, 1, sizeof h, f);
+  const int width = got >= 8 && h[3] != 5 ? 4 : got >= 12 && h[3] == 5 ? 8 : 0;
+  if (std::memcmp(h, "CDF", 3) != 0 || width == 0) {
+    std::fclose(f);
+    throw Error("not a classic netCDF file", "file " + path);
+  }
+  i64 now = 0;
+  for (int k = 0; k < width; ++k) now = (now << 8) | h[4 + k];
+  bool ok = true;
+  if (now > n) {
+    for (int k = 0; k < width; ++k) h[4 + k] = static_cast<unsigned char>(n >> (8 * (width - 1 - k)));
+    ok = std::fseek(f, 4, SEEK_SET) == 0 && std::fwrite(h + 4, 1, static_cast<std::size_t>(width), f) ==
+                                                   static_cast<std::size_t>(width);
+  }
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) throw Error(std::string("cannot set its record count: ") + std::strerror(errno), "file " + path);
 }
 
 }  // namespace estuary::io::detail

@@ -1,6 +1,8 @@
 // PnetCDF backend: CDF-5 files written collectively by the D writer ranks.
 #include <pnetcdf.h>
 
+#include <algorithm>
+
 #include "estuary/error.hpp"
 #include "io/io_detail.hpp"
 
@@ -11,6 +13,7 @@ class PnetcdfWriter final : public FileWriter {
  public:
   PnetcdfWriter(const std::string& path, MPI_Comm comm) {
     path_ = path;
+    comm_ = comm;
     MPI_Comm_rank(comm, &rank_);
     check(ncmpi_create(comm, path.c_str(), NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &id_),
           "creating it");
@@ -41,7 +44,17 @@ class PnetcdfWriter final : public FileWriter {
                                static_cast<MPI_Offset>(values.size()), values.data()),
           "attribute " + name);
   }
-  void enddef() override { check(ncmpi_enddef(id_), "leaving define mode"); }
+  void enddef() override {
+    check(ncmpi_enddef(id_), "leaving define mode");
+    layout();
+    reserve(fixed_end_, "the header and the variables without time");
+  }
+  void prepare_record(i64 record) override {
+    if (record >= reserved_records_ && recsize_ > 0) {
+      reserve(begin_rec_ + (record + 1) * recsize_, "record " + std::to_string(record));
+      reserved_records_ = record + 1;
+    }
+  }
   void put(int var, i64 record, const std::vector<Box>& boxes, const double* data) override {
     // One collective call for all boxes (varn), so writers with 0..3 boxes still match up.
     const bool rec = record >= 0;
@@ -58,6 +71,9 @@ class PnetcdfWriter final : public FileWriter {
           "writing variable " + std::to_string(var) + (rec ? " record " + std::to_string(record) : ""));
   }
   void sync() override { check(ncmpi_sync(id_), "syncing it"); }
+  // Only the header's record count: the data is already in the file (collective writes).
+  void commit_records(i64) override { check(ncmpi_sync_numrecs(id_), "writing the record count"); }
+  bool classic() const override { return true; }
   void close() override {
     if (id_ < 0) return;
     const int id = id_;
@@ -72,8 +88,42 @@ class PnetcdfWriter final : public FileWriter {
                 "file " + path_ + ", " + what + ", writer rank " + std::to_string(rank_),
                 "check that the directory exists and is writable");
   }
+  // Where the data lies (the classic layout): the end of the fixed-size variables, the start
+  // and the size of one record.
+  void layout() {
+    int nvars = 0, unlim = -1;
+    check(ncmpi_inq_nvars(id_, &nvars), "reading its layout");
+    check(ncmpi_inq_unlimdim(id_, &unlim), "reading its layout");
+    check(ncmpi_inq_recsize(id_, &recsize_), "reading its layout");
+    begin_rec_ = -1;
+    for (int v = 0; v < nvars; ++v) {
+      MPI_Offset offset = 0, len = 1, dim = 0;
+      nc_type type = 0;
+      int nd = 0;
+      check(ncmpi_inq_varoffset(id_, v, &offset), "reading its layout");
+      check(ncmpi_inq_vartype(id_, v, &type), "reading its layout");
+      check(ncmpi_inq_varndims(id_, v, &nd), "reading its layout");
+      std::vector<int> dims(static_cast<std::size_t>(nd) + 1);  // (PnetCDF's NC_MAX_VAR_DIMS is INT_MAX)
+      check(ncmpi_inq_vardimid(id_, v, dims.data()), "reading its layout");
+      const bool rec = nd > 0 && dims[0] == unlim;
+      for (int d = rec ? 1 : 0; d < nd; ++d) {
+        check(ncmpi_inq_dimlen(id_, dims[d], &dim), "reading its layout");
+        len *= dim;
+      }
+      static const MPI_Offset type_size[] = {0, 1, 1, 2, 4, 4, 8, 1, 2, 4, 8, 8};
+      const MPI_Offset size = type >= 1 && type <= 11 ? type_size[type] : 8;
+      if (rec) begin_rec_ = begin_rec_ < 0 ? offset : std::min<MPI_Offset>(begin_rec_, offset);
+      else fixed_end_ = std::max<MPI_Offset>(fixed_end_, offset + len * size);
+    }
+  }
+
+  void reserve(i64 end, const std::string& what) { reserve_space(path_, end, comm_, what + ", writer rank 0"); }
+
   int id_ = -1;
   int rank_ = 0;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Offset recsize_ = 0, begin_rec_ = 0, fixed_end_ = 0;
+  i64 reserved_records_ = 0;
 };
 
 }  // namespace

@@ -46,6 +46,14 @@ class FileWriter {
   // the boxes one after the other.
   virtual void put(int var, i64 record, const std::vector<Box>& boxes, const double* data) = 0;
   virtual void sync() = 0;
+  // Called before record `record` is written (collective): the PnetCDF backend reserves its
+  // space here (see reserve_space).
+  virtual void prepare_record(i64 record) { (void)record; }
+  // Records [0, n) are complete: make the record count that says so reach the file, so that a
+  // reader (or the same file after a crash) sees them and nothing beyond. Collective.
+  virtual void commit_records(i64 n) { (void)n; sync(); }
+  // True for the classic formats (CDF-5), whose record count truncate_records can lower.
+  virtual bool classic() const { return false; }
   virtual void close() = 0;
   const std::string& path() const { return path_; }
 
@@ -58,6 +66,23 @@ std::unique_ptr<FileWriter> create_netcdf(const std::string& path);
 // netCDF-4 (HDF5). comm of size 1: serial netCDF-4; larger: netCDF-4 parallel with collective
 // access, or, in a build without it (or with ESTUARY_NC4_IN_TURN=1), the writers in turn.
 std::unique_ptr<FileWriter> create_netcdf4(const std::string& path, MPI_Comm comm);
+
+// OpenMPI's MPI-IO (OMPIO) prints "No space left on device" for a failed collective write but
+// returns success, so PnetCDF does not see a full disk and leaves holes of zeros. The PnetCDF
+// backend therefore reserves the file's space before it writes (posix_fallocate: ENOSPC or
+// EDQUOT now, not a silent hole later): writer 0 of comm reserves `end` bytes (end < 0: the
+// file's size plus -end) and every writer throws the same Error, naming the file and `what`,
+// when it could not. One system call per record.
+void reserve_space(const std::string& path, i64 end, MPI_Comm comm, const std::string& what);
+
+// Sets the record count of a closed classic-format (CDF-1/2/5) file to n when it is larger:
+// records a failed write left half-written disappear from the file, the complete ones stay.
+void truncate_records(const std::string& path, i64 n);
+
+// Wraps w so that the write of record R (of any variable) on writer W fails after the write
+// itself, as a disk-full error would, when ESTUARY_IO_FAULT="record=R[,writer=W]" (W: 0) is set.
+// The fault-injection suite's switch; unset, w is returned as it is.
+std::unique_ptr<FileWriter> with_fault_injection(std::unique_ptr<FileWriter> w, int writer);
 
 // netCDF-C and HDF5 are not thread-safe: every netCDF call of the I/O part (writers, readers and
 // the reader's prefetch thread) holds this lock.

@@ -13,11 +13,14 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
+#include <sstream>
 
 #include "common/mpi_util.hpp"
 #include "estuary/io.hpp"
@@ -37,13 +40,14 @@ volatile std::sig_atomic_t g_sigterm = 0;
 extern "C" void on_sigterm(int) { g_sigterm = 1; }
 
 enum CtrlKind : int { kRecord = 1, kFlush = 2, kClose = 3 };
-constexpr int kTagCatalog = 1, kTagCtrl = 2, kTagAck = 3;
+// kTagError: the servers' first write error, text sent once by the first server to model rank 0.
+constexpr int kTagCatalog = 1, kTagCtrl = 2, kTagAck = 3, kTagError = 4;
 
 struct Ctrl {
   int kind = 0;
   int var = 0;
   int slot = 0;
-  int pad = 0;
+  int fault = 0;  // kClose: after a fault (drop incomplete records)
   i64 record = 0;
   double time = 0, tb0 = 0, tb1 = 0;
 };
@@ -75,6 +79,23 @@ struct Unpacker {
     at += n;
   }
 };
+
+// Every setting of `c` that shapes the ranks' collectives, as text (for agree_same).
+std::string describe(const OutputConfig& c) {
+  std::ostringstream o;
+  o.precision(17);
+  o << static_cast<int>(c.mode) << ' ' << c.writers << ' ' << c.buffer_records << ' ' << c.directory << '\n'
+    << c.calendar << ' ' << c.reference_time << ' ' << static_cast<int>(c.format) << ' ' << c.catch_sigterm << '\n';
+  for (const FileConfig& f : c.files) {
+    o << f.name << ' ' << f.output_freq_s << ' ' << f.restart << ' ' << f.split_freq_s << ' '
+      << static_cast<int>(f.format) << ':';
+    for (const FieldConfig& x : f.fields)
+      o << ' ' << x.name << '/' << static_cast<int>(x.operation) << '/' << static_cast<int>(x.precision) << '/'
+        << x.deflate << '/' << x.sampling_freq_s;
+    o << '\n';
+  }
+  return o.str();
+}
 
 const char* coord_name(int kind) {
   static const char* n[] = {"lon", "lat", "lon_bnds", "lat_bnds"};
@@ -151,6 +172,15 @@ struct FileState {
   i64 time_written = -1;
   i64 split = std::numeric_limits<i64>::min();  // the split period of the open file
   i64 rec_base = 0;                              // the first record of the open split file
+  // Atomic records: a record's slabs wait here until every time-varying variable of the file
+  // has delivered it; only then is the record written and its count committed to the file.
+  struct Pending {
+    double time = 0, tb0 = 0, tb1 = 0;
+    std::map<int, std::vector<double>> slabs;  // by Var index
+  };
+  std::map<i64, Pending> pending;  // by record (of the whole run, before splitting)
+  int time_vars = 0;               // variables with a time dimension
+  i64 committed = 0;               // records of the open file complete on disk
 };
 
 struct Output::Impl {
@@ -168,6 +198,12 @@ struct Output::Impl {
   std::vector<Var> vars;
   std::vector<FileState> files;
   bool defined = false, closed = false;
+  // Model ranks: the output's failure, the same text on every rank once agreed; every later
+  // call throws it again. Servers: their first (agreed) write error. Model rank 0: the text a
+  // server sent, until the next agreement point hands it to every model rank.
+  std::string failure, server_error;
+  std::string error_sent;  // server 0: the text of its pending error message
+  MPI_Request error_request = MPI_REQUEST_NULL;
   IoStats stats;
   struct sigaction old_action {};
   bool handler_installed = false;
@@ -372,16 +408,28 @@ struct Output::Impl {
 
   void create_files() {
     if (!writer) return;
-    if (windex == 0) std::filesystem::create_directories(cfg.directory.empty() ? "." : cfg.directory);
-    MPI_Barrier(wcomm);
+    // Every writer learns of a directory writer 0 cannot create, and of a file one of them
+    // cannot create, before the next collective (else the others would wait in it forever).
+    estuary::detail::agree(wcomm, [&] {
+      if (windex != 0) return;
+      const std::string dir = cfg.directory.empty() ? "." : cfg.directory;
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec)
+        throw Error("cannot create the output directory: " + ec.message(), "directory " + dir + ", config " + cfg.source,
+                    "set output.directory to a writable place");
+    });
     for (FileState& fs : files) {
       for (Var& v : vars) {
         if (v.file != static_cast<int>(&fs - files.data())) continue;
         const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
         v.boxes = detail::range_boxes(v.shape, tr.lo, tr.hi);
       }
+      fs.time_vars = static_cast<int>(std::count_if(vars.begin(), vars.end(), [&](const Var& v) {
+        return v.file == static_cast<int>(&fs - files.data()) && v.has_time;
+      }));
       // A split file is opened when its first record arrives (its name holds the period).
-      if (fs.cfg.split_freq_s <= 0) open_file(fs, fs.path);
+      if (fs.cfg.split_freq_s <= 0) estuary::detail::agree(wcomm, [&] { open_file(fs, fs.path); });
     }
   }
 
@@ -392,8 +440,10 @@ struct Output::Impl {
       std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
       if (fs.cfg.format == Format::netcdf4) fs.w = detail::create_netcdf4(path, wcomm);
       else fs.w = nwriters > 1 ? detail::create_pnetcdf(path, wcomm) : detail::create_netcdf(path);
+      fs.w = detail::with_fault_injection(std::move(fs.w), windex);
       stats.files_created += 1;
       fs.time_written = -1;
+      fs.committed = 0;
       FileWriter& w = *fs.w;
       const int fi = static_cast<int>(&fs - files.data());
       w.put_att(-1, "Conventions", "CF-1.8");
@@ -506,24 +556,50 @@ struct Output::Impl {
     stats.bytes_written += (tr.hi - tr.lo) * (v.dbl ? 8 : 4);
   }
 
-  // Writers: the slab of `v`'s transfer is in place; put it (collective over the writers).
+  // Writers: the slab of `v`'s transfer is in place. Variables without time are written at
+  // once; a time record waits in its file's pending set until it is complete (atomic records).
   void write_record(Var& v, i64 record, double time, double tb0, double tb1) {
     const double t0 = MPI_Wtime();
     FileState& fs = files[static_cast<std::size_t>(v.file)];
-    const Transfer& tr0 = transfers[static_cast<std::size_t>(v.transfer)];
+    const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
     std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
-    if (fs.cfg.split_freq_s > 0) {
-      if (!v.has_time) {
-        v.keep = tr0.slab;
+    if (!v.has_time) {
+      if (fs.cfg.split_freq_s > 0) {
+        // Coordinates and `once` fields go into every split file: kept for the next ones.
+        v.keep = tr.slab;
         v.kept = true;
-        if (fs.w) put_slab(fs, v, -1, v.keep.data());
-        stats.write_s += MPI_Wtime() - t0;
-        return;
+        if (fs.w) put_named(fs, v, -1, v.keep.data());
+      } else {
+        put_named(fs, v, -1, tr.slab.data());
+        stats.records_written += 1;
       }
+      stats.write_s += MPI_Wtime() - t0;
+      return;
+    }
+    FileState::Pending& p = fs.pending[record];
+    p.time = time;
+    p.tb0 = tb0;
+    p.tb1 = tb1;
+    p.slabs[static_cast<int>(&v - vars.data())] = tr.slab;
+    // A record is written once complete, or once a later one arrived: then the missing
+    // variables were not written at that step by the model (they keep the fill value).
+    while (!fs.pending.empty() &&
+           (static_cast<int>(fs.pending.begin()->second.slabs.size()) == fs.time_vars || fs.pending.size() > 1))
+      commit_record(fs);
+    stats.write_s += MPI_Wtime() - t0;
+  }
+
+  // Writes the oldest pending record of fs whole (time, bounds, variables), then commits the
+  // record count so that the file shows it only now. Collective over the writers.
+  void commit_record(FileState& fs) {
+    auto node = fs.pending.extract(fs.pending.begin());
+    i64 record = node.key();
+    FileState::Pending& p = node.mapped();
+    if (fs.cfg.split_freq_s > 0) {
       // A record belongs to the split period (k S, (k+1) S] that holds its end (as output
       // periods do); a new period closes the previous file, which is then complete on its own.
       const double S = fs.cfg.split_freq_s;
-      const i64 k = static_cast<i64>(std::ceil(tb1 / S - 1e-9)) - 1;
+      const i64 k = static_cast<i64>(std::ceil(p.tb1 / S - 1e-9)) - 1;
       if (!fs.w || k != fs.split) {
         if (fs.w) {
           fs.w->close();
@@ -532,48 +608,160 @@ struct Output::Impl {
         fs.split = k;
         fs.rec_base = record;
         const std::string label = date_label(static_cast<double>(k) * S, cfg.reference_time, cfg.calendar, S);
-        open_file(fs, (std::filesystem::path(cfg.directory) / (fs.cfg.name + "_" + label + ".nc")).string());
+        on_writers([&] {
+          open_file(fs, (std::filesystem::path(cfg.directory) / (fs.cfg.name + "_" + label + ".nc")).string());
+        });
       }
       record -= fs.rec_base;
     }
     FileWriter& w = *fs.w;
-    if (v.has_time && record > fs.time_written) {
-      std::vector<Box> b;
-      if (windex == 0) b.push_back({{}, {}});
-      w.put(fs.time_var, record, b, &time);
-      if (fs.tb_var >= 0) {
-        const double tb[2] = {tb0, tb1};
-        std::vector<Box> bb;
-        if (windex == 0) bb.push_back({{0}, {2}});
-        w.put(fs.tb_var, record, bb, tb);
-      }
-      fs.time_written = record;
+    double t0 = MPI_Wtime();
+    on_writers([&] { w.prepare_record(record); });
+    stats.commit_s += MPI_Wtime() - t0;
+    // The variables first, the time last: a netCDF-4 file, whose record dimension cannot shrink,
+    // shows a record a failed write left incomplete with a missing (fill-value) time.
+    for (auto& [vi, slab] : p.slabs) {
+      put_named(fs, vars[static_cast<std::size_t>(vi)], record, slab.data());
+      stats.records_written += 1;
     }
-    const Transfer& tr = tr0;
-    w.put(v.ncvar, v.has_time ? record : -1, v.boxes, tr.slab.data());
-    stats.records_written += 1;
-    stats.bytes_written += (tr.hi - tr.lo) * (v.dbl ? 8 : 4);
-    stats.write_s += MPI_Wtime() - t0;
+    on_writers([&] {
+     try {
+      if (record > fs.time_written) {
+        std::vector<Box> b;
+        if (windex == 0) b.push_back({{}, {}});
+        w.put(fs.time_var, record, b, &p.time);
+        if (fs.tb_var >= 0) {
+          const double tb[2] = {p.tb0, p.tb1};
+          std::vector<Box> bb;
+          if (windex == 0) bb.push_back({{0}, {2}});
+          w.put(fs.tb_var, record, bb, tb);
+        }
+        fs.time_written = record;
+      }
+     } catch (const Error& e) {
+      throw Error(e.fault(), e.where() + ", variable time, record " + std::to_string(record), e.fix());
+     }
+    });
+    t0 = MPI_Wtime();
+    on_writers([&] {
+      try {
+        w.commit_records(record + 1);
+      } catch (const Error& e) {
+        throw Error(e.fault(), e.where() + ", record " + std::to_string(record), e.fix());
+      }
+    });
+    fs.committed = record + 1;
+    stats.commit_s += MPI_Wtime() - t0;
   }
 
-  void close_files() {
+  // put_slab with the variable's name and record added to any error, which every writer
+  // throws alike (a write that failed on one writer must not leave the others in the next
+  // collective call).
+  void put_named(FileState& fs, Var& v, i64 record, const double* data) {
+    on_writers([&] {
+      try {
+        put_slab(fs, v, record, data);
+      } catch (const Error& e) {
+        throw Error(e.fault(),
+                    e.where() + ", variable " + v.name + (record >= 0 ? ", record " + std::to_string(record) : ""),
+                    e.fix());
+      }
+    });
+  }
+
+  // Runs a step of the writers' collective file work; an error on any writer is every writer's.
+  void on_writers(const std::function<void()>& step) { estuary::detail::agree(wcomm, step); }
+
+  // Closes every file. A normal close writes the records still pending (a variable the model
+  // did not write at the last step keeps the fill value there). After a fault (an error,
+  // SIGTERM, an exception unwinding) the incomplete records are dropped, and a classic file's
+  // record count is set back to the records completed, so no half-written record shows.
+  void close_files(bool fault) {
     if (!writer) return;
     const double t0 = MPI_Wtime();
     std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
+    std::string first_error;
     for (FileState& fs : files) {
+      try {
+        if (!fault)
+          while (!fs.pending.empty()) commit_record(fs);
+      } catch (const std::exception& e) {
+        // The writers fail alike here (the writes are collective): close what is open.
+        if (first_error.empty()) first_error = e.what();
+        fault = true;
+      }
+      fs.pending.clear();
       if (!fs.w) continue;
-      fs.w->close();
+      const std::string path = fs.w->path();
+      const bool classic = fs.w->classic();
+      try {
+        on_writers([&] { fs.w->close(); });
+      } catch (const std::exception& e) {
+        if (first_error.empty()) first_error = e.what();
+        fault = true;
+      }
       fs.w.reset();
-      if (fs.path != fs.final_path && windex == 0) std::filesystem::rename(fs.path, fs.final_path);
+      if (fault && classic && windex == 0) {
+        try {
+          detail::truncate_records(path, fs.committed);
+        } catch (const std::exception& e) {
+          if (first_error.empty()) first_error = e.what();
+        }
+      }
+      // A restart file replaces the previous one only when nothing failed (SIGTERM is no failure).
+      const bool failed = !first_error.empty() || !failure.empty() || !server_error.empty();
+      if (fs.path != fs.final_path && windex == 0 && !failed) std::filesystem::rename(fs.path, fs.final_path);
     }
     stats.write_s += MPI_Wtime() - t0;
+    if (!first_error.empty()) throw Error(first_error, "closing the output files");
   }
 
   void sync_files() {
     if (!writer) return;
     std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     for (FileState& fs : files)
-      if (fs.w) fs.w->sync();
+      if (fs.w) on_writers([&] { fs.w->sync(); });
+  }
+
+  // Model ranks: runs a step whose failure (on any rank of xcomm, agreed) fails the output.
+  void or_fail(const std::function<void()>& step) {
+    try {
+      estuary::detail::agree(xcomm, step);
+    } catch (const std::exception& e) {
+      if (failure.empty()) failure = e.what();
+      throw;
+    }
+  }
+
+  // Throws the output's earlier failure again: nothing more is written after an error.
+  void check_not_failed(const std::string& call) const {
+    if (!failure.empty())
+      throw Error("the output failed earlier: " + failure, call + " on " + where_rank(),
+                  "end the run; the records completed before the failure are in the files");
+  }
+
+  // Model ranks: everyone gets rank 0's `text` (empty: no failure).
+  std::string share_from_root(std::string text) const {
+    int len = static_cast<int>(text.size());
+    estuary::detail::check_mpi(MPI_Bcast(&len, 1, MPI_INT, 0, model_comm), "MPI_Bcast");
+    text.resize(static_cast<std::size_t>(len));
+    estuary::detail::check_mpi(MPI_Bcast(text.data(), len, MPI_CHAR, 0, model_comm), "MPI_Bcast");
+    return text;
+  }
+
+  // Model rank 0: takes the servers' error message if it has arrived (block: wait for it).
+  void poll_server_error(bool block) {
+    if (!server_mode || model_rank != 0 || !server_error.empty()) return;
+    int flag = block ? 1 : 0;
+    MPI_Status st;
+    if (!block) MPI_Iprobe(server_xranks[0], kTagError, ctrl, &flag, &st);
+    if (!flag) return;
+    if (block) MPI_Probe(server_xranks[0], kTagError, ctrl, &st);
+    int n = 0;
+    MPI_Get_count(&st, MPI_CHAR, &n);
+    server_error.assign(static_cast<std::size_t>(n), '\0');
+    estuary::detail::check_mpi(
+        MPI_Recv(server_error.data(), n, MPI_CHAR, server_xranks[0], kTagError, ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
   }
 
   // ---- model side ----
@@ -587,7 +775,7 @@ struct Output::Impl {
       tr.redist->run({Field(Type::f64, values, tr.local_n, tr.slab.data(), static_cast<i64>(tr.slab.size()))});
       stats.transfer_s += MPI_Wtime() - t0;
       // A writer's failure becomes every rank's error instead of a hang in the next collective.
-      estuary::detail::agree(xcomm, [&] {
+      or_fail([&] {
         if (writer) write_record(v, record, time, tb0, tb1);
       });
     } else {
@@ -621,19 +809,26 @@ struct Output::Impl {
         }
   }
 
-  // Model root: sends `kind` to every server and waits for each one's acknowledgement.
-  void command_servers(int kind) {
+  // Model root: sends `kind` to every server and waits for each one's acknowledgement (1, or
+  // 0 when the servers failed). Returns the servers' error on every model rank ("" if none).
+  std::string command_servers(int kind, bool fault = false) {
+    std::string error;
     if (model_rank == 0) {
       Ctrl c;
       c.kind = kind;
+      c.fault = fault ? 1 : 0;
       for (int s : server_xranks)
         estuary::detail::check_mpi(MPI_Send(&c, sizeof c, MPI_BYTE, s, kTagCtrl, ctrl), "MPI_Send");
+      bool ok = true;
       for (int s : server_xranks) {
         int ack = 0;
         estuary::detail::check_mpi(MPI_Recv(&ack, 1, MPI_INT, s, kTagAck, ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
+        ok = ok && ack == 1;
       }
+      if (!ok) poll_server_error(true);
+      error = server_error;
     }
-    MPI_Barrier(model_comm);
+    return share_from_root(error);
   }
 
   void write_coordinates() {
@@ -660,28 +855,51 @@ struct Output::Impl {
     handler_installed = false;
   }
 
-  void do_close() {
+  // fault: closing after an error, SIGTERM or an exception — incomplete records are dropped.
+  // Throws the output's failure unless fault (a destructor or an error path calls it then).
+  void do_close(bool fault) {
     if (closed) return;
     closed = true;
     if (!defined) {
       restore_handler();
       return;
     }
+    const bool quiet = fault;  // called on an error path: report nothing more
+    fault = fault || !failure.empty();
+    std::string error;
     if (server_mode) {
       drain_slots();
-      command_servers(kClose);
+      error = command_servers(kClose, fault);
     } else {
-      estuary::detail::agree(xcomm, [&] { close_files(); });
-      // Every model rank returns only once the files are complete on disk.
-      MPI_Barrier(xcomm);
+      // Every model rank returns only once the files are complete on disk (the agreement).
+      try {
+        estuary::detail::agree(xcomm, [&] { close_files(fault); });
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
     }
     restore_handler();
+    if (!error.empty() && failure.empty()) failure = error;
+    if (!quiet && !failure.empty())
+      throw Error("the output failed: " + failure, "closing on " + where_rank(),
+                  "the records completed before the failure are in the files");
   }
 
   // ---- server side ----
 
+  // After a write error the servers keep receiving (the model's transfers and commands must
+  // complete) but write nothing more; the first server tells model rank 0 at once, every
+  // server acknowledges flush and close with 0, and serve() throws the error after close.
   void serve_loop() {
     const int root = 0;  // model rank 0 is xcomm rank 0 (servers are the last ranks)
+    auto failed = [&](const std::exception& e) {
+      server_error = e.what();
+      if (windex != 0) return;
+      error_sent = server_error.substr(0, 4000);
+      estuary::detail::check_mpi(MPI_Isend(error_sent.data(), static_cast<int>(error_sent.size()), MPI_CHAR, root,
+                                           kTagError, ctrl, &error_request),
+                                 "MPI_Isend");
+    };
     for (;;) {
       Ctrl c;
       estuary::detail::check_mpi(MPI_Recv(&c, sizeof c, MPI_BYTE, root, kTagCtrl, ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
@@ -692,13 +910,27 @@ struct Output::Impl {
         tr.slots[static_cast<std::size_t>(c.slot)].run(
             {Field(Type::f64, nullptr, 0, tr.slab.data(), static_cast<i64>(tr.slab.size()))});
         stats.transfer_s += MPI_Wtime() - t0;
-        write_record(v, c.record, c.time, c.tb0, c.tb1);
+        if (server_error.empty()) {
+          try {
+            on_writers([&] { write_record(v, c.record, c.time, c.tb0, c.tb1); });
+          } catch (const std::exception& e) {
+            failed(e);
+          }
+        }
       } else {
-        if (c.kind == kFlush) sync_files();
-        if (c.kind == kClose) close_files();
-        const int ack = 1;
+        try {
+          if (c.kind == kFlush && server_error.empty()) sync_files();
+          if (c.kind == kClose) close_files(c.fault != 0 || !server_error.empty());
+        } catch (const std::exception& e) {
+          if (server_error.empty()) failed(e);
+        }
+        const int ack = server_error.empty() ? 1 : 0;
         estuary::detail::check_mpi(MPI_Send(&ack, 1, MPI_INT, root, kTagAck, ctrl), "MPI_Send");
-        if (c.kind == kClose) return;
+        if (c.kind == kClose) {
+          // Model rank 0 receives the error text once it sees a 0 acknowledgement.
+          if (error_request != MPI_REQUEST_NULL) MPI_Wait(&error_request, MPI_STATUS_IGNORE);
+          return;
+        }
       }
     }
   }
@@ -711,6 +943,8 @@ Output::Output(const OutputConfig& config, MPI_Comm comm) : impl_(std::make_uniq
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  // The configuration decides the writers, the files and every collective that follows.
+  estuary::detail::agree_same(comm, "output configuration (" + config.source + ")", describe(config));
   if (config.writers < 1)
     throw Error("writers must be at least 1", "config " + config.source + ", key output.writers");
   if (x.server_mode) {
@@ -753,7 +987,8 @@ Output::~Output() {
   MPI_Finalized(&fin);
   if (!fin) {
     try {
-      if (impl_->model) impl_->do_close();
+      // Unwinding an exception: a fault, so incomplete records are dropped.
+      if (impl_->model) impl_->do_close(std::uncaught_exceptions() > 0);
     } catch (...) {
       // A destructor must not throw; the records already written stay in the closed files.
     }
@@ -868,11 +1103,15 @@ void Output::serve() {
   x.defined = true;
   x.serve_loop();
   x.closed = true;
+  if (!x.server_error.empty())
+    throw Error("the output failed: " + x.server_error, "I/O server " + x.where_rank(),
+                "the records completed before the failure are in the files");
 }
 
 void Output::write(const std::string& field, double time, std::span<const double> data) {
   Impl& x = *impl_;
   const double t0 = MPI_Wtime();
+  x.check_not_failed("write of field " + field);
   if (!x.defined || x.closed) throw Error("write outside the output phase", "field " + field, "call end_def first");
   auto it = x.vars_of_field.find(field);
   auto fit = std::find_if(x.fields.begin(), x.fields.end(), [&](const FieldInfo& f) { return f.def.name == field; });
@@ -924,13 +1163,19 @@ void Output::write(const std::string& field, double time, std::span<const double
     if (time >= v.next_out - eps) due.push_back(vi);
   }
   bool terminate = false;
-  if (!due.empty()) {
-    // SIGTERM reaches ranks at different moments: agree at this output step, which every model
-    // rank reaches with the same records, so that all of them close at the same point.
-    int mine = g_sigterm ? 1 : 0, any = 0;
-    if (x.cfg.catch_sigterm)
-      estuary::detail::check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, x.model_comm), "MPI_Allreduce");
-    terminate = any != 0;
+  if (!due.empty() && (x.cfg.catch_sigterm || x.server_mode)) {
+    // SIGTERM reaches ranks at different moments, and a server's error reaches model rank 0
+    // first: agree at this output step, which every model rank reaches with the same records,
+    // so that all of them stop at the same point.
+    x.poll_server_error(false);
+    int mine[2] = {g_sigterm ? 1 : 0, x.server_error.empty() ? 0 : 1}, any[2] = {0, 0};
+    estuary::detail::check_mpi(MPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, x.model_comm), "MPI_Allreduce");
+    terminate = any[0] != 0 && x.cfg.catch_sigterm;
+    if (any[1]) {
+      x.failure = x.share_from_root(x.server_error);
+      throw Error("the output failed: " + x.failure, "write of field " + field + " on " + x.where_rank(),
+                  "end the run; the records completed before the failure are in the files");
+    }
   }
   for (int vi : due) {
     Var& v = x.vars[static_cast<std::size_t>(vi)];
@@ -960,7 +1205,7 @@ void Output::write(const std::string& field, double time, std::span<const double
   }
   x.stats.model_io_s += MPI_Wtime() - t0;
   if (terminate) {
-    x.do_close();
+    x.do_close(true);
     throw Terminated("SIGTERM received: every record handed over is written and the files are closed",
                      x.where_rank(), "end the run");
   }
@@ -970,11 +1215,16 @@ void Output::flush() {
   Impl& x = *impl_;
   if (!x.defined || x.closed) return;
   const double t0 = MPI_Wtime();
+  x.check_not_failed("flush");
   if (x.server_mode) {
     x.drain_slots();
-    x.command_servers(kFlush);
+    const std::string error = x.command_servers(kFlush);
+    if (!error.empty()) {
+      x.failure = error;
+      x.check_not_failed("flush");
+    }
   } else {
-    estuary::detail::agree(x.xcomm, [&] { x.sync_files(); });
+    x.or_fail([&] { x.sync_files(); });
   }
   x.stats.model_io_s += MPI_Wtime() - t0;
 }
@@ -982,7 +1232,7 @@ void Output::flush() {
 void Output::close() {
   Impl& x = *impl_;
   const double t0 = MPI_Wtime();
-  if (x.model) x.do_close();
+  if (x.model) x.do_close(false);
   x.stats.model_io_s += MPI_Wtime() - t0;
 }
 

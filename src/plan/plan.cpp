@@ -11,6 +11,7 @@
 #include "estuary/plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -130,6 +131,14 @@ Plan::Plan(const Decomp& src, const Decomp& dst, MPI_Comm comm, PlanOptions opti
   dst_size_ = dst.size();
   const int p = size_;
 
+  // The policies decide whether a rank throws or fills: ranks given different ones would part.
+  {
+    char opts[96];
+    std::snprintf(opts, sizeof opts, "missing=%s fill_value=%.17g duplicate=%s",
+                  options.missing == MissingPolicy::error ? "error" : "fill", options.fill_value,
+                  options.duplicate == DuplicatePolicy::error ? "error" : "lowest_rank");
+    detail::agree_same(comm_, "PlanOptions", opts);
+  }
   // All ranks must agree on the global size before anything else.
   i64 sizes[2] = {src.global_size(), dst.global_size()}, mx[2], mn[2];
   check_mpi(MPI_Allreduce(sizes, mx, 2, MPI_INT64_T, MPI_MAX, comm_), "MPI_Allreduce");

@@ -78,6 +78,9 @@ Schedule make_schedule(const Plan& plan, std::string_view algorithm) {
     const char* env = std::getenv("ESTUARY_SCHEDULE");
     name = env && *env ? env : "p2p";
   }
+  // The algorithm decides which stages and peers every rank exchanges with: a rank given
+  // another one (an option or ESTUARY_SCHEDULE set on some ranks only) would hang its peers.
+  detail::agree_same(plan.comm(), "schedule algorithm (RedistOptions::algorithm or ESTUARY_SCHEDULE)", name);
   ScheduleBuilder builder;
   {
     std::lock_guard lock(registry_mutex());
