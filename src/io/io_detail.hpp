@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "ncfile/ncfile.hpp"
+
 namespace estuary::io::detail {
 
 using i64 = std::int64_t;
@@ -59,8 +61,8 @@ std::unique_ptr<FileWriter> create_netcdf(const std::string& path);
 // access, or, in a build without it (or with ESTUARY_NC4_IN_TURN=1), the writers in turn.
 std::unique_ptr<FileWriter> create_netcdf4(const std::string& path, MPI_Comm comm);
 
-// netCDF-C and HDF5 are not thread-safe: every netCDF call of the I/O part (writers, readers and
-// the reader's prefetch thread) holds this lock.
-std::recursive_mutex& nc_lock();
+// The process-wide netCDF lock of the ncfile layer (ncfile/ncfile.hpp): every netCDF call of the
+// I/O part (writers, readers and the reader's prefetch thread) holds it.
+using estuary::detail::nc_lock;
 
 }  // namespace estuary::io::detail
