@@ -7,7 +7,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
 export OMPI_MCA_rmaps_base_oversubscribe = 1
 MPIRUN = mpirun --oversubscribe
 
-.PHONY: setup build test demo bench bench-sim clean sanitize
+.PHONY: setup build test test-core demo bench bench-sim clean sanitize
 
 setup:
 	@scripts/setup
@@ -18,6 +18,11 @@ build: setup
 
 test: build
 	cd $(BUILD) && ctest -LE slow --output-on-failure -j 2
+
+# The core alone (MPI only: netCDF, yaml-cpp, PnetCDF, SimGrid, Fortran and Python off) in a
+# build folder of its own, with its tests and a check that it includes and links none of them.
+test-core:
+	JOBS=$(JOBS) scripts/test-core build-core
 
 # The coupled toy: atmosphere (reduced Gaussian) and ocean (tripolar) on 2 ranks each; its log
 # and restart files stay in $(BUILD)/demo_run.
@@ -39,4 +44,4 @@ sanitize: setup
 	cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest -LE slow -E test_install --output-on-failure
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-core

@@ -1,5 +1,5 @@
 // An exact sum of doubles, the reference the global-sum tests measure errors against. Written
-// independently of src/remap/reprosum.cpp: values are taken apart with frexp, not by their bits,
+// independently of src/reduce/reprosum.cpp: values are taken apart with frexp, not by their bits,
 // and held as two non-negative big integers (the positive and the negative part) in 64-bit
 // limbs, in units of 2^-1074, the smallest subnormal, of which every double is a multiple.
 #pragma once

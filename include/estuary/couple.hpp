@@ -38,6 +38,7 @@
 #include "estuary/couple_config.hpp"
 #include "estuary/decomp.hpp"
 #include "estuary/grid.hpp"
+#include "estuary/oasis_partition.hpp"
 #include "estuary/schedule.hpp"
 
 namespace estuary {
@@ -77,11 +78,8 @@ struct ComponentOptions {
   bool setup_only = false;
 };
 
-// The OASIS partition forms, from OASIS's ig_paral arrays with 0-based offsets:
-// serial {0, 0, gsize}, apple {1, offset, size}, box {2, offset, nx, ny, global_nx},
-// orange {3, nseg, off1, len1, off2, len2, ...}, points {4, npts, idx1, idx2, ...}.
-// Throws estuary::Error naming the form and the entry at fault.
-Decomp oasis_partition(std::span<const std::int64_t> ig_paral, std::int64_t global_size);
+// oasis_partition (OASIS ig_paral arrays as a Decomp) is in estuary/oasis_partition.hpp, included
+// above: a decomposition, usable without the coupler.
 
 // Per-field timers (seconds, this rank) and counts, for the summary at terminate.
 struct FieldTimers {

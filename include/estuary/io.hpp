@@ -90,6 +90,9 @@ std::string date_label(double seconds, const std::string& reference_time, const 
 // True when this build has netCDF-4 parallel (Debian's libnetcdf-mpi-dev); without it, a
 // netcdf4 file with D > 1 writers is written by the writers in turn through serial netCDF-4.
 bool have_netcdf4_parallel();
+// True when this build has PnetCDF (option ESTUARY_WITH_PNETCDF): the classic formats (cdf5,
+// 64-bit offset) from D > 1 writers need it; without it Output refuses such a configuration.
+bool have_pnetcdf();
 
 // A model field. decomp numbers the global array in file order: level slowest, then the
 // grid's points in grid order (longitude fastest for 2-D grids).

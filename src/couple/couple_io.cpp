@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "estuary/error.hpp"
-#include "remap/nc_util.hpp"
+#include "ncfile/ncfile.hpp"
 
 namespace estuary::detail {
 

@@ -27,11 +27,6 @@ bool have_netcdf4_parallel() {
 
 namespace detail {
 
-std::recursive_mutex& nc_lock() {
-  static std::recursive_mutex m;
-  return m;
-}
-
 namespace {
 
 class Netcdf4Writer final : public FileWriter {

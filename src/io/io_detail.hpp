@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "ncfile/ncfile.hpp"
+
 namespace estuary::io::detail {
 
 using i64 = std::int64_t;
@@ -84,8 +86,8 @@ void truncate_records(const std::string& path, i64 n);
 // The fault-injection suite's switch; unset, w is returned as it is.
 std::unique_ptr<FileWriter> with_fault_injection(std::unique_ptr<FileWriter> w, int writer);
 
-// netCDF-C and HDF5 are not thread-safe: every netCDF call of the I/O part (writers, readers and
-// the reader's prefetch thread) holds this lock.
-std::recursive_mutex& nc_lock();
+// The process-wide netCDF lock of the ncfile layer (ncfile/ncfile.hpp): every netCDF call of the
+// I/O part (writers, readers and the reader's prefetch thread) holds it.
+using estuary::detail::nc_lock;
 
 }  // namespace estuary::io::detail

@@ -947,6 +947,13 @@ Output::Output(const OutputConfig& config, MPI_Comm comm) : impl_(std::make_uniq
   estuary::detail::agree_same(comm, "output configuration (" + config.source + ")", describe(config));
   if (config.writers < 1)
     throw Error("writers must be at least 1", "config " + config.source + ", key output.writers");
+  if (!have_pnetcdf() && std::min(config.writers, size) > 1)
+    for (const FileConfig& f : config.files)
+      if (f.format != Format::netcdf4)
+        throw Error("PnetCDF is not built in: file \"" + f.name + "\" in a classic format needs it with " +
+                        std::to_string(config.writers) + " writers",
+                    "config " + config.source + ", key output.writers",
+                    "use writers: 1 or format: netcdf4, or build estuary with PnetCDF (ESTUARY_WITH_PNETCDF)");
   if (x.server_mode) {
     if (config.writers >= size)
       throw Error("server mode with " + std::to_string(config.writers) + " writers needs more than " +

@@ -12,7 +12,7 @@
 #include "estuary/io.hpp"
 #include "estuary/redist.hpp"
 #include "io/io_detail.hpp"
-#include "remap/nc_util.hpp"
+#include "ncfile/ncfile.hpp"
 
 namespace estuary::io {
 

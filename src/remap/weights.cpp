@@ -10,7 +10,7 @@
 
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
-#include "remap/nc_util.hpp"
+#include "ncfile/ncfile.hpp"
 
 namespace estuary {
 

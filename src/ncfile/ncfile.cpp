@@ -1,4 +1,4 @@
-#include "remap/nc_util.hpp"
+#include "ncfile/ncfile.hpp"
 
 #include <netcdf.h>
 
@@ -13,6 +13,11 @@
 #include "estuary/error.hpp"
 
 namespace estuary::detail {
+
+std::recursive_mutex& nc_lock() {
+  static std::recursive_mutex m;
+  return m;
+}
 
 void nc_check(int rc, const std::string& path, const std::string& what) {
   if (rc == NC_NOERR) return;

@@ -1,15 +1,21 @@
-// netCDF helpers for the remap part: every failure becomes an estuary::Error that names the
-// file and the variable or dimension at fault.
+// The one netCDF access layer (ncfile/), used by the grid, remap, couple and io parts: every
+// failure becomes an estuary::Error that names the file and the variable or dimension at fault,
+// and one process-wide lock serialises the netCDF calls that may run on several threads.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace estuary::detail {
+
+// netCDF-C and HDF5 are not thread-safe: every netCDF call of the I/O part (writers, readers and
+// the reader's prefetch thread) holds this lock.
+std::recursive_mutex& nc_lock();
 
 // Throws Error("<netCDF message> ...", "file <path>, <what>") when rc is not NC_NOERR.
 void nc_check(int rc, const std::string& path, const std::string& what);

@@ -9,7 +9,7 @@
 
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
-#include "remap/globalsum_detail.hpp"
+#include "reduce/globalsum_detail.hpp"
 
 // lsum16 needs IEEE binary128. Where long double is binary128 (AArch64, POWER with the IEEE ABI)
 // it is the portable spelling; on x86-64 long double is the 80-bit x87 format, so __float128.

@@ -10,7 +10,7 @@
 
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
-#include "remap/globalsum_detail.hpp"
+#include "reduce/globalsum_detail.hpp"
 
 namespace estuary::detail {
 namespace {

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "common/mpi_util.hpp"
-#include "remap/globalsum_detail.hpp"
-#include "remap/reprosum_digits.hpp"
+#include "reduce/globalsum_detail.hpp"
+#include "reduce/reprosum_digits.hpp"
 
 namespace estuary::detail {
 namespace {

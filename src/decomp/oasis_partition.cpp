@@ -1,30 +1,13 @@
-// OASIS partitions (ig_paral arrays) as estuary decompositions, and OASIS's info code names.
+// OASIS partitions (ig_paral arrays) as estuary decompositions.
+#include "estuary/oasis_partition.hpp"
+
 #include <string>
 
-#include "estuary/couple.hpp"
 #include "estuary/error.hpp"
 
 namespace estuary {
 
 using i64 = std::int64_t;
-
-const char* name_of(Info i) {
-  switch (i) {
-    case Info::ok: return "Ok";
-    case Info::recvd: return "Recvd";
-    case Info::sent: return "Sent";
-    case Info::loctrans: return "LocTrans";
-    case Info::torest: return "ToRest";
-    case Info::output: return "Output";
-    case Info::sentout: return "SentOut";
-    case Info::torestout: return "ToRestOut";
-    case Info::fromrest: return "FromRest";
-    case Info::input: return "Input";
-    case Info::recvout: return "RecvOut";
-    case Info::fromrestout: return "FromRestOut";
-  }
-  return "?";
-}
 
 Decomp oasis_partition(std::span<const i64> p, i64 global_size) {
   const auto bad = [&](const std::string& what, const std::string& fix = {}) {

@@ -6,7 +6,7 @@
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
 #include "estuary/grid.hpp"
-#include "remap/nc_util.hpp"
+#include "ncfile/ncfile.hpp"
 
 namespace estuary {
 

@@ -24,7 +24,7 @@
 #include <cstring>
 #include <limits>
 
-#include "remap/reprosum_digits.hpp"
+#include "reduce/reprosum_digits.hpp"
 
 namespace estuary::detail {
 namespace {

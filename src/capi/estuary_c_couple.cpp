@@ -1,0 +1,272 @@
+// The C API (estuary.h), its coupler part (est_comp_*, grid recipes): opaque handles over the
+// C++ classes, exceptions turned into error codes (see estuary_c.cpp). Built with the couple part.
+#include "estuary.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "capi/capi_detail.hpp"
+#include "estuary/couple.hpp"
+#include "estuary/decomp.hpp"
+#include "estuary/error.hpp"
+#include "estuary/grid.hpp"
+
+using namespace estuary::capi;
+
+struct est_comp_s {
+  std::unique_ptr<estuary::Component> comp;
+};
+
+extern "C" {
+
+// ---- coupler ---------------------------------------------------------------------------------
+
+int est_comp_new(const char* name, MPI_Comm world, const char* config, const char* directory, est_comp* out) {
+  clear_out(out);
+  return guarded("est_comp_new", EST_ERR_COUPLE, [&] {
+    require(name, "name");
+    require(out, "out");
+    estuary::ComponentOptions o;
+    o.world = world;
+    if (config) o.config = config;
+    if (directory) o.directory = directory;
+    auto c = std::make_unique<est_comp_s>();
+    c->comp = std::make_unique<estuary::Component>(name, o);
+    *out = c.release();
+  });
+}
+
+int est_comp_comm(est_comp c, MPI_Comm* local) {
+  return guarded("est_comp_comm", EST_ERR_ARGUMENT, [&] {
+    require(c, "c");
+    require(local, "local");
+    *local = c->comp->comm();
+  });
+}
+
+int est_comp_def_partition(est_comp c, const int64_t* ig_paral, int64_t len, int64_t global_size, const char* name,
+                           int* id) {
+  return guarded("est_comp_def_partition", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(ig_paral, "ig_paral");
+    require(id, "id");
+    require_count(len, "len");
+    *id = c->comp->def_partition(estuary::oasis_partition({ig_paral, static_cast<std::size_t>(len)}, global_size),
+                                 name ? name : "");
+  });
+}
+
+int est_comp_def_partition_decomp(est_comp c, est_decomp d, const char* name, int* id) {
+  return guarded("est_comp_def_partition_decomp", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(d, "d");
+    require(id, "id");
+    *id = c->comp->def_partition(d->decomp, name ? name : "");
+  });
+}
+
+int est_comp_def_grid(est_comp c, const char* name, int partition, int64_t nx, int64_t ny, const double* lon,
+                      const double* lat, int ncorner, const double* corner_lon, const double* corner_lat,
+                      const int32_t* mask, const double* area) {
+  return guarded("est_comp_def_grid", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(name, "name");
+    if (ncorner < 0) throw std::invalid_argument("argument 'ncorner' is negative");
+    if (ncorner > 0) {
+      require(corner_lon, "corner_lon");
+      require(corner_lat, "corner_lat");
+    }
+    // The partition's local size: the grid's arrays have one entry per local point.
+    int64_t n = 0;
+    n = c->comp->partition_size(partition);
+    if (n > 0) {
+      require(lon, "lon");
+      require(lat, "lat");
+    }
+    const auto un = static_cast<std::size_t>(n), nc = un * static_cast<std::size_t>(ncorner);
+    estuary::Grid g;
+    g.kind = ny > 1 ? estuary::GridKind::curvilinear : estuary::GridKind::unstructured;
+    g.dims = ny > 1 ? std::vector<int64_t>{nx, ny} : std::vector<int64_t>{nx};
+    g.lon.assign(lon, lon + un);
+    g.lat.assign(lat, lat + un);
+    g.ncorner = ncorner;
+    if (ncorner > 0) {
+      g.corner_lon.assign(corner_lon, corner_lon + nc);
+      g.corner_lat.assign(corner_lat, corner_lat + nc);
+    }
+    if (mask) g.mask.assign(mask, mask + un);
+    if (area) g.area.assign(area, area + un);
+    c->comp->def_grid(name, partition, std::move(g));
+  });
+}
+
+int est_comp_def_var(est_comp c, const char* name, int partition, est_direction direction, int bundle, int* id) {
+  return guarded("est_comp_def_var", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(name, "name");
+    require(id, "id");
+    const int d = enum_value(direction);
+    if (d != EST_IN && d != EST_OUT) throw std::invalid_argument("argument 'direction' is neither EST_IN nor EST_OUT");
+    *id = c->comp->def_var(name, partition, d == EST_OUT ? estuary::Direction::out : estuary::Direction::in, bundle);
+  });
+}
+
+int est_comp_enddef(est_comp c) {
+  return guarded("est_comp_enddef", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    c->comp->enddef();
+  });
+}
+
+int est_comp_put(est_comp c, int var, double time, const double* values, int64_t n, est_info* info) {
+  return guarded("est_comp_put", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require_count(n, "n");
+    if (n > 0) require(values, "values");
+    const estuary::Info i = c->comp->put(var, time, {values, static_cast<std::size_t>(n)});
+    if (info) *info = static_cast<est_info>(static_cast<int>(i));
+  });
+}
+
+int est_comp_get(est_comp c, int var, double time, double* values, int64_t n, est_info* info) {
+  return guarded("est_comp_get", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require_count(n, "n");
+    if (n > 0) require(values, "values");
+    const estuary::Info i = c->comp->get(var, time, {values, static_cast<std::size_t>(n)});
+    if (info) *info = static_cast<est_info>(static_cast<int>(i));
+  });
+}
+
+int est_comp_terminate(est_comp c) {
+  return guarded("est_comp_terminate", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    c->comp->terminate();
+  });
+}
+
+int est_comp_free(est_comp* c) {
+  if (c == nullptr || *c == nullptr) return EST_OK;
+  const int rc = est_comp_terminate(*c);  // a no-op after est_comp_terminate
+  delete *c;
+  *c = nullptr;
+  return rc;
+}
+
+// ---- coupling communicator, abort ----------------------------------------------------------
+
+int est_comp_create_couplcomm(est_comp c, int coupled, MPI_Comm local, MPI_Comm* couplcomm) {
+  if (couplcomm != nullptr) *couplcomm = MPI_COMM_NULL;
+  return guarded("est_comp_create_couplcomm", EST_ERR_MPI, [&] {
+    require(c, "c");
+    require(couplcomm, "couplcomm");
+    if (local == MPI_COMM_NULL) throw std::invalid_argument("argument 'local' is MPI_COMM_NULL");
+    int rank = 0;
+    MPI_Comm_rank(local, &rank);
+    if (MPI_Comm_split(local, coupled ? 0 : MPI_UNDEFINED, rank, couplcomm) != MPI_SUCCESS)
+      throw estuary::MpiError("MPI_Comm_split failed (component \"" + c->comp->name() + "\")", "");
+  });
+}
+
+int est_comp_abort(est_comp c, const char* message, int errorcode) {
+  std::string who = "estuary abort";
+  try {
+    if (c != nullptr && c->comp) who += ": component " + c->comp->name();
+  } catch (...) {
+  }
+  std::fprintf(stderr, "%s: %s\n", who.c_str(), message ? message : "");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int up = 0, down = 0;
+  MPI_Initialized(&up);
+  MPI_Finalized(&down);
+  if (up && !down) MPI_Abort(MPI_COMM_WORLD, errorcode);
+  record("est_comp_abort", "MPI is not running: nothing to abort");
+  return EST_ERR_MPI;
+}
+
+int est_comp_runtime(est_comp c, double* runtime) {
+  return guarded("est_comp_runtime", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(runtime, "runtime");
+    *runtime = static_cast<double>(c->comp->setup().runtime);
+  });
+}
+
+int est_comp_last_source_integral(est_comp c, int var, double* integral) {
+  return guarded("est_comp_last_source_integral", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(integral, "integral");
+    *integral = c->comp->last_source_integral(var);
+  });
+}
+
+// ---- grid recipes -----------------------------------------------------------------------------
+
+namespace {
+estuary::GridGen grid_gen(const char* kind, int64_t n1, int64_t n2, int land) {
+  require(kind, "kind");
+  const std::string k = kind;
+  auto positive = [&](int64_t v, const char* arg) {
+    if (v <= 0) throw std::invalid_argument("grid kind \"" + k + "\": argument '" + arg + "' must be positive");
+  };
+  estuary::GridGen g = [&] {
+    if (k == "t799") return estuary::GridGen::t799();
+    if (k == "orca025") return estuary::GridGen::orca025();
+    positive(n1, "n1");
+    if (k == "reduced_gaussian") return estuary::GridGen::reduced_gaussian(n1);
+    if (k == "cubed_sphere") return estuary::GridGen::cubed_sphere(n1);
+    positive(n2, "n2");
+    if (k == "lonlat") return estuary::GridGen::lonlat(n1, n2);
+    if (k == "gaussian") return estuary::GridGen::gaussian(n1, n2);
+    if (k == "tripolar") return estuary::GridGen::tripolar(n1, n2);
+    throw std::invalid_argument("unknown grid kind \"" + k +
+                                "\" (lonlat, gaussian, reduced_gaussian, tripolar, cubed_sphere, t799, orca025)");
+  }();
+  return land ? g.with_land() : g;
+}
+}  // namespace
+
+int est_grid_gen_info(const char* kind, int64_t n1, int64_t n2, int land, int64_t* global_size, int64_t* nx,
+                      int64_t* ny, int* ncorner) {
+  return guarded("est_grid_gen_info", EST_ERR_ARGUMENT, [&] {
+    const estuary::GridGen g = grid_gen(kind, n1, n2, land);
+    const std::vector<int64_t>& dims = g.dims();
+    if (global_size) *global_size = g.size();
+    if (nx) *nx = dims.empty() ? g.size() : dims[0];
+    if (ny) *ny = dims.size() > 1 ? dims[1] : 1;
+    if (ncorner) *ncorner = g.ncorner();
+  });
+}
+
+int est_grid_gen_make(const char* kind, int64_t n1, int64_t n2, int land, est_decomp d, double* lon, double* lat,
+                      double* corner_lon, double* corner_lat, int32_t* mask, double* area) {
+  return guarded("est_grid_gen_make", EST_ERR_DECOMP, [&] {
+    require(d, "d");
+    const estuary::GridGen gen = grid_gen(kind, n1, n2, land);
+    if (d->decomp.global_size() != gen.size())
+      throw std::invalid_argument("decomposition of " + std::to_string(d->decomp.global_size()) +
+                                  " points for grid \"" + gen.name() + "\" of " + std::to_string(gen.size()));
+    const estuary::Grid g = gen.make(d->decomp);
+    const auto n = static_cast<std::size_t>(g.size());
+    auto copy = [](const auto& v, auto* out) {
+      if (out != nullptr && !v.empty()) std::memcpy(out, v.data(), v.size() * sizeof v[0]);
+    };
+    copy(g.lon, lon);
+    copy(g.lat, lat);
+    copy(g.corner_lon, corner_lon);
+    copy(g.corner_lat, corner_lat);
+    copy(g.area, area);
+    if (mask != nullptr) {
+      if (g.mask.empty())
+        for (std::size_t i = 0; i < n; ++i) mask[i] = 1;
+      else
+        copy(g.mask, mask);
+    }
+  });
+}
+
+}  // extern "C"
