@@ -589,7 +589,8 @@ void Namcouple::read_line2(CouplingConfig& c, int entry) {
   bool lag = false, seq = false;
   for (std::size_t k = opt; k < t.size(); ++k) {
     const std::string up = upper(t[k]);
-    const std::string v = t[k].substr(4);
+    // The value after "LAG=" or "SEQ="; a word shorter than 4 characters is neither option.
+    const std::string v = t[k].size() >= 4 ? t[k].substr(4) : std::string();
     if (up.rfind("LAG=", 0) == 0 && !lag) {
       c.lag = number(l, v, "LAG=seconds");
       lag = true;

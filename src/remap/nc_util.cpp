@@ -4,6 +4,7 @@
 
 #include <exception>
 
+#include "common/cdf_header.hpp"
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
 
@@ -17,6 +18,7 @@ void nc_check(int rc, const std::string& path, const std::string& what) {
 
 NcFile NcFile::open(const std::string& path, bool write) {
   int id = -1;
+  CdfHeaderCheck::check(path);  // netCDF would allocate what a corrupt header's counts say
   const int rc = nc_open(path.c_str(), write ? NC_WRITE : NC_NOWRITE, &id);
   if (rc != NC_NOERR)
     throw Error(std::string("cannot open: ") + nc_strerror(rc), "file " + path + ", " + world_rank_label(),

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "common/cdf_header.hpp"
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
 #include "remap/nc_util.hpp"
@@ -92,7 +93,12 @@ std::string read_global_attribute(const std::string& path, const std::string& na
   std::string text;
   if (r == 0) {
     int nc = -1;
-    if (nc_open(path.c_str(), NC_NOWRITE, &nc) == NC_NOERR) {
+    try {
+      detail::CdfHeaderCheck::check(path);
+    } catch (const Error&) {
+      nc = -2;  // a corrupt file: no attribute (as for any file netCDF cannot open)
+    }
+    if (nc == -1 && nc_open(path.c_str(), NC_NOWRITE, &nc) == NC_NOERR) {
       std::size_t n = 0;
       if (nc_inq_attlen(nc, NC_GLOBAL, name.c_str(), &n) == NC_NOERR) {
         text.resize(n);

@@ -1,0 +1,157 @@
+// A check of a classic netCDF file's header (CDF-1, CDF-2, CDF-5) before netCDF reads it:
+// every count the header gives (dimensions, attributes, variables, name lengths, attribute
+// values, dimensions of a variable) must fit in the bytes the file has. netCDF-C allocates
+// what a count says before reading (a 40-byte file claiming 10^9 dimensions makes it allocate
+// 8 GB); this refuses such a file with an estuary::Error first. The number of records is such a
+// count too: the records must fit in the file (netCDF reads zeros past its end, and a reader
+// would allocate the times of 10^9 records). Files that are not classic
+// netCDF (netCDF-4/HDF5) are left to the library.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "estuary/error.hpp"
+
+namespace estuary::detail {
+
+class CdfHeaderCheck {
+ public:
+  // Throws Error naming `path` when the header is inconsistent with the file's size.
+  static void check(const std::string& path) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) return;  // netCDF reports the failure to open
+    CdfHeaderCheck c(path, size);
+    c.run();
+  }
+
+ private:
+  CdfHeaderCheck(const std::string& path, std::uint64_t size) : path_(path), in_(path, std::ios::binary), size_(size) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error("corrupt netCDF header: " + what, "file " + path_,
+                "the file is damaged or truncated; write it again");
+  }
+  std::uint64_t left() const { return size_ - pos_; }
+  void bytes(void* dst, std::uint64_t k) {
+    if (k > left()) fail("it ends inside the header (byte " + std::to_string(size_) + ")");
+    in_.read(static_cast<char*>(dst), static_cast<std::streamsize>(k));
+    if (!in_) fail("cannot read byte " + std::to_string(pos_));
+    pos_ += k;
+  }
+  void skip(std::uint64_t k) {
+    if (k > left()) fail("it ends inside the header (byte " + std::to_string(size_) + ")");
+    in_.seekg(static_cast<std::streamoff>(k), std::ios::cur);
+    pos_ += k;
+  }
+  std::uint64_t be(int k) {  // a big-endian unsigned integer of k bytes
+    unsigned char b[8];
+    bytes(b, static_cast<std::uint64_t>(k));
+    std::uint64_t v = 0;
+    for (int i = 0; i < k; ++i) v = (v << 8) | b[i];
+    return v;
+  }
+  std::uint64_t non_neg() { return be(v5_ ? 8 : 4); }
+  // A count of items each taking at least `min_bytes`: refused when they cannot fit.
+  std::uint64_t count(const std::string& what, std::uint64_t min_bytes) {
+    const std::uint64_t n = non_neg();
+    if (n > left() / min_bytes)
+      fail(what + " count " + std::to_string(n) + " is more than the file's " + std::to_string(size_) +
+           " bytes can hold");
+    return n;
+  }
+  static std::uint64_t padded(std::uint64_t n) { return (n + 3) / 4 * 4; }
+  void name() { skip(padded(count("name length", 1))); }
+  static int type_size(std::uint64_t t) {
+    switch (t) {
+      case 1: case 2: case 7: return 1;
+      case 3: case 8: return 2;
+      case 4: case 5: case 9: return 4;
+      case 6: case 10: case 11: return 8;
+      default: return 0;
+    }
+  }
+  void attributes() {
+    const std::uint64_t tag = be(4);
+    const std::uint64_t n = count("attribute", 12);
+    if (tag == 0 && n == 0) return;
+    if (tag != 0x0C) fail("expected an attribute list");
+    for (std::uint64_t a = 0; a < n; ++a) {
+      name();
+      const int ts = type_size(be(4));
+      if (ts == 0) fail("unknown attribute type");
+      const std::uint64_t m = count("attribute value", static_cast<std::uint64_t>(ts));
+      skip(padded(m * static_cast<std::uint64_t>(ts)));
+    }
+  }
+  void run() {
+    if (!in_ || size_ < 4) return;
+    unsigned char magic[4];
+    in_.read(reinterpret_cast<char*>(magic), 4);
+    if (!in_ || magic[0] != 'C' || magic[1] != 'D' || magic[2] != 'F') return;  // not classic
+    if (magic[3] != 1 && magic[3] != 2 && magic[3] != 5) return;  // netCDF refuses it itself
+    pos_ = 4;
+    v5_ = magic[3] == 5;
+    const int offset_bytes = magic[3] == 1 ? 4 : 8;
+    const std::uint64_t numrecs = non_neg();
+    // Dimensions: a name (at least 4 bytes) and a length.
+    std::uint64_t tag = be(4);
+    std::uint64_t n = count("dimension", v5_ ? 16 : 8);
+    if (!(tag == 0 && n == 0)) {
+      if (tag != 0x0A) fail("expected a dimension list");
+      for (std::uint64_t d = 0; d < n; ++d) {
+        name();
+        dims_.push_back(non_neg());
+        if (dims_.back() == 0) unlimited_ = static_cast<std::int64_t>(d);
+      }
+    }
+    attributes();
+    // Variables: name, dimension ids, attributes, type, size, begin.
+    tag = be(4);
+    n = count("variable", v5_ ? 48 : 24);
+    if (tag == 0 && n == 0) return;
+    if (tag != 0x0B) fail("expected a variable list");
+    std::uint64_t record_bytes = 0, first_record = UINT64_MAX;
+    for (std::uint64_t v = 0; v < n; ++v) {
+      name();
+      const std::uint64_t nd = count("dimension id", v5_ ? 8 : 4);
+      // The bytes of one record of the variable: its type's size times its other dimensions
+      // (computed here: the header's vsize may lie), saturated at 2^63.
+      std::uint64_t dim0 = UINT64_MAX, elems = 1;
+      for (std::uint64_t k = 0; k < nd; ++k) {
+        const std::uint64_t id = non_neg();
+        if (k == 0) dim0 = id;
+        const std::uint64_t len = id < dims_.size() ? dims_[id] : 0;
+        if (k > 0 || len != 0) elems = len != 0 && elems > (std::uint64_t{1} << 63) / len ? (std::uint64_t{1} << 63) : elems * len;
+      }
+      attributes();
+      const int ts = type_size(be(4));
+      non_neg();  // vsize
+      const std::uint64_t begin = be(offset_bytes);
+      if (unlimited_ >= 0 && dim0 == static_cast<std::uint64_t>(unlimited_) && ts > 0) {
+        const std::uint64_t bytes = elems > (std::uint64_t{1} << 60) ? (std::uint64_t{1} << 63) : elems * static_cast<std::uint64_t>(ts);
+        record_bytes = std::min(record_bytes + bytes, std::uint64_t{1} << 63);
+        first_record = std::min(first_record, begin);
+      }
+    }
+    // Records: numrecs of record_bytes each, from the first record variable on.
+    const std::uint64_t room = first_record <= size_ ? size_ - first_record : 0;  // bytes for the records
+    if (record_bytes > 0 && numrecs != 0xFFFFFFFFu && numrecs > room / record_bytes)
+      fail(std::to_string(numrecs) + " records of " + std::to_string(record_bytes) + " bytes do not fit in the file's " +
+           std::to_string(size_) + " bytes");
+  }
+
+  std::string path_;
+  std::ifstream in_;
+  std::uint64_t size_ = 0, pos_ = 0;
+  bool v5_ = false;
+  std::int64_t unlimited_ = -1;
+  std::vector<std::uint64_t> dims_;  // the dimensions' lengths (0: the record dimension)  // the record dimension (length 0 in the header), if any
+};
+
+}  // namespace estuary::detail
