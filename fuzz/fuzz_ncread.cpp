@@ -3,8 +3,6 @@
 // reader. The input is the file's bytes.
 #include <netcdf.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "couple/couple_io.hpp"
@@ -35,8 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const estuary::Error&) {
     ++fuzz::errors;
   }
-  static const char* parts = std::getenv("FUZZ_NCREAD_PARTS");  // experiments: "r" reader, "s" restart
-  if (!parts || std::strchr(parts, 'r')) try {
+  try {
     estuary::io::Reader r(path, MPI_COMM_SELF);
     for (const std::string& var : names) {
       // A small decomposition: the reader must refuse a size mismatch (whatever the file's
@@ -54,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const estuary::Error&) {
     ++fuzz::errors;
   }
-  if (!parts || std::strchr(parts, 's')) for (const std::string& var : names) {
+  for (const std::string& var : names) {
     std::vector<double> out;
     try {
       estuary::detail::read_restart_var(path, var, 16, out);

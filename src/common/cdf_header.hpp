@@ -83,8 +83,9 @@ class CdfHeaderCheck {
     if (tag != 0x0C) fail("expected an attribute list");
     for (std::uint64_t a = 0; a < n; ++a) {
       name();
-      const int ts = type_size(be(4));
-      if (ts == 0) fail("unknown attribute type");
+      const std::uint64_t type = be(4);
+      const int ts = type_size(type);
+      if (ts == 0 || (!v5_ && type > 6)) fail("an attribute has the unknown type " + std::to_string(type));
       const std::uint64_t m = count("attribute value", static_cast<std::uint64_t>(ts));
       skip(padded(m * static_cast<std::uint64_t>(ts)));
     }
@@ -126,11 +127,18 @@ class CdfHeaderCheck {
       for (std::uint64_t k = 0; k < nd; ++k) {
         const std::uint64_t id = non_neg();
         if (k == 0) dim0 = id;
-        const std::uint64_t len = id < dims_.size() ? dims_[id] : 0;
+        if (id >= dims_.size()) fail("a variable names dimension " + std::to_string(id) + " of " + std::to_string(dims_.size()));
+        const std::uint64_t len = dims_[id];
+        // Only the first dimension of a variable may be the record one (length 0); netCDF-C
+        // divides by the others' product and stops with SIGFPE on such a file.
+        if (k > 0 && len == 0) fail("the record dimension is not the first of a variable");
         if (k > 0 || len != 0) elems = len != 0 && elems > (std::uint64_t{1} << 63) / len ? (std::uint64_t{1} << 63) : elems * len;
       }
       attributes();
-      const int ts = type_size(be(4));
+      const std::uint64_t type = be(4);
+      const int ts = type_size(type);
+      // An unknown type has no size (netCDF-C divides by it: SIGFPE); types 7-11 are CDF-5 only.
+      if (ts == 0 || (!v5_ && type > 6)) fail("a variable has the unknown type " + std::to_string(type));
       non_neg();  // vsize
       const std::uint64_t begin = be(offset_bytes);
       if (unlimited_ >= 0 && dim0 == static_cast<std::uint64_t>(unlimited_) && ts > 0) {

@@ -271,6 +271,7 @@ class Namcouple {
       std::istringstream words(l);
       t.clear();
       for (std::string w; words >> w;) t.push_back(w);
+      if (t.empty()) continue;  // white space only, of kinds (\v, \f) the blank test above keeps
       return true;
     }
     return false;

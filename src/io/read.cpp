@@ -119,6 +119,15 @@ Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<
   estuary::detail::check_mpi(MPI_Comm_dup(comm, &x.comm), "MPI_Comm_dup");
   MPI_Comm_rank(x.comm, &x.rank);
   MPI_Comm_size(x.comm, &x.size);
+  // A constructor that throws runs no destructor: the duplicated communicator is freed here
+  // (else every failed open leaks one, and MPI runs out of them after a few thousand).
+  struct FreeOnThrow {
+    MPI_Comm* comm;
+    bool armed = true;
+    ~FreeOnThrow() {
+      if (armed && *comm != MPI_COMM_NULL) MPI_Comm_free(comm);
+    }
+  } guard{&x.comm};
   estuary::detail::agree(x.comm, [&] {
     std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     x.file.emplace(estuary::detail::NcFile::open(path));
@@ -130,6 +139,7 @@ Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<
         estuary::detail::nc_check(nc_get_var_double(x.file->id(), tv, x.times.data()), path, "variable time");
     }
   });
+  guard.armed = false;
 }
 
 Reader::~Reader() {
