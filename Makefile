@@ -7,7 +7,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
 export OMPI_MCA_rmaps_base_oversubscribe = 1
 MPIRUN = mpirun --oversubscribe
 
-.PHONY: setup build test test-core demo bench bench-sim clean sanitize
+.PHONY: setup build test test-core demo bench bench-sim clean sanitize fuzz
 
 setup:
 	@scripts/setup
@@ -43,5 +43,30 @@ sanitize: setup
 	@cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest -LE slow -E test_install --output-on-failure
 
+# libFuzzer targets (fuzz/) under ASan and UBSan, built with clang in build-fuzz, each run on its
+# corpus for FUZZ_RUNS executions (FUZZ_ARGS: more libFuzzer flags). A crash leaves its input in
+# build-fuzz/findings/<target>/; keep it as a regression test in tests/fuzz_regress/<target>/.
+FUZZ_RUNS ?= 100000
+FUZZ_ARGS ?=
+FUZZ_TARGETS = fuzz_namcouple fuzz_couple_yaml fuzz_output_yaml fuzz_weights fuzz_ncread fuzz_decomp
+fuzz:
+	@scripts/setup --fuzz
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DESTUARY_FUZZ=ON -DESTUARY_BUILD_TESTS=OFF -DESTUARY_FORTRAN=OFF -DESTUARY_PYTHON=OFF \
+	  -DBUILD_SHARED_LIBS=OFF \
+	  -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_all
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t build-fuzz/findings/$$t; \
+	  echo "== $$t ($(FUZZ_RUNS) runs)"; \
+	  ASAN_OPTIONS=detect_leaks=1:leak_check_at_exit=0 LSAN_OPTIONS=suppressions=$(CURDIR)/fuzz/lsan.supp \
+	  build-fuzz/fuzz/$$t -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+	    -artifact_prefix=build-fuzz/findings/$$t/ -print_final_stats=1 $(FUZZ_ARGS) \
+	    build-fuzz/corpus/$$t fuzz/corpus/$$t > build-fuzz/$$t.log 2>&1 \
+	    || { tail -n 60 build-fuzz/$$t.log; exit 1; }; \
+	  grep -E "^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)" build-fuzz/$$t.log; \
+	done
+
 clean:
-	rm -rf $(BUILD) build-asan build-core
+	rm -rf $(BUILD) build-asan build-core build-fuzz

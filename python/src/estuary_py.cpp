@@ -20,6 +20,7 @@
 //
 // Errors: estuary::Error becomes estuary.Error (a RuntimeError) carrying estuary's message;
 // estuary::MpiError becomes estuary.MpiError, a subclass.
+#include <cstring>
 #include <mpi.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -585,7 +586,29 @@ NB_MODULE(_estuary, m) {
   nb::module_::import_("mpi4py.MPI");
 
   auto error = nb::exception<estuary::Error>(m, "Error", PyExc_RuntimeError);
-  nb::exception<estuary::MpiError>(m, "MpiError", error.ptr());
+  auto mpi_error = nb::exception<estuary::MpiError>(m, "MpiError", error.ptr());
+  // Tried before the two above (nanobind tries the latest first): a message with bytes that are
+  // not UTF-8 (a file name, a value quoted from a file) still becomes estuary.Error, its bad
+  // bytes shown as \xNN, where PyErr_SetString would raise UnicodeDecodeError instead.
+  static PyObject* error_types[2] = {error.ptr(), mpi_error.ptr()};
+  nb::register_exception_translator(
+      [](const std::exception_ptr& p, void* payload) {
+        auto* types = static_cast<PyObject**>(payload);
+        const auto raise = [](PyObject* type, const char* what) {
+          PyObject* msg = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)), "backslashreplace");
+          if (!msg) return;  // the decoding error is then the one raised
+          PyErr_SetObject(type, msg);
+          Py_DECREF(msg);
+        };
+        try {
+          std::rethrow_exception(p);
+        } catch (const estuary::MpiError& e) {
+          raise(types[1], e.what());
+        } catch (const estuary::Error& e) {
+          raise(types[0], e.what());
+        }
+      },
+      error_types);
 
   // ---- decompositions ----
   nb::class_<estuary::Decomp>(m, "Decomp", "The global indices one rank owns, in its local order.")

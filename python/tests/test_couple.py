@@ -262,3 +262,22 @@ def test_create_couplcomm_runtime_and_grid_arrays(comm, shared_dir):
     assert area.shape == (5,) and (area > 0).all() and mask.dtype == np.int32 and list(pts) == [2, 3, 4, 5, 6]
     lon[0] = 1e9  # a copy: the grid is unchanged
     assert grid.lon[0] != 1e9
+
+
+def test_non_utf8_config_is_an_estuary_error_naming_file_and_line():
+    # issue 17: a byte that is not UTF-8 gave a UnicodeDecodeError that lost the file and line.
+    import os
+    import re
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="estuary_utf8_")
+    yaml = os.path.join(d, "bad.yaml")
+    with open(yaml, "wb") as f:
+        f.write(b"runtime: 1\ncouplings:\n  - source: {field: A\xff, grid: g}\n")
+    with pytest.raises(estuary.Error, match=r"not UTF-8 \(0xFF\) at column 22 \(" + re.escape(yaml + ":3") + r"\)"):
+        estuary.read_coupling_config(yaml)
+    nam = os.path.join(d, "namcouple")
+    with open(nam, "wb") as f:
+        f.write(b" $RUNTIME\n 86400\n $END\n $STRINGS\n A\xe9 B 1 3600 0 in.nc INPUT\n $END\n")
+    with pytest.raises(estuary.Error, match=r"not UTF-8 \(0xE9\) at column 3 \(" + re.escape(nam + ":5") + r"\)"):
+        estuary.read_coupling_config(nam)

@@ -545,7 +545,13 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
       if (method == "DISTWGT") {
         DistanceWeightOptions o;
         o.neighbors = cfg.scripr->neighbors;
-        links = distance_weights(sg, dg, c.comm, o);
+        try {
+          links = distance_weights(sg, dg, c.comm, o);
+        } catch (const MpiError&) {
+          throw;
+        } catch (const Error& e) {  // name the coupling (file and line) the neighbours come from
+          throw Error("SCRIPR DISTWGT: " + e.fault(), here + ", distance_weights", e.fix());
+        }
       } else if (method == "BILINEAR") {
         links = bilinear_weights(sg, dg, c.comm);
       } else {

@@ -12,11 +12,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <set>
 #include <map>
 #include <sstream>
 #include <tuple>
 #include <utility>
 
+#include "common/checked.hpp"
 #include "estuary/error.hpp"
 
 namespace estuary {
@@ -47,14 +50,11 @@ std::optional<double> to_number(const std::string& s) {
   return v;
 }
 
-std::optional<long long> to_integer(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (end != s.c_str() + s.size() || errno != 0) return std::nullopt;
-  return v;
-}
+// Ranges of the integers a configuration gives (every integer read is range-checked: no wrap).
+constexpr long long kIntMax = std::numeric_limits<int>::max();
+constexpr long long kIntMin = std::numeric_limits<int>::min();
+// Grid sizes: at least 1 when given, and nx * ny must fit in 64 bits (checked where both known).
+constexpr long long kSizeMax = std::numeric_limits<std::int64_t>::max();
 
 std::string number_text(double v) {
   std::ostringstream os;
@@ -167,6 +167,18 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
 // Checks that do not depend on the format; `fail(what, fix)` throws at the coupling's place.
 template <class Fail>
 void check_coupling(const CouplingConfig& c, const Fail& fail) {
+  for (const auto* list : {&c.src_fields, &c.dst_fields}) {
+    const char* side = list == &c.src_fields ? "source" : "target";
+    if (static_cast<long long>(list->size()) > detail::kMaxFieldsPerSide)
+      fail(std::to_string(list->size()) + " " + side + " fields, more than the " +
+               std::to_string(detail::kMaxFieldsPerSide) + " estuary takes in one coupling",
+           "split the coupling");
+    std::set<std::string> names;
+    for (const std::string& f : *list)
+      if (!names.insert(f).second)
+        fail(side + std::string(" field ") + quoted(f) + " listed twice in one coupling",
+             "each field is exchanged once per coupling; remove the repeat");
+  }
   if (c.src_fields.size() != c.dst_fields.size())
     fail(std::to_string(c.src_fields.size()) + " source field(s) but " +
              std::to_string(c.dst_fields.size()) + " target field(s)",
@@ -180,6 +192,31 @@ void check_coupling(const CouplingConfig& c, const Fail& fail) {
       if (t != "LOCTRANS")
         fail("an OUTPUT field takes only LOCTRANS, not " + t, "remove " + t);
 }
+
+// The exchanges (source field to target field, with their components) of a configuration: the
+// same one twice is refused at the later coupling, naming the first. Also bounds the fields of
+// the whole configuration (kMaxFieldsTotal), so that YAML aliases cannot multiply the work.
+class Exchanges {
+ public:
+  static constexpr long long kMaxFieldsTotal = 100000;
+  template <class Fail>
+  void add(const CouplingConfig& c, const Fail& fail) {
+    for (std::size_t i = 0; i < c.src_fields.size() && i < c.dst_fields.size(); ++i) {
+      if (static_cast<long long>(seen_.size()) >= kMaxFieldsTotal)
+        fail("more than " + std::to_string(kMaxFieldsTotal) + " exchanged fields in the configuration",
+             "estuary takes at most that many");
+      const auto [it, fresh] = seen_.emplace(
+          std::make_tuple(c.src_component, c.src_fields[i], c.dst_component, c.dst_fields[i]), c.origin);
+      if (!fresh)
+        fail("the exchange " + c.src_fields[i] + " -> " + c.dst_fields[i] +
+                 " is configured twice (first at " + it->second + ")",
+             "remove one of the two couplings");
+    }
+  }
+
+ private:
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::string> seen_;
+};
 
 void apply_timeout_override(CouplingSetup& s) {
   const char* env = std::getenv("ESTUARY_COUPLE_TIMEOUT");
@@ -208,10 +245,11 @@ const char* kBlocksText =
 class Namcouple {
  public:
   explicit Namcouple(const std::string& path) : path_(path) {
-    std::ifstream in(path);
-    if (!in)
+    const auto text = detail::read_config_file(path, "namcouple ");
+    if (!text)
       throw Error("cannot open the namcouple file", "namcouple " + path,
                   "check the path and permissions");
+    std::istringstream in(*text);
     for (std::string l; std::getline(in, l);) lines_.push_back(l);
   }
 
@@ -233,6 +271,7 @@ class Namcouple {
       std::istringstream words(l);
       t.clear();
       for (std::string w; words >> w;) t.push_back(w);
+      if (t.empty()) continue;  // white space only, of kinds (\v, \f) the blank test above keeps
       return true;
     }
     return false;
@@ -286,10 +325,11 @@ class Namcouple {
     if (!v) fail(line, "expected " + what + ", found " + quoted(word));
     return *v;
   }
-  long long integer(int line, const std::string& word, const std::string& what) const {
-    const auto v = to_integer(word);
-    if (!v) fail(line, "expected " + what + " (an integer), found " + quoted(word));
-    return *v;
+  // `word` as an integer within [lo, hi] (the range of an int unless given).
+  long long integer(int line, const std::string& word, const std::string& what,
+                    long long lo = kIntMin, long long hi = kIntMax) const {
+    return detail::integer_in(word, lo, hi, what,
+                              [&](const std::string& m) { fail(line, m); });
   }
 
   void read_strings(CouplingSetup& s);
@@ -304,6 +344,7 @@ class Namcouple {
   int value_line_ = 0;  // line of the last single-value block's value
   std::vector<std::size_t> once_;  // couplings with period ONCE (the run length, known at the end)
   std::vector<int> entry_lines_;
+  Exchanges exchanges_;
 };
 
 CouplingSetup Namcouple::read() {
@@ -334,9 +375,8 @@ CouplingSetup Namcouple::read() {
                         "; ignored");
     } else if (key == "$NFIELDS") {
       const Tokens v = value(key, open, 1, 1, "the number of $STRINGS entries");
-      nfields = integer(value_line_, v[0], "the number of $STRINGS entries");
+      nfields = integer(value_line_, v[0], "the number of $STRINGS entries", 0, detail::kMaxCouplings);
       nfields_line = value_line_;
-      if (*nfields < 0) fail(value_line_, "$NFIELDS is negative");
     } else if (key == "$RUNTIME") {
       const Tokens v = value(key, open, 1, 1, "the run length in seconds");
       s.runtime = number(value_line_, v[0], "the run length in seconds");
@@ -394,8 +434,14 @@ void Namcouple::read_strings(CouplingSetup& s) {
     if (t[0][0] == '$')
       fail(line_, "expected a $STRINGS entry or $END, found " + t[0],
            "close $STRINGS with $END before the next block");
+    if (static_cast<long long>(s.couplings.size()) >= detail::kMaxCouplings)
+      fail(line_, "more than " + std::to_string(detail::kMaxCouplings) + " $STRINGS entries",
+           "estuary reads at most that many couplings");
     entry_lines_.push_back(line_);
-    s.couplings.push_back(read_entry(t, s));
+    const int l1 = line_;
+    CouplingConfig c = read_entry(t, s);
+    exchanges_.add(c, [&](const std::string& what, const std::string& fix) { fail(l1, what, fix); });
+    s.couplings.push_back(std::move(c));
   }
 }
 
@@ -435,8 +481,9 @@ CouplingConfig Namcouple::read_entry(const Tokens& t1, CouplingSetup& s) {
   } else {
     c.period = number(l1, t1[3], "the coupling period in seconds");
   }
-  const long long ntrans = integer(l1, t1[4], "the number of transformations");
-  if (ntrans < 0) fail(l1, "negative number of transformations");
+  // Each of the 8 transformations at most once.
+  const long long ntrans = integer(l1, t1[4], "the number of transformations", 0,
+                                   static_cast<long long>(kTransforms.size()));
 
   const std::string status = short_output ? "OUTPUT" : t1[6];
   bool renamed = false;
@@ -480,8 +527,7 @@ CouplingConfig Namcouple::read_entry(const Tokens& t1, CouplingSetup& s) {
       GridRef* g[2] = {&c.src_grid, &c.dst_grid};
       for (int k = 0; k < 2; ++k) {
         g[k]->periodicity = upper(t3[2 * k]) == "P" ? Periodicity::periodic : Periodicity::regional;
-        const long long ov = integer(line_, t3[2 * k + 1], "the number of overlapping columns");
-        if (ov < 0) fail(line_, "negative overlap " + t3[2 * k + 1]);
+        const long long ov = integer(line_, t3[2 * k + 1], "the number of overlapping columns", 0);
         g[k]->overlap = static_cast<int>(ov);
       }
     }
@@ -527,9 +573,13 @@ void Namcouple::read_line2(CouplingConfig& c, int entry) {
     if (t.size() < 6) fail(l, "expected " + form + ", found " + std::to_string(t.size()) + " words");
     std::int64_t* sizes[4] = {&c.src_grid.nx, &c.src_grid.ny, &c.dst_grid.nx, &c.dst_grid.ny};
     for (int k = 0; k < 4; ++k) {
-      *sizes[k] = integer(l, t[static_cast<std::size_t>(k)], "a grid size");
-      if (*sizes[k] < 0) fail(l, "negative grid size " + t[static_cast<std::size_t>(k)]);
+      // A grid has at least one point; 0 is no "unknown" here (leave the sizes out instead).
+      *sizes[k] = integer(l, t[static_cast<std::size_t>(k)], "a grid size", 1, kSizeMax);
     }
+    for (const GridRef* g : {&c.src_grid, &c.dst_grid})
+      if (!detail::mul_size(g->nx, g->ny))
+        fail(l, "grid size " + std::to_string(g->nx) + " x " + std::to_string(g->ny) +
+                    " overflows a 64-bit integer");
     c.src_grid.name = t[4];
     c.dst_grid.name = t[5];
     opt = 6;
@@ -540,12 +590,13 @@ void Namcouple::read_line2(CouplingConfig& c, int entry) {
   bool lag = false, seq = false;
   for (std::size_t k = opt; k < t.size(); ++k) {
     const std::string up = upper(t[k]);
-    const std::string v = t[k].substr(4);
+    // The value after "LAG=" or "SEQ="; a word shorter than 4 characters is neither option.
+    const std::string v = t[k].size() >= 4 ? t[k].substr(4) : std::string();
     if (up.rfind("LAG=", 0) == 0 && !lag) {
       c.lag = number(l, v, "LAG=seconds");
       lag = true;
     } else if (up.rfind("SEQ=", 0) == 0 && !seq) {
-      c.seq = static_cast<int>(integer(l, v, "SEQ=n"));
+      c.seq = static_cast<int>(integer(l, v, "SEQ=n", 0));
       seq = true;
     } else {
       fail(l, "unexpected " + quoted(t[k]) + " in " + form,
@@ -599,8 +650,8 @@ void Namcouple::read_transform(CouplingConfig& c, const std::string& name, int e
     s.grid_type = t[1];
     s.field_type = t[2];
     s.restriction = t[3];
-    s.bins = static_cast<int>(integer(l, t[4], "the number of SCRIPR search bins"));
-    if (s.method == "DISTWGT") s.neighbors = static_cast<int>(integer(l, t[5], "the number of neighbours"));
+    s.bins = static_cast<int>(integer(l, t[4], "the number of SCRIPR search bins", 1));
+    if (s.method == "DISTWGT") s.neighbors = static_cast<int>(integer(l, t[5], "the number of neighbours", 1));
     if (s.method == "CONSERV") {
       s.normalization = t[5];
       s.order = t.size() == 7 ? t[6] : "FIRST";
@@ -629,8 +680,7 @@ void Namcouple::read_transform(CouplingConfig& c, const std::string& name, int e
     if (t.size() != 2) fail(l, "expected the " + name + " line 'scale nterms'");
     BlasSpec b;
     b.scale = number(l, t[0], "the " + name + " scale factor");
-    const long long n = integer(l, t[1], "the number of " + name + " terms");
-    if (n < 0) fail(l, "negative number of " + name + " terms");
+    const long long n = integer(l, t[1], "the number of " + name + " terms", 0);
     for (long long k = 0; k < n; ++k) {
       const Tokens term = need(entry, "the " + name + " term 'CONSTANT value'");
       if (upper(term[0]) != "CONSTANT")
@@ -695,10 +745,13 @@ class Yaml {
     if (!x) fail(v, key + " must be a number, found " + quoted(v.Scalar()));
     return *x;
   }
-  long long integer(const YAML::Node& v, const std::string& key) const {
-    const auto x = to_integer(scalar(v, key));
-    if (!x) fail(v, key + " must be an integer, found " + quoted(v.Scalar()));
-    return *x;
+  // An integer within [lo, hi] (the range of an int unless given).
+  long long integer(const YAML::Node& v, const std::string& key, long long lo = kIntMin,
+                    long long hi = kIntMax) const {
+    const std::string text = scalar(v, key);
+    if (!detail::parse_integer(text) && text.find_first_not_of("+-0123456789") != std::string::npos)
+      fail(v, key + " must be an integer, found " + quoted(text));
+    return detail::integer_in(text, lo, hi, key, [&](const std::string& m) { fail(v, m); });
   }
   bool boolean(const YAML::Node& v, const std::string& key) const {
     scalar(v, key);
@@ -718,10 +771,10 @@ class Yaml {
 
 CouplingSetup Yaml::read() {
   YAML::Node loaded;
+  const auto text = detail::read_config_file(path_);
+  if (!text) throw Error("cannot open the configuration file", path_, "check the path and permissions");
   try {
-    loaded = YAML::LoadFile(path_);
-  } catch (const YAML::BadFile&) {
-    throw Error("cannot open the configuration file", path_, "check the path and permissions");
+    loaded = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     throw Error("YAML syntax error: " + e.msg,
                 path_ + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)));
@@ -745,8 +798,17 @@ CouplingSetup Yaml::read() {
   }
   const YAML::Node list = required(root, "couplings", "the configuration");
   if (!list.IsSequence()) fail(list, "couplings must be a list (items start with '- ')");
-  for (std::size_t i = 0; i < list.size(); ++i)
-    s.couplings.push_back(coupling(list[i], "couplings[" + std::to_string(i) + "]"));
+  if (static_cast<long long>(list.size()) > detail::kMaxCouplings)
+    fail(list, std::to_string(list.size()) + " couplings, more than the " +
+                   std::to_string(detail::kMaxCouplings) + " estuary reads");
+  Exchanges exchanges;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    CouplingConfig c = coupling(list[i], "couplings[" + std::to_string(i) + "]");
+    exchanges.add(c, [&](const std::string& what, const std::string& fix) {
+      fail(list[i], "couplings[" + std::to_string(i) + "]: " + what, fix);
+    });
+    s.couplings.push_back(std::move(c));
+  }
   apply_timeout_override(s);
   return s;
 }
@@ -762,20 +824,27 @@ void Yaml::side(const YAML::Node& n, const std::string& ctx, std::vector<std::st
   } else {
     if (!many.IsSequence() || many.size() == 0)
       fail(many, ctx + ".fields must be a non-empty list of names", "e.g. fields: [SST, SSS]");
+    if (static_cast<long long>(many.size()) > detail::kMaxFieldsPerSide)
+      fail(many, ctx + ".fields lists " + std::to_string(many.size()) + " fields, more than the " +
+                     std::to_string(detail::kMaxFieldsPerSide) + " estuary takes in one coupling");
     for (const auto& f : many) fields.push_back(scalar(f, ctx + ".fields"));
   }
   for (const std::string& f : fields)
     if (f.empty()) fail(one ? one : many, "empty field name in " + ctx);
   if (const auto v = n["component"]) component = scalar(v, ctx + ".component");
   if (const auto v = n["grid"]) grid.name = scalar(v, ctx + ".grid");
-  if (const auto v = n["nx"]) grid.nx = integer(v, ctx + ".nx");
-  if (const auto v = n["ny"]) grid.ny = integer(v, ctx + ".ny");
-  if (grid.nx < 0 || grid.ny < 0) fail(n, "negative grid size in " + ctx);
+  // Grid sizes: both or neither, each at least 1, and their product within 64 bits.
+  if (const auto v = n["nx"]) grid.nx = integer(v, ctx + ".nx", 1, kSizeMax);
+  if (const auto v = n["ny"]) grid.ny = integer(v, ctx + ".ny", 1, kSizeMax);
+  if (n["nx"] && !n["ny"]) fail(n["nx"], ctx + " gives nx without ny", "give both nx and ny, or neither");
+  if (n["ny"] && !n["nx"]) fail(n["ny"], ctx + " gives ny without nx", "give both nx and ny, or neither");
+  if (grid.nx > 0 && !detail::mul_size(grid.nx, grid.ny))
+    fail(n["ny"], ctx + " grid size " + std::to_string(grid.nx) + " x " + std::to_string(grid.ny) +
+                      " overflows a 64-bit integer");
   if (const auto v = n["periodic"])
     grid.periodicity = boolean(v, ctx + ".periodic") ? Periodicity::periodic : Periodicity::regional;
   if (const auto v = n["overlap"]) {
-    grid.overlap = static_cast<int>(integer(v, ctx + ".overlap"));
-    if (grid.overlap < 0) fail(v, ctx + ".overlap must not be negative");
+    grid.overlap = static_cast<int>(integer(v, ctx + ".overlap", 0));
   }
 }
 
@@ -801,7 +870,7 @@ CouplingConfig Yaml::coupling(const YAML::Node& n, const std::string& ctx) {
     fail(n["target"], "missing required key 'grid' in " + ctx + ".target");
   c.period = number(required(n, "period", ctx), ctx + ".period");
   if (const auto v = n["lag"]) c.lag = number(v, ctx + ".lag");
-  if (const auto v = n["seq"]) c.seq = static_cast<int>(integer(v, ctx + ".seq"));
+  if (const auto v = n["seq"]) c.seq = static_cast<int>(integer(v, ctx + ".seq", 0));
   if (const auto v = n["restart"]) {
     if (c.status == FieldStatus::input) fail(v, "an INPUT field has no restart file", "remove 'restart'");
     c.restart_file = scalar(v, ctx + ".restart");
@@ -883,10 +952,10 @@ void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingCon
     s.grid_type = v["grid_type"] ? scalar(v["grid_type"], key + ".grid_type") : "LR";
     s.field_type = v["field_type"] ? scalar(v["field_type"], key + ".field_type") : "SCALAR";
     s.restriction = v["restriction"] ? scalar(v["restriction"], key + ".restriction") : "LATLON";
-    if (const auto x = v["bins"]) s.bins = static_cast<int>(integer(x, key + ".bins"));
+    if (const auto x = v["bins"]) s.bins = static_cast<int>(integer(x, key + ".bins", 1));
     if (const auto x = v["neighbors"]) {
       if (s.method != "DISTWGT") fail(x, key + ".neighbors is for method distwgt only");
-      s.neighbors = static_cast<int>(integer(x, key + ".neighbors"));
+      s.neighbors = static_cast<int>(integer(x, key + ".neighbors", 1));
     }
     for (const char* k : {"normalization", "order"})
       if (v[k] && s.method != "CONSERV") fail(v[k], key + "." + k + " is for method conserv only");
@@ -939,8 +1008,9 @@ CouplingSetup read_coupling_config(const std::string& path) {
   const auto dot = path.find_last_of('.');
   const std::string ext = dot == std::string::npos ? "" : lower(path.substr(dot));
   if (ext == ".yaml" || ext == ".yml") return read_coupling_yaml(path);
-  std::ifstream in(path);
-  if (!in) throw Error("cannot open the configuration file", path, "check the path and permissions");
+  const auto text = detail::read_config_file(path);
+  if (!text) throw Error("cannot open the configuration file", path, "check the path and permissions");
+  std::istringstream in(*text);
   for (std::string l; std::getline(in, l);) {
     const auto first = l.find_first_not_of(" \t\r");
     if (first != std::string::npos && l[first] == '$') return read_namcouple(path);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "common/checked.hpp"
 #include "estuary/error.hpp"
 #include "ncfile/ncfile.hpp"
 
@@ -85,7 +86,8 @@ void read_records(const std::string& path, const std::vector<std::string>& names
     const int v = f.var(names[k]);
     const std::vector<i64> shape = f.var_shape(v);
     i64 n = 1;
-    for (std::size_t d = 1; d < shape.size(); ++d) n *= shape[d];
+    for (std::size_t d = 1; d < shape.size(); ++d)
+      n = checked_mul(n, shape[d], "the size of a record", "file " + path + ", variable " + names[k]);
     if (n != global)
       throw Error("holds " + std::to_string(n) + " points per record, the field " + std::to_string(global),
                   "file " + path + ", variable " + names[k]);
@@ -122,7 +124,7 @@ bool read_restart_var(const std::string& path, const std::string& name, i64 coun
   const int v = f.find_var(name);
   if (v < 0) return false;
   i64 n = 1;
-  for (i64 d : f.var_shape(v)) n *= d;
+  for (i64 d : f.var_shape(v)) n = checked_mul(n, d, "the size", "restart file " + path + ", variable " + name);
   if (n != count)
     throw Error("holds " + std::to_string(n) + " values, the coupling needs " + std::to_string(count),
                 "restart file " + path + ", variable " + name,

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/checked.hpp"
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
 
@@ -49,8 +50,15 @@ Decomp Decomp::stripes(std::int64_t global_size, std::vector<Stripe> stripes) {
                   detail::world_rank_label() + ", " + where);
     if (s.count == 0) continue;
     check_index(s.start, global_size, where + " start");
-    check_index(s.start + (s.count - 1) * s.stride, global_size, where + " last element");
-    d.size_ += s.count;
+    // The last element, computed without overflow: start + (count - 1) * stride.
+    std::int64_t span = 0, last = 0;
+    if (__builtin_mul_overflow(s.count - 1, s.stride, &span) ||
+        __builtin_add_overflow(s.start, span, &last))
+      throw Error("stripe start " + str(s.start) + ", count " + str(s.count) + ", stride " +
+                      str(s.stride) + " reaches beyond a 64-bit integer",
+                  detail::world_rank_label() + ", " + where, "every index must be below the global size");
+    check_index(last, global_size, where + " last element");
+    d.size_ = detail::checked_add(d.size_, s.count, "the local size", detail::world_rank_label() + ", " + where);
   }
   d.stripes_ = std::move(stripes);
   return d;
@@ -67,12 +75,14 @@ Decomp Decomp::box(std::vector<std::int64_t> shape, std::vector<std::int64_t> st
                 me);
   std::int64_t global = 1, local = 1;
   for (std::size_t k = 0; k < nd; ++k) {
-    if (shape[k] < 0 || count[k] < 0 || start[k] < 0 || start[k] + count[k] > shape[k])
+    if (shape[k] < 0 || count[k] < 0 || start[k] < 0 || start[k] > shape[k] ||
+        count[k] > shape[k] - start[k])
       throw Error("box dimension " + std::to_string(k) + " [" + str(start[k]) + ", " +
-                      str(start[k] + count[k]) + ") is outside [0, " + str(shape[k]) + ")",
+                      (start[k] <= INT64_MAX - count[k] ? str(start[k] + count[k]) : "beyond 2^63") +
+                      ") is outside [0, " + str(shape[k]) + ")",
                   me, "start + count must not exceed the global shape");
-    global *= shape[k];
-    local *= count[k];
+    global = detail::checked_mul(global, shape[k], "the box's global size", me + ", dimension " + std::to_string(k));
+    local = detail::checked_mul(local, count[k], "the box's local size", me + ", dimension " + std::to_string(k));
   }
   Decomp d;
   d.kind_ = Kind::box;

@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "common/checked.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/error.hpp"
 
@@ -7,6 +8,15 @@ namespace estuary::gen {
 namespace {
 
 using i64 = std::int64_t;
+
+// The arguments every generator takes: n >= 0 points, ranks >= 1, 0 <= rank < ranks.
+void check_args(const char* gen, i64 n, int rank, int ranks) {
+  const std::string where = std::string("gen::") + gen;
+  if (ranks < 1) throw Error("ranks " + std::to_string(ranks) + " is not positive", where, "give the communicator size");
+  if (rank < 0 || rank >= ranks)
+    throw Error("rank " + std::to_string(rank) + " is outside [0, " + std::to_string(ranks) + ")", where);
+  if (n < 0) throw Error("global size " + std::to_string(n) + " is negative", where);
+}
 
 i64 lo(i64 n, int r, int p) { return static_cast<i64>((static_cast<__int128>(n) * r) / p); }
 
@@ -46,15 +56,18 @@ struct Permutation {
 }  // namespace
 
 Decomp block(i64 n, int rank, int ranks) {
+  check_args("block", n, rank, ranks);
   return Decomp::stripes(n, {{lo(n, rank, ranks), lo(n, rank + 1, ranks) - lo(n, rank, ranks), 1}});
 }
 
 Decomp cyclic(i64 n, int rank, int ranks) {
+  check_args("cyclic", n, rank, ranks);
   const i64 count = n > rank ? (n - rank + ranks - 1) / ranks : 0;
   return Decomp::stripes(n, {{rank, count, ranks}});
 }
 
 Decomp random(i64 n, int rank, int ranks, std::uint64_t seed) {
+  check_args("random", n, rank, ranks);
   const Permutation perm(n, seed);
   std::vector<i64> idx;
   const i64 a = lo(n, rank, ranks), b = lo(n, rank + 1, ranks);
@@ -70,6 +83,7 @@ void grid_shape(i64 n, i64& nx, i64& ny) {
 }
 
 Decomp rows2d(i64 n, int rank, int ranks) {
+  check_args("rows2d", n, rank, ranks);
   i64 nx, ny;
   grid_shape(n, nx, ny);
   const i64 a = lo(nx, rank, ranks), b = lo(nx, rank + 1, ranks);
@@ -77,6 +91,7 @@ Decomp rows2d(i64 n, int rank, int ranks) {
 }
 
 Decomp cols2d(i64 n, int rank, int ranks) {
+  check_args("cols2d", n, rank, ranks);
   i64 nx, ny;
   grid_shape(n, nx, ny);
   const i64 a = lo(ny, rank, ranks), b = lo(ny, rank + 1, ranks);
@@ -103,8 +118,11 @@ Decomp by_name(const std::string& kind, i64 n, int rank, int ranks) {
 namespace estuary::gen {
 
 DecompPair messages_pair(std::int64_t nx, std::int64_t ny, int messages, int rank, int ranks) {
+  if (nx < 0 || ny < 0)
+    throw Error("grid " + std::to_string(nx) + " x " + std::to_string(ny) + " has a negative size", "gen::messages_pair");
+  const std::int64_t n = detail::checked_mul(nx, ny, "the grid size", "gen::messages_pair");
+  check_args("messages_pair", n, rank, ranks);
   const int m = std::max(1, std::min(messages, std::max(ranks, 1)));
-  const std::int64_t n = nx * ny;
   const std::int64_t r0 = lo(nx, rank, ranks), r1 = lo(nx, rank + 1, ranks);
   Decomp src = Decomp::box({nx, ny}, {r0, 0}, {r1 - r0, ny});
   // Rank `rank` receives piece c of strip s = rank - m + c (mod ranks), c = 0..m-1: the pieces
@@ -121,6 +139,7 @@ DecompPair messages_pair(std::int64_t nx, std::int64_t ny, int messages, int ran
 }
 
 DecompPair messages_pair(std::int64_t n, int messages, int rank, int ranks) {
+  check_args("messages_pair", n, rank, ranks);
   std::int64_t nx, ny;
   grid_shape(n, nx, ny);
   return messages_pair(nx, ny, messages, rank, ranks);

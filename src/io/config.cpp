@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "common/checked.hpp"
 #include "estuary/io.hpp"
 
 namespace estuary::io {
@@ -50,14 +51,24 @@ std::string at(const std::string& source, const std::string& path) {
   return "config " + source + ", key " + path;
 }
 
+// Checks that the mapping `n` has only `known` keys, each once (yaml-cpp keeps a repeated key
+// and answers lookups with the first: the repeat would be silently ignored).
 void only_keys(const YAML::Node& n, const std::set<std::string>& known, const std::string& source,
                const std::string& path) {
+  std::set<std::string> seen;
   for (const auto& kv : n) {
-    const std::string k = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) throw Error("a key must be a name", at(source, path + "?"));
+    const std::string k = kv.first.Scalar();
     if (!known.count(k)) {
       std::string list;
       for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
       throw Error("unknown key '" + k + "'", at(source, path + k), "known keys here: " + list);
+    }
+    if (!seen.insert(k).second) {
+      const YAML::Mark m = kv.first.Mark();
+      throw Error("key '" + k + "' given twice" +
+                      (m.is_null() ? std::string() : " (again at line " + std::to_string(m.line + 1) + ")"),
+                  at(source, path + k), "give each key once");
     }
   }
 }
@@ -128,6 +139,10 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
   if (o["catch_sigterm"]) c.catch_sigterm = boolean(o["catch_sigterm"], source, "output.catch_sigterm");
   if (!o["files"] || !o["files"].IsSequence() || o["files"].size() == 0)
     throw Error("`files` must be a non-empty list", at(source, "output.files"));
+  if (static_cast<long long>(o["files"].size()) > detail::kMaxOutputFiles)
+    throw Error(std::to_string(o["files"].size()) + " files, more than the " +
+                    std::to_string(detail::kMaxOutputFiles) + " estuary writes from one configuration",
+                at(source, "output.files"));
   std::set<std::string> file_names;
   for (std::size_t i = 0; i < o["files"].size(); ++i) {
     const YAML::Node f = o["files"][i];
@@ -136,6 +151,7 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
     FileConfig fc;
     if (!f["name"]) throw Error("a file needs a name", at(source, p + ".name"));
     fc.name = scalar(f["name"], source, p + ".name");
+    if (fc.name.empty()) throw Error("a file name is empty", at(source, p + ".name"));
     p += " (" + fc.name + ").";
     only_keys(f, {"name", "output_freq", "split_freq", "restart", "format", "fields"}, source, p);
     if (!file_names.insert(fc.name).second) throw Error("file listed twice", at(source, p + "name"));
@@ -158,6 +174,10 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
     }
     if (!f["fields"] || !f["fields"].IsSequence() || f["fields"].size() == 0)
       throw Error("`fields` must be a non-empty list", at(source, p + "fields"));
+    if (static_cast<long long>(f["fields"].size()) > detail::kMaxFieldsPerFile)
+      throw Error(std::to_string(f["fields"].size()) + " fields, more than the " +
+                      std::to_string(detail::kMaxFieldsPerFile) + " estuary writes to one file",
+                  at(source, p + "fields"), "split them over several files");
     std::set<std::string> names;
     for (std::size_t j = 0; j < f["fields"].size(); ++j) {
       const YAML::Node v = f["fields"][j];
@@ -207,6 +227,7 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
       } else {
         throw Error("a field must be a name or a map", at(source, q));
       }
+      if (fd.name.empty()) throw Error("a field name is empty", at(source, q));
       if (!names.insert(fd.name).second) throw Error("field listed twice", at(source, q));
       fc.fields.push_back(fd);
     }
@@ -228,6 +249,7 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
 }  // namespace
 
 OutputConfig OutputConfig::from_yaml_string(const std::string& text, const std::string& source) {
+  detail::check_config_text(text, source, "config ");
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -242,11 +264,11 @@ OutputConfig OutputConfig::from_yaml_string(const std::string& text, const std::
 }
 
 OutputConfig OutputConfig::from_yaml_file(const std::string& path) {
+  const auto text = detail::read_config_file(path, "config ");
+  if (!text) throw Error("cannot read the configuration", "config " + path, "check the path");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error("cannot read the configuration", "config " + path, "check the path");
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     throw Error(std::string("YAML syntax: ") + e.what(), "config " + path);
   }

@@ -8,6 +8,7 @@
 #include <future>
 #include <optional>
 
+#include "common/checked.hpp"
 #include "common/mpi_util.hpp"
 #include "estuary/io.hpp"
 #include "estuary/redist.hpp"
@@ -41,21 +42,34 @@ struct Reader::Impl {
   std::future<Slab> pf;
   i64 hits = 0;
 
+  // The shape of one record of `var` (without time), and whether it has a time dimension.
+  std::vector<i64> record_shape(const std::string& var, bool& has_time) const {
+    std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
+    const int v = file->var(var);
+    std::vector<i64> shape = file->var_shape(v);
+    const std::vector<std::string> dn = file->var_dim_names(v);
+    has_time = !dn.empty() && dn[0] == "time";
+    if (has_time) shape.erase(shape.begin());
+    return shape;
+  }
+  // The points of one record of `var`: the product of its sizes, checked for overflow.
+  i64 record_points(const std::string& var, const std::vector<i64>& shape) const {
+    i64 n = 1;
+    for (i64 d : shape) n = estuary::detail::checked_mul(n, d, "the size of a record", "file " + path + ", variable " + var);
+    return n;
+  }
+
   // Reads this rank's slab (netCDF calls under the I/O part's lock: the prefetch thread and the
   // writers of an Output in the same process never call netCDF at the same time).
   Slab read_slab(const std::string& var, i64 record) const {
     std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     Slab s;
     const int v = file->var(var);
-    s.shape = file->var_shape(v);
-    const std::vector<std::string> dn = file->var_dim_names(v);
-    s.has_time = !dn.empty() && dn[0] == "time";
-    if (s.has_time) s.shape.erase(s.shape.begin());
+    s.shape = record_shape(var, s.has_time);
     if (s.has_time && (record < 0 || record >= records))
       throw Error("record " + std::to_string(record) + " out of range", "file " + path + ", variable " + var,
                   "the file has " + std::to_string(records) + " records");
-    i64 n = 1;
-    for (i64 d : s.shape) n *= d;
+    const i64 n = record_points(var, s.shape);
     std::tie(s.lo, s.hi) = detail::slab_range(n, size, rank);
     s.data.resize(static_cast<std::size_t>(s.hi - s.lo));
     double* at = s.data.data();
@@ -105,6 +119,15 @@ Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<
   estuary::detail::check_mpi(MPI_Comm_dup(comm, &x.comm), "MPI_Comm_dup");
   MPI_Comm_rank(x.comm, &x.rank);
   MPI_Comm_size(x.comm, &x.size);
+  // A constructor that throws runs no destructor: the duplicated communicator is freed here
+  // (else every failed open leaks one, and MPI runs out of them after a few thousand).
+  struct FreeOnThrow {
+    MPI_Comm* comm;
+    bool armed = true;
+    ~FreeOnThrow() {
+      if (armed && *comm != MPI_COMM_NULL) MPI_Comm_free(comm);
+    }
+  } guard{&x.comm};
   estuary::detail::agree(x.comm, [&] {
     std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     x.file.emplace(estuary::detail::NcFile::open(path));
@@ -116,6 +139,7 @@ Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<
         estuary::detail::nc_check(nc_get_var_double(x.file->id(), tv, x.times.data()), path, "variable time");
     }
   });
+  guard.armed = false;
 }
 
 Reader::~Reader() {
@@ -168,9 +192,15 @@ void Reader::read_record(const std::string& var, std::int64_t record, const Deco
   Impl& x = *impl_;
   Slab sl;
   estuary::detail::agree(x.comm, [&] {
+    // The sizes first, from the file's header: a variable that does not match the decomposition
+    // (or whose size overflows) is refused before any of it is read.
+    bool has_time = false;
+    const i64 n = x.record_points(var, x.record_shape(var, has_time));
+    if (decomp.global_size() != n)
+      throw Error("decomposition of " + std::to_string(decomp.global_size()) + " points for a variable of " +
+                      std::to_string(n),
+                  "file " + x.path + ", variable " + var + ", " + estuary::detail::world_rank_label());
     sl = x.take(var, record);
-    i64 n = 1;
-    for (i64 d : sl.shape) n *= d;
     if (decomp.global_size() != n)
       throw Error("decomposition of " + std::to_string(decomp.global_size()) + " points for a variable of " +
                       std::to_string(n),

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "common/mpi_util.hpp"
+#include "ncfile/cdf_header.hpp"
 #include "estuary/error.hpp"
 
 namespace estuary::detail {
@@ -25,149 +26,16 @@ void nc_check(int rc, const std::string& path, const std::string& what) {
               "file " + path + (what.empty() ? "" : ", " + what) + ", " + world_rank_label());
 }
 
-namespace {
-
-// Reads the classic header (CDF-1, CDF-2 and CDF-5, netCDF's "file format specification")
-// only as far as it must to know where every variable's data ends.
-class ClassicHeader {
- public:
-  ClassicHeader(std::ifstream& in, const std::string& path) : in_(in), path_(path) {}
-
-  // The least size a complete file has: the end of the last byte of data it claims, counting
-  // every fixed-size variable whole and every record variable through numrecs records.
-  std::int64_t data_end() {
-    char magic[4];
-    bytes(magic, 4);
-    if (std::memcmp(magic, "CDF", 3) != 0 || (magic[3] != 1 && magic[3] != 2 && magic[3] != 5)) bad("magic number");
-    version_ = magic[3];
-    const std::int64_t numrecs = nonneg();
-    // Dimensions.
-    std::vector<std::int64_t> dims;
-    for (std::int64_t n = list(0x0A), k = 0; k < n; ++k) {
-      name();
-      dims.push_back(nonneg());  // 0: the record dimension
-    }
-    attributes();
-    struct Var {
-      std::int64_t begin, len;
-      bool rec;
-    };
-    std::vector<Var> vars;
-    for (std::int64_t n = list(0x0B), k = 0; k < n; ++k) {
-      name();
-      const std::int64_t nd = nonneg();
-      bool rec = false;
-      std::int64_t elems = 1;
-      for (std::int64_t d = 0; d < nd; ++d) {
-        const std::int64_t id = nonneg();
-        if (id < 0 || id >= static_cast<std::int64_t>(dims.size())) bad("a variable's dimension id");
-        if (dims[static_cast<std::size_t>(id)] == 0 && d == 0) rec = true;
-        else elems = mul(elems, dims[static_cast<std::size_t>(id)]);
-      }
-      attributes();
-      const std::int64_t size = type_size(u32());
-      nonneg();  // vsize: capped for large variables in CDF-2, so computed instead
-      const std::int64_t begin = version_ == 1 ? u32() : i64();
-      vars.push_back({begin, mul(elems, size), rec});
-    }
-    // Records: the record variables' slices one after the other, each padded to 4 bytes
-    // unless there is only one (netCDF's recsize).
-    std::int64_t recsize = 0, nrec = 0;
-    for (const Var& v : vars)
-      if (v.rec) ++nrec;
-    for (const Var& v : vars)
-      if (v.rec) recsize += nrec == 1 ? v.len : (v.len + 3) / 4 * 4;
-    std::int64_t end = 0;
-    for (const Var& v : vars) {
-      if (v.len == 0 || (v.rec && numrecs == 0)) continue;
-      end = std::max(end, v.rec ? v.begin + mul(numrecs - 1, recsize) + v.len : v.begin + v.len);
-    }
-    return end;
-  }
-
- private:
-  void bad(const std::string& what) const {
-    throw Error("corrupt netCDF header (" + what + ")", "file " + path_, "the file is damaged or not netCDF");
-  }
-  void bytes(void* p, std::size_t n) {
-    if (!in_.read(static_cast<char*>(p), static_cast<std::streamsize>(n))) bad("it ends inside the header");
-  }
-  std::int64_t u32() {
-    unsigned char b[4];
-    bytes(b, 4);
-    return (std::int64_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
-  }
-  std::int64_t i64() {
-    unsigned char b[8];
-    bytes(b, 8);
-    std::uint64_t v = 0;
-    for (unsigned char c : b) v = (v << 8) | c;
-    if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) bad("a size out of range");
-    return static_cast<std::int64_t>(v);
-  }
-  std::int64_t nonneg() { return version_ == 5 ? i64() : u32(); }
-  std::int64_t mul(std::int64_t a, std::int64_t b) const {
-    std::int64_t r = 0;
-    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) bad("a variable size out of range");
-    return r;
-  }
-  void skip(std::int64_t n) {
-    if (n < 0 || !in_.seekg(n, std::ios::cur)) bad("it ends inside the header");
-  }
-  // A list's element count: ABSENT (two zeros) or the tag and the count.
-  std::int64_t list(std::int64_t tag) {
-    const std::int64_t t = u32(), n = nonneg();
-    if (t == 0 && n == 0) return 0;
-    if (t != tag) bad("a list tag");
-    return n;
-  }
-  void name() { const std::int64_t n = nonneg(); skip((n + 3) / 4 * 4); }
-  std::int64_t type_size(std::int64_t type) const {
-    static const int size[] = {0, 1, 1, 2, 4, 4, 8, 1, 2, 4, 8, 8};
-    if (type < 1 || type > 11) bad("a type code");
-    return size[type];
-  }
-  void attributes() {
-    for (std::int64_t n = list(0x0C), k = 0; k < n; ++k) {
-      name();
-      const std::int64_t size = type_size(u32());
-      skip((mul(nonneg(), size) + 3) / 4 * 4);
-    }
-  }
-  std::ifstream& in_;
-  std::string path_;
-  int version_ = 1;
-};
-
-}  // namespace
-
-void check_complete(const std::string& path, int ncid) {
-  int format = 0;
-  nc_check(nc_inq_format(ncid, &format), path, "reading its format");
-  // netCDF-4/HDF5 files: HDF5 itself refuses a file shorter than its superblock says.
-  if (format != NC_FORMAT_CLASSIC && format != NC_FORMAT_64BIT_OFFSET && format != NC_FORMAT_CDF5) return;
-  std::ifstream in(path, std::ios::binary);
-  const std::int64_t end = ClassicHeader(in, path).data_end();
-  std::error_code ec;
-  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(path, ec));
-  if (ec) throw Error("cannot read its size: " + ec.message(), "file " + path);
-  if (size < end)
-    throw Error("the file is truncated: its header describes " + std::to_string(end) + " bytes of data, the file has " +
-                    std::to_string(size),
-                "file " + path + ", " + world_rank_label(),
-                "the file was cut short (a full disk, an interrupted copy or run): write or copy it again");
-}
-
 NcFile NcFile::open(const std::string& path, bool write) {
   int id = -1;
+  // netCDF would allocate what a corrupt header's counts say, and read the missing tail of a
+  // truncated file as fill values without a word.
+  CdfHeaderCheck::check(path);
   const int rc = nc_open(path.c_str(), write ? NC_WRITE : NC_NOWRITE, &id);
   if (rc != NC_NOERR)
     throw Error(std::string("cannot open: ") + nc_strerror(rc), "file " + path + ", " + world_rank_label(),
                 "check that the file exists and is netCDF");
-  NcFile f(path, id);
-  // netCDF reads the missing tail of a truncated classic file as fill values, in silence.
-  check_complete(path, id);
-  return f;
+  return NcFile(path, id);
 }
 
 NcFile NcFile::create(const std::string& path, bool large) {

@@ -20,11 +20,8 @@ std::recursive_mutex& nc_lock();
 // Throws Error("<netCDF message> ...", "file <path>, <what>") when rc is not NC_NOERR.
 void nc_check(int rc, const std::string& path, const std::string& what);
 
-// Throws an Error naming the file when the open classic-format file `ncid` is shorter than its
-// header implies (netCDF would read the missing data as fill values without a word).
-void check_complete(const std::string& path, int ncid);
-
-// An open netCDF file, closed on destruction; open() checks the file is complete.
+// An open netCDF file, closed on destruction; open() checks the file's header and that the
+// file is complete (ncfile/cdf_header.hpp).
 class NcFile {
  public:
   static NcFile open(const std::string& path, bool write = false);

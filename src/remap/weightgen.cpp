@@ -159,7 +159,14 @@ Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Di
   const std::size_t tree_size = options.mask_rule == SourceMaskRule::drop_after_search
                                     ? ng
                                     : static_cast<std::size_t>(std::count(s.valid.begin(), s.valid.end(), 1));
-  const std::size_t nn = std::min(static_cast<std::size_t>(options.neighbors), tree_size);
+  // More neighbours than the search can find makes no sense for these grids: an error, not a
+  // silent cut (every rank holds the same gathered grid, so every rank throws alike).
+  if (static_cast<std::size_t>(options.neighbors) > tree_size)
+    throw Error(std::to_string(options.neighbors) + " neighbours asked for, but the source grid " + src.name + " has only " +
+                    std::to_string(tree_size) +
+                    (options.mask_rule == SourceMaskRule::drop_after_search ? " points" : " unmasked points"),
+                "distance_weights", "ask for at most as many neighbours as there are source points");
+  const std::size_t nn = static_cast<std::size_t>(options.neighbors);
 
   Links out;
   out.row.reserve(static_cast<std::size_t>(dst.size()) * nn);

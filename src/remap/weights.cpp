@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "ncfile/cdf_header.hpp"
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
 #include "ncfile/ncfile.hpp"
@@ -41,29 +42,46 @@ i64 grid_size_dim(const NcFile& f, const char* name, const char* other) {
   return -1;
 }
 
-// Reads [lo, lo+n) of a 1-D integer variable (int32 or int64 in the file) as int64, through a
-// bounded buffer of netCDF's long long.
-void read_slice(const NcFile& f, int var, const std::string& name, i64 lo, i64 n, i64* out) {
-  constexpr i64 kChunk = i64{1} << 20;
+constexpr i64 kChunk = i64{1} << 20;
+
+// Reads [lo, lo+n) of a 1-D integer variable (int32 or int64 in the file) of 1-based indices,
+// chunk by chunk through a bounded buffer, checking each chunk against [1, limit] (limit < 0: no
+// upper bound) before reading the next, and appends them 0-based to `out`. Memory grows only
+// with indices that were read and valid: a header claiming more links than the file holds
+// (netCDF reads zeros past the end of a classic file) fails at the first chunk past the end.
+void read_indices(const NcFile& f, int var, const std::string& name, i64 lo, i64 n, i64 limit,
+                  const std::string& limit_name, std::vector<i64>& out) {
   std::vector<long long> buf(static_cast<std::size_t>(std::min(n, kChunk)));
   for (i64 at = 0; at < n; at += kChunk) {
     const i64 m = std::min(kChunk, n - at);
     const std::size_t start[1] = {static_cast<std::size_t>(lo + at)}, count[1] = {static_cast<std::size_t>(m)};
     detail::nc_check(nc_get_vara_longlong(f.id(), var, start, count, buf.data()), f.path(), "variable " + name);
-    std::copy_n(buf.begin(), m, out + at);
+    for (i64 k = 0; k < m; ++k) {
+      const long long v = buf[static_cast<std::size_t>(k)];
+      if (v < 1 || (limit >= 0 && v > limit))
+        throw Error(name + " of link " + std::to_string(lo + at + k) + " (0-based position) is " + std::to_string(v) +
+                        ", outside [1, " + (limit >= 0 ? std::to_string(limit) : "inf") + "]" +
+                        (limit_name.empty() ? "" : " (" + limit_name + ")"),
+                    var_at(f.path(), name), "indices are 1-based and must lie within the grid");
+      out.push_back(v - 1);
+    }
   }
 }
 
-// Checks 1-based indices against [1, limit] (limit < 0: no upper bound) and makes them 0-based.
-void to_zero_based(std::vector<i64>& v, i64 limit, i64 first, const std::string& path, const std::string& var,
-                   const std::string& limit_name) {
-  for (std::size_t k = 0; k < v.size(); ++k) {
-    if (v[k] < 1 || (limit >= 0 && v[k] > limit))
-      throw Error(var + " of link " + std::to_string(first + static_cast<i64>(k)) + " (0-based position) is " +
-                      std::to_string(v[k]) + ", outside [1, " + (limit >= 0 ? std::to_string(limit) : "inf") +
-                      "]" + (limit_name.empty() ? "" : " (" + limit_name + ")"),
-                  var_at(path, var), "indices are 1-based and must lie within the grid");
-    --v[k];
+// Reads [lo, lo+n) of the weights (first column of a 2-D variable), chunk by chunk, checking
+// that each is finite, and appends them to `out`.
+void read_weight_values(const NcFile& f, int var, const std::string& name, i64 lo, i64 n, std::vector<double>& out) {
+  std::vector<double> buf(static_cast<std::size_t>(std::min(n, kChunk)));
+  for (i64 at = 0; at < n; at += kChunk) {
+    const i64 m = std::min(kChunk, n - at);
+    const std::size_t start[2] = {static_cast<std::size_t>(lo + at), 0}, count[2] = {static_cast<std::size_t>(m), 1};
+    detail::nc_check(nc_get_vara_double(f.id(), var, start, count, buf.data()), f.path(), "variable " + name);
+    for (i64 k = 0; k < m; ++k) {
+      if (!std::isfinite(buf[static_cast<std::size_t>(k)]))
+        throw Error(name + " of link " + std::to_string(lo + at + k) + " (0-based position) is not finite",
+                    var_at(f.path(), name));
+      out.push_back(buf[static_cast<std::size_t>(k)]);
+    }
   }
 }
 
@@ -75,7 +93,12 @@ std::string read_global_attribute(const std::string& path, const std::string& na
   std::string text;
   if (r == 0) {
     int nc = -1;
-    if (nc_open(path.c_str(), NC_NOWRITE, &nc) == NC_NOERR) {
+    try {
+      detail::CdfHeaderCheck::check(path);
+    } catch (const Error&) {
+      nc = -2;  // a corrupt file: no attribute (as for any file netCDF cannot open)
+    }
+    if (nc == -1 && nc_open(path.c_str(), NC_NOWRITE, &nc) == NC_NOERR) {
       std::size_t n = 0;
       if (nc_inq_attlen(nc, NC_GLOBAL, name.c_str(), &n) == NC_NOERR) {
         text.resize(n);
@@ -144,29 +167,17 @@ WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightRea
                     "use weights generated for these two grids");
     }
 
-    // This rank's slice, read directly into the link arrays.
-    const i64 lo = static_cast<i64>(rank) * n / p, hi = static_cast<i64>(rank + 1) * n / p, m = hi - lo;
+    // This rank's slice, read chunk by chunk into the link arrays and checked as it comes.
+    // (rank * n / p in 128 bits: n is the file's word, up to 2^63.)
+    const i64 lo = static_cast<i64>(static_cast<__int128>(rank) * n / p),
+              hi = static_cast<i64>(static_cast<__int128>(rank + 1) * n / p), m = hi - lo;
     info.first = lo;
     Links& L = out.links;
-    L.col.resize(static_cast<std::size_t>(m));
-    L.row.resize(static_cast<std::size_t>(m));
-    L.weight.resize(static_cast<std::size_t>(m));
-    if (m > 0) {
-      read_slice(f, vc, nm.col, lo, m, L.col.data());
-      read_slice(f, vr, nm.row, lo, m, L.row.data());
-      const std::size_t start[2] = {static_cast<std::size_t>(lo), 0}, count[2] = {static_cast<std::size_t>(m), 1};
-      detail::nc_check(nc_get_vara_double(f.id(), vw, start, count, L.weight.data()), path,
-                       std::string("variable ") + nm.weight);
-    }
     const i64 src_lim = opt.src_size >= 0 ? opt.src_size : info.src_size;
     const i64 dst_lim = opt.dst_size >= 0 ? opt.dst_size : info.dst_size;
-    to_zero_based(L.col, src_lim, lo, path, nm.col, opt.src_size >= 0 ? "source grid size" : nm.src_size);
-    to_zero_based(L.row, dst_lim, lo, path, nm.row, opt.dst_size >= 0 ? "destination grid size" : nm.dst_size);
-    for (std::size_t k = 0; k < L.weight.size(); ++k)
-      if (!std::isfinite(L.weight[k]))
-        throw Error(std::string(nm.weight) + " of link " + std::to_string(lo + static_cast<i64>(k)) +
-                        " (0-based position) is not finite",
-                    var_at(path, nm.weight));
+    read_indices(f, vc, nm.col, lo, m, src_lim, opt.src_size >= 0 ? "source grid size" : nm.src_size, L.col);
+    read_indices(f, vr, nm.row, lo, m, dst_lim, opt.dst_size >= 0 ? "destination grid size" : nm.dst_size, L.row);
+    read_weight_values(f, vw, nm.weight, lo, m, L.weight);
   });
   return out;
 }
