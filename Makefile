@@ -41,7 +41,7 @@ bench-sim: build
 sanitize: setup
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DESTUARY_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest -LE slow -E test_install --output-on-failure
+	cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest -LE slow -E test_install --output-on-failure -j 2
 
 # libFuzzer targets (fuzz/) under ASan and UBSan, built with clang in build-fuzz, each run on its
 # corpus for FUZZ_RUNS executions (FUZZ_ARGS: more libFuzzer flags). A crash leaves its input in
