@@ -73,7 +73,18 @@ void agree_impl(MPI_Comm comm, const std::function<void()>& body, const std::fun
   std::string text = message;
   text.resize(static_cast<std::size_t>(len));
   check_mpi(MPI_Bcast(text.data(), len, MPI_CHAR, first, comm), "MPI_Bcast");
-  if (rank == first) std::rethrow_exception(failure);  // the original, with its type
+  if (rank == first) {
+    // The original with its type when it is estuary's; any other exception (a library's
+    // std::out_of_range, bad_alloc) becomes an estuary::Error too, so callers that catch
+    // estuary::Error see every failure.
+    try {
+      std::rethrow_exception(failure);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(e.what(), world_rank_label());
+    }
+  }
   // Other ranks re-throw the same text so that logs on every rank say what went wrong.
   if (text.rfind("estuary: ", 0) == 0) text = text.substr(9);
   throw Error(text, "reported by rank " + std::to_string(first));

@@ -133,7 +133,11 @@ Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<
     x.file.emplace(estuary::detail::NcFile::open(path));
     const int tv = x.file->find_var("time");
     if (tv >= 0) {
-      x.records = x.file->var_shape(tv).at(0);
+      const std::vector<i64> shape = x.file->var_shape(tv);
+      if (shape.size() != 1)
+        throw Error("the time variable has " + std::to_string(shape.size()) + " dimensions, not one",
+                    "file " + path + ", variable time", "the file is not one estuary's Output (or CF) wrote");
+      x.records = shape[0];
       x.times.resize(static_cast<std::size_t>(x.records));
       if (x.records > 0)
         estuary::detail::nc_check(nc_get_var_double(x.file->id(), tv, x.times.data()), path, "variable time");
