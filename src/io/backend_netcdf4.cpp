@@ -8,7 +8,11 @@
 #include <netcdf_par.h>
 #endif
 
+#include <sys/statvfs.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <vector>
 #include <cstring>
 
 #include "estuary/error.hpp"
@@ -99,6 +103,7 @@ class Netcdf4Writer final : public FileWriter {
       std::lock_guard<std::recursive_mutex> g(nc_lock());
       check(nc_enddef(id_), "leaving define mode");
     }
+    if (par_) require_free_space(0, "the variables without time");
     if (in_turn_) {
       if (rank_ == 0) close_id();
       MPI_Barrier(comm_);
@@ -126,6 +131,15 @@ class Netcdf4Writer final : public FileWriter {
     }
     std::lock_guard<std::recursive_mutex> g(nc_lock());
     put_boxes(var, record, boxes, data, calls);
+  }
+  // Parallel HDF5 over OpenMPI's MPI-IO meets a full disk on one writer inside its own
+  // collective chunk allocation while the others wait in HDF5's barrier: a hang no error
+  // handling outside HDF5 can undo. So before each record the writers check, on writer 0,
+  // that the filesystem has room for two records' uncompressed data and 1 MiB of HDF5
+  // metadata, and fail together, naming the file and record, when it has not. A guard, not a
+  // reservation: space taken by another program between the check and the write escapes it.
+  void prepare_record(i64 record) override {
+    if (par_) require_free_space(2 * record_bytes(), "record " + std::to_string(record));
   }
   void sync() override {
     if (id_ < 0) return;
@@ -167,6 +181,48 @@ class Netcdf4Writer final : public FileWriter {
       data += n;
     }
   }
+  void require_free_space(i64 bytes, const std::string& what) {
+    const i64 need = bytes + (i64{1} << 20);
+    long long avail = -1;
+    if (rank_ == 0) {
+      const std::string dir = std::filesystem::path(path_).parent_path().string();
+      struct statvfs st {};
+      if (::statvfs(dir.empty() ? "." : dir.c_str(), &st) == 0)
+        avail = static_cast<long long>(st.f_bavail) * static_cast<long long>(st.f_frsize);
+    }
+    MPI_Bcast(&avail, 1, MPI_LONG_LONG, 0, comm_);
+    if (avail >= 0 && avail < need)
+      throw Error("No space left on device: " + std::to_string(avail) + " bytes free, " + std::to_string(need) +
+                      " needed to write safely",
+                  "file " + path_ + ", " + what + ", writer 0", "free space on the output filesystem");
+  }
+  // The bytes of one record of every record variable, uncompressed.
+  i64 record_bytes() {
+    if (record_bytes_ >= 0) return record_bytes_;
+    std::lock_guard<std::recursive_mutex> g(nc_lock());
+    int nvars = 0, unlim = -1;
+    check(nc_inq_nvars(id_, &nvars), "reading its variables");
+    check(nc_inq_unlimdim(id_, &unlim), "reading its variables");
+    record_bytes_ = 0;
+    for (int v = 0; v < nvars; ++v) {
+      int nd = 0;
+      nc_type type = 0;
+      check(nc_inq_varndims(id_, v, &nd), "reading its variables");
+      check(nc_inq_vartype(id_, v, &type), "reading its variables");
+      std::vector<int> dims(static_cast<std::size_t>(nd) + 1);
+      check(nc_inq_vardimid(id_, v, dims.data()), "reading its variables");
+      if (nd == 0 || dims[0] != unlim) continue;
+      std::size_t size = 0, len = 0;
+      check(nc_inq_type(id_, type, nullptr, &size), "reading its variables");
+      i64 n = static_cast<i64>(size);
+      for (int d = 1; d < nd; ++d) {
+        check(nc_inq_dimlen(id_, dims[static_cast<std::size_t>(d)], &len), "reading its variables");
+        n *= static_cast<i64>(len);
+      }
+      record_bytes_ += n;
+    }
+    return record_bytes_;
+  }
   void close_id() {
     if (id_ < 0) return;
     std::lock_guard<std::recursive_mutex> g(nc_lock());
@@ -183,6 +239,7 @@ class Netcdf4Writer final : public FileWriter {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int id_ = -1, rank_ = 0, size_ = 1, ndims_ = 0, nvars_ = 0;
   bool par_ = false, in_turn_ = false;
+  i64 record_bytes_ = -1;
 };
 
 }  // namespace
