@@ -104,6 +104,10 @@ class CdfHeaderCheck {
     v5_ = magic[3] == 5;
     const int offset_bytes = magic[3] == 1 ? 4 : 8;
     const std::uint64_t numrecs = non_neg();
+    // All ones: a "streaming" file whose record count netCDF derives from the file's size
+    // (4294967295 records for a file cut short): estuary never writes one, and reads none.
+    if (numrecs == (v5_ ? UINT64_MAX : 0xFFFFFFFFu))
+      fail("the record count is the streaming marker (unknown number of records), which estuary does not read");
     // Dimensions: a name (at least 4 bytes) and a length.
     std::uint64_t tag = be(4);
     std::uint64_t n = count("dimension", v5_ ? 16 : 8);
@@ -160,7 +164,7 @@ class CdfHeaderCheck {
     }
     // Records: numrecs of record_bytes each, from the first record variable on.
     const std::uint64_t room = first_record <= size_ ? size_ - first_record : 0;  // bytes for the records
-    if (record_bytes > 0 && numrecs != 0xFFFFFFFFu && numrecs > room / record_bytes)
+    if (record_bytes > 0 && numrecs > room / record_bytes)
       truncated(std::to_string(numrecs) + " records of " + std::to_string(record_bytes) + " bytes, more than its " +
                 std::to_string(size_) + " bytes hold");
     // The data's end. A record is the record variables' slices one after the other, each padded
@@ -170,7 +174,7 @@ class CdfHeaderCheck {
     for (const Var& v : vars) nrec += v.rec ? 1 : 0;
     for (const Var& v : vars)
       if (v.rec) recsize += nrec == 1 ? v.bytes : padded(v.bytes);
-    const std::uint64_t records = numrecs == 0xFFFFFFFFu && !v5_ ? 0 : numrecs;  // streaming: unknown
+    const std::uint64_t records = numrecs;
     for (const Var& v : vars) {
       if (v.bytes == 0 || (v.rec && records == 0)) continue;
       end = std::max(end, v.rec ? v.begin + (records - 1) * recsize + v.bytes : v.begin + v.bytes);
