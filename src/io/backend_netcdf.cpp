@@ -2,7 +2,6 @@
 // file does not depend on the number of writers. Also the slab arithmetic both backends share.
 #include <fcntl.h>
 #include <netcdf.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -132,21 +131,19 @@ void reserve_space(const std::string& path, i64 end, MPI_Comm comm, const std::s
   MPI_Comm_rank(comm, &rank);
   if (rank == 0) {
     const int fd = ::open(path.c_str(), O_WRONLY);
-    struct stat st {};
-    if (fd < 0 || ::fstat(fd, &st) != 0) {
+    if (fd < 0) {
       err = errno;
     } else {
-      if (end < 0) end = static_cast<i64>(st.st_size) - end;
       err = ::posix_fallocate(fd, 0, static_cast<off_t>(end));
       // Filesystems without fallocate (some parallel ones): nothing to learn from it.
       if (err == EOPNOTSUPP || err == EINVAL) err = 0;
+      ::close(fd);
     }
-    if (fd >= 0) ::close(fd);
   }
   MPI_Bcast(&err, 1, MPI_INT, 0, comm);
   if (err != 0)
-    throw Error(std::string(std::strerror(err)) + ": cannot reserve the space to write", "file " + path + ", " + what,
-                "free space on the output filesystem");
+    throw Error(std::string(std::strerror(err)) + ": cannot reserve " + std::to_string(end) + " bytes",
+                "file " + path + ", " + what, "free space on the output filesystem");
 }
 
 void truncate_records(const std::string& path, i64 n) {

@@ -72,9 +72,9 @@ std::unique_ptr<FileWriter> create_netcdf4(const std::string& path, MPI_Comm com
 // OpenMPI's MPI-IO (OMPIO) prints "No space left on device" for a failed collective write but
 // returns success, so PnetCDF does not see a full disk and leaves holes of zeros. The PnetCDF
 // backend therefore reserves the file's space before it writes (posix_fallocate: ENOSPC or
-// EDQUOT now, not a silent hole later): writer 0 of comm reserves `end` bytes (end < 0: the
-// file's size plus -end) and every writer throws the same Error, naming the file and `what`,
-// when it could not. One system call per record.
+// EDQUOT now, not a silent hole later): writer 0 of comm reserves the file's first `end` bytes
+// and every writer throws the same Error, naming the file and `what`, when it could not. One
+// system call per record.
 void reserve_space(const std::string& path, i64 end, MPI_Comm comm, const std::string& what);
 
 // Sets the record count of a closed classic-format (CDF-1/2/5) file to n when it is larger:
