@@ -64,8 +64,8 @@ void expect_error(Read read, const std::string& path, const std::string& where,
 TEST_F(ConfigTest, NamcoupleAndYamlGiveTheSameSetup) {
   const CouplingSetup nam = read_namcouple(kData + "/namcouple");
   const CouplingSetup yml = read_coupling_yaml(kData + "/couple.yaml");
-  ASSERT_EQ(nam.couplings.size(), 8u);
-  ASSERT_EQ(yml.couplings.size(), 8u);
+  ASSERT_EQ(nam.couplings.size(), 10u);
+  ASSERT_EQ(yml.couplings.size(), 10u);
   for (std::size_t i = 0; i < nam.couplings.size(); ++i)
     EXPECT_TRUE(nam.couplings[i] == yml.couplings[i])
         << "coupling " << i << ": " << nam.couplings[i].origin << " vs "
@@ -83,7 +83,9 @@ TEST_F(ConfigTest, NamcoupleValuesAreWhatTheFileSays) {
   EXPECT_EQ(s.map_decomposition, "decomp_wghtfile");
   EXPECT_EQ(s.weight_option, "abort_on_bad_index");
   EXPECT_EQ(s.timeout, 600.0);
-  ASSERT_EQ(s.couplings.size(), 8u);
+  EXPECT_EQ(s.nfields, 10);
+  EXPECT_EQ(s.timer_level, 0);
+  ASSERT_EQ(s.couplings.size(), 10u);
 
   // 1: multi-field EXPOUT with sizes, LAG, SEQ, MAPPING dst opt, CONSERV reprosum, BLASNEW.
   const CouplingConfig& c1 = s.couplings[0];
@@ -114,11 +116,11 @@ TEST_F(ConfigTest, NamcoupleValuesAreWhatTheFileSays) {
   EXPECT_FALSE(c1.scripr);
   EXPECT_FALSE(c1.checkin);
 
-  // 2: grid names only, negative real lag, BLASOLD terms summed, DISTWGT, GLBPOS opt.
+  // 2: grid names only, negative lag, BLASOLD's last term (as OASIS), DISTWGT, GLBPOS opt.
   const CouplingConfig& c2 = s.couplings[1];
   EXPECT_EQ(c2.status, FieldStatus::exported);
   EXPECT_EQ(c2.period, 3600.0);
-  EXPECT_EQ(c2.lag, -1200.5);
+  EXPECT_EQ(c2.lag, -1200.0);
   EXPECT_EQ(c2.seq, 2);
   EXPECT_EQ(c2.src_grid, (GridRef{"lmdz", 0, 0, Periodicity::periodic, 0}));
   EXPECT_EQ(c2.dst_grid, (GridRef{"torc", 0, 0, Periodicity::periodic, 2}));
@@ -127,7 +129,7 @@ TEST_F(ConfigTest, NamcoupleValuesAreWhatTheFileSays) {
   EXPECT_FALSE(c2.checkout);
   ASSERT_TRUE(c2.blasold);
   EXPECT_EQ(c2.blasold->scale, 0.5);
-  EXPECT_EQ(c2.blasold->add, 1.25);
+  EXPECT_EQ(c2.blasold->add, 0.25);
   ASSERT_TRUE(c2.scripr);
   EXPECT_EQ(c2.scripr->method, "DISTWGT");
   EXPECT_EQ(c2.scripr->grid_type, "LR");
@@ -140,7 +142,7 @@ TEST_F(ConfigTest, NamcoupleValuesAreWhatTheFileSays) {
   EXPECT_EQ(c2.conserv->method, SumMethod::lsum8);  // OASIS's opt
   EXPECT_FALSE(c2.mapping);
 
-  // 3: IGNORED read as EXPORTED; BILINEAR; BLASNEW without terms; CHECKOUT.
+  // 3: BILINEAR; BLASNEW without terms; CHECKOUT.
   const CouplingConfig& c3 = s.couplings[2];
   EXPECT_EQ(c3.status, FieldStatus::exported);
   EXPECT_EQ(c3.period, 7200.0);
@@ -152,7 +154,7 @@ TEST_F(ConfigTest, NamcoupleValuesAreWhatTheFileSays) {
   EXPECT_EQ(c3.blasnew->add, 0.0);
   EXPECT_TRUE(c3.checkout);
 
-  // 4: IGNOUT read as EXPOUT, without line 3 (regional, no overlap); SCRIPR CONSERV.
+  // 4: regional without overlap; SCRIPR CONSERV.
   const CouplingConfig& c4 = s.couplings[3];
   EXPECT_EQ(c4.status, FieldStatus::expout);
   EXPECT_EQ(c4.seq, 3);
@@ -196,6 +198,19 @@ TEST_F(ConfigTest, NamcoupleValuesAreWhatTheFileSays) {
   EXPECT_EQ(c8.mapping->order, RemapOrder::bfb);
   EXPECT_EQ(c8.src_grid.periodicity, Periodicity::regional);
   EXPECT_FALSE(c8.loctrans);
+
+  // 9: IGNORED read as EXPORTED, without line 3, only LOCTRANS (what OASIS3-MCT reads).
+  const CouplingConfig& c9 = s.couplings[8];
+  EXPECT_EQ(c9.status, FieldStatus::exported);
+  EXPECT_EQ(c9.src_grid, (GridRef{"lmdz", 0, 0, Periodicity::regional, 0}));
+  EXPECT_EQ(c9.transforms, std::vector<std::string>{"LOCTRANS"});
+  EXPECT_EQ(c9.loctrans, LocTrans::average);
+
+  // 10: IGNOUT read as EXPOUT, no transformation; the old line 3 is read.
+  const CouplingConfig& c10 = s.couplings[9];
+  EXPECT_EQ(c10.status, FieldStatus::expout);
+  EXPECT_EQ(c10.dst_grid.periodicity, Periodicity::periodic);
+  EXPECT_TRUE(c10.transforms.empty());
 }
 
 TEST_F(ConfigTest, NamcoupleNotesObsoleteBlocksAndOldStatuses) {
@@ -210,7 +225,9 @@ TEST_F(ConfigTest, NamcoupleNotesObsoleteBlocksAndOldStatuses) {
   EXPECT_TRUE(noted("$JOBNAME"));
   EXPECT_TRUE(noted("IGNORED read as EXPORTED"));
   EXPECT_TRUE(noted("IGNOUT read as EXPOUT"));
-  EXPECT_FALSE(noted("$NFIELDS"));  // 8 entries, as $NFIELDS says
+  EXPECT_TRUE(noted("line 3 of an IGNOUT entry, which OASIS3-MCT does not read"));
+  EXPECT_FALSE(noted("$NFIELDS"));  // 10 entries, as $NFIELDS says
+  EXPECT_FALSE(noted("read by no keyword"));  // every line is some keyword's
 }
 
 TEST_F(ConfigTest, YamlComponentsTimeoutAndDefaults) {
@@ -355,43 +372,130 @@ struct BadCase {
   const char* expected;
 };
 
+// What OASIS3-MCT 4.0/5.0 accept (mod_oasis_namcouple) is accepted with OASIS's meaning.
+TEST_F(ConfigTest, NamcoupleReadAsOasisReadsIt) {
+  const std::string p = write("oasis_forms",
+                              "# no $END anywhere, stray lines, values with trailing words\n"  // 1
+                              "$NFIELDS\n"                                   // 2
+                              "  5   # entries\n"                             // 3
+                              "END\n"                                         // 4
+                              "$RUNTIME\n"                                    // 5
+                              "  432000\n"                                    // 6
+                              "$NLOGPRT\n"                                    // 7
+                              "  2 1 0\n"                                     // 8
+                              "$NCDFTYP\n"                                    // 9
+                              "  cdf2\n"                                      // 10
+                              "$STRINGS\n"                                    // 11
+                              "A B 1 3600 0 r.nc EXPORTED\n"                  // 12
+                              "ga gb\n"                                       // 13
+                              "R 0 R 0\n"                                     // 14
+                              "C D 1 -1 1 r.nc EXPORTED extra words\n"        // 15
+                              "ga gb LAG=+600 SEQ=2 NOTE\n"                   // 16
+                              "P 2 P 0\n"                                     // 17
+                              "SCRIPR\n"                                      // 18
+                              "DISTWGTNF LR VECTOR LATLON 10 4 name\n"        // 19
+                              "E F 1 ONCE 2 in.nc INPUT\n"                    // 20
+                              "G H 1 7200 2 r.nc EXPORTED\n"                  // 21
+                              "10 20 30 40 ga gb\n"                           // 22
+                              "P 0 P 0\n"                                     // 23
+                              "MAPPING BLASNEW\n"                             // 24
+                              "w.nc src dst\n"                                // 25
+                              "2\n");                                         // 26
+  const CouplingSetup s = read_namcouple(p);
+  EXPECT_EQ(s.runtime, 432000.0);
+  EXPECT_EQ(s.log_level, 2);
+  EXPECT_EQ(s.timer_level, 1);
+  EXPECT_EQ(s.nfields, 5);
+  ASSERT_EQ(s.couplings.size(), 4u);  // the end of the file closes $STRINGS
+  const CouplingConfig& a = s.couplings[0];
+  EXPECT_TRUE(a.transforms.empty());  // EXPORTED without transformations (OASIS accepts it)
+  const CouplingConfig& b = s.couplings[1];
+  EXPECT_EQ(b.period, -1.0);  // read; refused at enddef only if a component uses it
+  EXPECT_EQ(b.lag, 600.0);
+  EXPECT_EQ(b.seq, 2);
+  ASSERT_TRUE(b.scripr);
+  EXPECT_EQ(b.scripr->method, "DISTWGT");
+  EXPECT_FALSE(b.scripr->nearest_fill);
+  EXPECT_EQ(b.scripr->field_type, "SCALAR");
+  EXPECT_EQ(b.scripr->bins, 10);
+  EXPECT_EQ(b.scripr->neighbors, 4);
+  const CouplingConfig& e = s.couplings[2];
+  EXPECT_EQ(e.status, FieldStatus::input);
+  EXPECT_EQ(e.period, 432000.0);  // ONCE
+  EXPECT_EQ(e.input_file, "in.nc");
+  const CouplingConfig& g = s.couplings[3];
+  EXPECT_EQ(g.src_grid.nx, 10);
+  EXPECT_EQ(g.dst_grid.ny, 40);
+  ASSERT_TRUE(g.mapping);
+  EXPECT_EQ(g.mapping->location, RemapLocation::dst);  // the last location given wins
+  ASSERT_TRUE(g.blasnew);
+  EXPECT_EQ(g.blasnew->scale, 2.0);  // a missing term count is 0
+  EXPECT_EQ(g.blasnew->add, 0.0);
+  auto noted = [&](const std::string& text, int line) {
+    const std::string at = p + ":" + std::to_string(line) + ": ";
+    for (const std::string& n : s.notes)
+      if (n.rfind(at, 0) == 0 && n.find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(noted("'# entries' after the number of fields ignored", 3)) << ::testing::PrintToString(s.notes);
+  EXPECT_TRUE(noted("'END' is read by no keyword; skipped", 4));
+  EXPECT_TRUE(noted("$NCDFTYP", 9));
+  EXPECT_TRUE(noted("'extra words' after the status ignored", 15));
+  EXPECT_TRUE(noted("negative period", 15));
+  EXPECT_TRUE(noted("'NOTE' is neither LAG= nor SEQ=", 16));
+  EXPECT_TRUE(noted("VECTOR read as SCALAR", 19));
+  EXPECT_TRUE(noted("'name' after the SCRIPR DISTWGT parameters ignored", 19));
+  EXPECT_TRUE(noted("the count 2 is ignored", 20));
+  EXPECT_TRUE(noted("$NFIELDS is 5 but $STRINGS has 4 entries", 3));
+}
+
 TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
+  // Each refused as OASIS3-MCT refuses it (mod_oasis_namcouple), or where OASIS would misread it.
   const std::vector<BadCase> cases = {
-      {"unknown_block", "$NFIELDS\n 1\n$END\n$FOOBAR\n 3\n$END\n", 4, "unknown block $FOOBAR"},
+      {"unknown_keyword", "$NFIELDS\n 1\n$END\n$FOOBAR\n 3\n$END\n", 4,
+       "unknown keyword '$FOOBAR' (OASIS3-MCT aborts on it too)"},
+      {"lower_case_keyword", "$nfields\n 1\n", 1, "keyword $nfields must be written $NFIELDS"},
       {"no_runtime", "# only fields\n $NFIELDS\n 0\n $END\n $STRINGS\n $END\n", 6,
-       "no $RUNTIME block"},
+       "no $RUNTIME keyword"},
       {"runtime_not_number", kHead.substr(0, kHead.find("   86400")) + "   one day\n $END\n", 6,
-       "$RUNTIME: expected the run length in seconds"},
-      {"text_outside_block", "86400\n" + kHead, 1, "outside a $ block"},
-      {"runtime_without_end", " $RUNTIME\n 86400\n $STRINGS\n $END\n", 3,
-       "expected $END to close the $RUNTIME block of line 1"},
+       "expected the run length in seconds, found 'one'"},
+      {"runtime_placeholder", kHead.substr(0, kHead.find("   86400")) + "   <runtime>\n $END\n", 6,
+       "unfilled template placeholder '<runtime>'"},
+      {"runtime_bare_placeholder", kHead.substr(0, kHead.find("   86400")) + "   totalruntime\n", 6,
+       "found 'totalruntime' (an unfilled template placeholder?)"},
+      {"shell_placeholder", with_entry_line(9, "A B 1 ${CPL_FREQ} 2 r.nc EXPORTED"), 9,
+       "unfilled template placeholder '${CPL_FREQ}'"},
+      {"runtime_without_value", " $RUNTIME\n $STRINGS\n $END\n", 1,
+       "$RUNTIME has no value: expected the run length in seconds on the next line, found $STRINGS"},
+      {"keyword_after_strings", kHead + "A B 1 3600 0 in.nc INPUT\n $END\n $NLOGPRT\n 1\n", 11,
+       "$NLOGPRT after $STRINGS: OASIS3-MCT reads nothing after the $STRINGS entries but $END"},
       {"zero_period", with_entry_line(9, "A B 1 0 2 r.nc EXPORTED"), 9,
-       "coupling period 0 is not positive"},
-      {"period_not_number", with_entry_line(9, "A B 1 1h 2 r.nc EXPORTED"), 9,
-       "expected the coupling period in seconds"},
-      {"field_number_not_integer", with_entry_line(9, "A B one 3600 2 r.nc EXPORTED"), 9,
-       "the field number (obsolete, usually 1)"},
+       "the coupling period must not be 0"},
+      {"period_not_integer", with_entry_line(9, "A B 1 3600.5 2 r.nc EXPORTED"), 9,
+       "expected the coupling period in seconds (an integer), found '3600.5'"},
+      {"field_label_not_integer", with_entry_line(9, "A B one 3600 2 r.nc EXPORTED"), 9,
+       "the field label (obsolete, usually 1)"},
       {"colon_lists_differ", with_entry_line(9, "A1:A2 B1 1 3600 2 r.nc EXPORTED"), 9,
        "2 source field(s) but 1 target field(s)"},
       {"empty_name_in_colon_list", with_entry_line(9, "A1::A2 B1:B2:B3 1 3600 2 r.nc EXPORTED"),
        9, "empty field name in the colon list 'A1::A2'"},
       {"unknown_status", with_entry_line(9, "A B 1 3600 2 r.nc EXPORTD"), 9,
        "unknown field status 'EXPORTD'"},
+      {"lower_case_status", with_entry_line(9, "A B 1 3600 2 r.nc exported"), 9,
+       "field status 'exported' must be written EXPORTED"},
+      {"auxilary", with_entry_line(9, "A B 1 3600 2 r.nc AUXILARY"), 9,
+       "field status AUXILARY is not supported (OASIS3-MCT aborts on it too)"},
       {"line1_too_short", with_entry_line(9, "A B 1 3600 2 EXPORTED"), 9,
        "expected 'SRC DST 1 period ntrans restart.nc STATUS', found 6 words"},
-      {"exported_without_transforms", with_entry_line(9, "A B 1 3600 0 r.nc EXPORTED"), 9,
-       "EXPORTED needs at least one transformation"},
-      {"input_with_transforms", kHead + "A B 1 3600 1 in.nc INPUT\n $END\n", 9,
-       "an INPUT entry has no transformations"},
       {"line2_too_short", with_entry_line(10, "10 10 20 ga gb"), 10,
        "expected line 2 'nx_src ny_src nx_dst ny_dst srcgrid dstgrid [LAG=t] [SEQ=n]'"},
       {"grid_size_not_integer", with_entry_line(10, "10 ten 20 20 ga gb"), 10,
-       "expected a grid size (an integer), found 'ten'"},
-      {"lag_not_number", with_entry_line(10, "10 10 20 20 ga gb LAG=soon"), 10,
-       "expected LAG=seconds, found 'soon'"},
-      {"unknown_line2_option", with_entry_line(10, "ga gb LAG=60 FOO=1"), 10,
-       "unexpected 'FOO=1'"},
+       "expected a grid size, found 'ten'"},
+      {"lag_not_integer", with_entry_line(10, "10 10 20 20 ga gb LAG=60.5"), 10,
+       "expected LAG=seconds (an integer), found '60.5'"},
       {"bad_line3", with_entry_line(11, "X 0 R 0"), 11,
+       "expected line 3 'P|R overlap P|R overlap'"},
+      {"lower_case_line3", with_entry_line(11, "p 0 r 0"), 11,
        "expected line 3 'P|R overlap P|R overlap'"},
       {"ntrans_mismatch", with_entry_line(12, "LOCTRANS"), 12,
        "expected 2 transformation name(s) (line 9 says 2), found 1"},
@@ -401,24 +505,45 @@ TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
        "unknown transformation 'REMAP'"},
       {"obsolete_transform", with_entry_line(12, "LOCTRANS INTERP"), 12,
        "transformation INTERP is obsolete"},
-      {"bad_loctrans", with_entry_line(13, "MEAN"), 13, "expected one LOCTRANS operation"},
+      {"bad_loctrans", with_entry_line(13, "MEAN"), 13, "expected a LOCTRANS operation"},
       {"bad_mapping_option", with_entry_line(14, "w.nc both"), 14,
        "unexpected 'both' in the MAPPING line"},
-      {"mapping_option_twice", with_entry_line(14, "w.nc src dst"), 14,
-       "unexpected 'dst' in the MAPPING line"},
       {"bicubic", with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "BICUBIC LR SCALAR LATLON 1"}}),
-       14, "estuary does not generate SCRIPR BICUBIC weights"},
+       14, "SCRIPR BICUBIC is not supported yet by estuary"},
+      {"bicubic_on_unstructured",
+       with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "BICUBIC U SCALAR LATLON 1"}}), 14,
+       "SCRIPR BICUBIC needs a logically rectangular (LR) or reduced (D) source grid"},
+      {"bilinear_reduced_latlon",
+       with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "BILINEAR D SCALAR LATLON 1"}}), 14,
+       "on a reduced (D) grid needs the LATITUDE search restriction"},
       {"distwgt_without_neighbours",
        with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "DISTWGT LR SCALAR LATLON 1"}}), 14,
        "expected the SCRIPR line 'DISTWGT LR SCALAR LATLON bins neighbours', found 5 words"},
+      {"conserv_without_order",
+       with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "CONSERV LR SCALAR LATLON 1 FRACAREA"}}), 14,
+       "expected the SCRIPR line 'CONSERV LR SCALAR LATLON bins FRACAREA|DESTAREA|FRACNNEI FIRST|SECOND', found 6 words"},
+      {"conserv_true_area",
+       with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "CONSERV LR SCALAR LATLON 1 FRACARTR FIRST"}}), 14,
+       "SCRIPR CONSERV normalisation FRACARTR is not supported yet by estuary"},
+      {"gauswgt_without_variance",
+       with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "GAUSWGT LR SCALAR LATLON 1 4"}}), 14,
+       "expected the SCRIPR line 'GAUSWGT LR SCALAR LATLON bins neighbours variance', found 6 words"},
+      {"unknown_field_type",
+       with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "DISTWGT LR TENSOR LATLON 1 4"}}), 14,
+       "unknown SCRIPR field type 'TENSOR'"},
       {"bad_conserv_method", with_entry_lines({{12, "LOCTRANS CONSERV"}, {14, "GLOBAL fast"}}),
        14, "unknown CONSERV sum method 'fast'"},
+      {"conserv_gsspos", with_entry_lines({{12, "LOCTRANS CONSERV"}, {14, "GSSPOS"}}),
+       14, "CONSERV GSSPOS is not supported yet by estuary"},
       {"blas_term_not_constant",
        kHead + "A B 1 3600 1 r.nc EXPORTED\nga gb\nP 0 P 0\nBLASOLD\n1.0 2\nCONSTANT 1\n"
                "O_SST 1.0\n $END\n",
        15, "BLASOLD term 'O_SST' is not supported"},
-      {"output_with_mapping", kHead + "A A 1 3600 1 OUTPUT\nga ga\nMAPPING\nw.nc\n $END\n", 9,
+      {"output_with_mapping", kHead + "A A 1 3600 1 OUTPUT\nga ga\nMAPPING\nw.nc\n $END\n", 11,
        "an OUTPUT field takes only LOCTRANS, not MAPPING"},
+      {"ignored_with_scripr",
+       kHead + "A B 1 3600 2 r.nc IGNORED\nga gb\nLOCTRANS SCRIPR\nINSTANT\nDISTWGT LR SCALAR LATLON 1 4\n",
+       11, "an IGNORED field takes only LOCTRANS, not SCRIPR"},
       {"end_inside_entry", kHead + kEntry[0] + "\n" + kEntry[1] + "\n" + kEntry[2] + "\n" +
                                kEntry[3] + "\n" + kEntry[4] + "\n $END\n",
        14, "the $STRINGS entry of line 9 is incomplete: expected the MAPPING line"},
@@ -428,9 +553,7 @@ TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
        " $NFIELDS\n 1\n $END\n $RUNTIME\n 10\n $END\n $STRINGS\n"
        "A A 1 5 0 a.nc INPUT\nB B 1 5 0 b.nc INPUT\n $END\n",
        9, "more $STRINGS entries than $NFIELDS (1, line 2) allows"},
-      {"block_twice", kHead + " $END\n $RUNTIME\n 5\n $END\n", 10,
-       "$RUNTIME given twice (first at line 5)"},
-      {"bad_nnorest", " $NNOREST\n maybe\n $END\n", 2, "$NNOREST: expected T or F"},
+      {"bad_nmapdec", " $RUNTIME\n 5\n $NMAPDEC\n decomp_2d\n", 4, "$NMAPDEC: unknown value 'decomp_2d'"},
   };
   ASSERT_GE(cases.size(), 12u);
   for (const BadCase& c : cases) {
@@ -489,7 +612,7 @@ TEST_F(ConfigTest, MalformedYamlNamesFileLineAndKey) {
       {"bad_mapping_key", yaml_with("location: src", "place: src"), 8,
        "unknown key 'place' in couplings[0].transforms[1].mapping"},
       {"bicubic", yaml_with("- loctrans: average", "- scripr: {method: bicubic}"), 7,
-       "estuary does not generate SCRIPR BICUBIC weights"},
+       "SCRIPR BICUBIC is not supported yet by estuary"},
       {"blas_not_number", yaml_with("- loctrans: average", "- blasold: {scale: two}"), 7,
        "couplings[0].transforms[0].blasold.scale must be a number, found 'two'"},
       {"syntax_error", yaml_with("    period: 3600\n", "    period: [3600\n"), 6,

@@ -60,7 +60,11 @@ struct MappingSpec {
 // "DISTWGT LR SCALAR LATLON 1 4", "BILINEAR LR SCALAR LATLON 1",
 // "CONSERV LR SCALAR LATLON 1 FRACNNEI FIRST".
 struct ScriprSpec {
-  std::string method;        // DISTWGT, BILINEAR, CONSERV (others are rejected when read)
+  std::string method;        // DISTWGT, BILINEAR, CONSERV (others are rejected when read);
+                             // OASIS's "*NF" variants are read as the method without NF and
+                             // nearest_fill = false
+  bool nearest_fill = true;  // targets the method leaves without links get the nearest unmasked
+                             // source (OASIS's default; off with the *NF methods)
   std::string grid_type;     // LR, D, U
   std::string field_type;    // SCALAR
   std::string restriction;   // LATLON or LATITUDE
@@ -68,6 +72,7 @@ struct ScriprSpec {
   int neighbors = 4;         // DISTWGT only
   std::string normalization; // CONSERV only: FRACAREA, DESTAREA, FRACNNEI
   std::string order;         // CONSERV only: FIRST or SECOND
+  double variance = 0.0;     // GAUSWGT only: OASIS's variance multiplier
   bool operator==(const ScriprSpec&) const = default;
 };
 
@@ -82,7 +87,7 @@ struct ConservSpec {
 
 // BLASOLD (source, before the mapping) and BLASNEW (target, after it): x ← scale·x + add.
 // OASIS's line "scale nterms" followed by nterms lines "CONSTANT value" (only CONSTANT terms
-// are supported; their values add up).
+// are supported; as in OASIS3-MCT, the last one gives `add`).
 struct BlasSpec {
   double scale = 1.0;
   double add = 0.0;
@@ -94,7 +99,10 @@ struct CouplingConfig {
   // Colon-separated lists on namcouple line 1 (multi-field coupling): fields at the same
   // position correspond. One name each for a single field.
   std::vector<std::string> src_fields, dst_fields;
-  double period = 0.0;          // coupling period, seconds (> 0)
+  // Coupling period, seconds (> 0). A namcouple may give a negative period (OASIS reads it and
+  // aborts only if a model uses the entry): estuary reads it too and refuses it at enddef if a
+  // component defines one of its fields.
+  double period = 0.0;
   std::string restart_file;     // namcouple line 1 field 6 (empty when absent)
   std::string input_file;       // INPUT/OUTPUT: the file read or written (empty otherwise)
   FieldStatus status = FieldStatus::exported;
@@ -120,6 +128,8 @@ struct CouplingSetup {
   std::string path;          // the file read
   double runtime = 0.0;      // $RUNTIME, seconds (> 0)
   int log_level = 0;         // $NLOGPRT (first number)
+  int timer_level = 0;       // $NLOGPRT (second number)
+  int nfields = -1;          // $NFIELDS (-1 for YAML, which has none)
   bool no_restart = false;   // $NNOREST T: fields without a restart file start from zero
   std::string map_decomposition;  // $NMAPDEC (e.g. "decomp_1d"), accepted, recorded
   std::string weight_option;      // $NWGTOPT (e.g. "abort_on_bad_index"), accepted, recorded

@@ -280,8 +280,23 @@ void Component::enddef() {
   // Both sides of every coupling must exist, with matching shapes: collect every fault first.
   std::vector<std::string> faults;
   std::set<std::string> targets;
+  std::vector<const CouplingConfig*> active;
   for (const CouplingConfig& c : m.setup.couplings) {
     const bool has_src = c.status != FieldStatus::input, has_dst = c.status != FieldStatus::output;
+    // An entry whose fields no component defines is not used, as in OASIS3-MCT (a namcouple
+    // often lists couplings of other configurations); one side without the other is an error.
+    bool any = false;
+    for (std::size_t k = 0; k < c.src_fields.size(); ++k)
+      any = any || (has_src && table.count({c.src_fields[k], 1})) || (has_dst && table.count({c.dst_fields[k], 0}));
+    if (!any) {
+      m.log("note: " + c.origin + ": no component defines " + detail::join(c.src_fields) + " -> " +
+            detail::join(c.dst_fields) + "; the entry is not used (as in OASIS3-MCT)");
+      continue;
+    }
+    active.push_back(&c);
+    if (!(c.period > 0))
+      faults.push_back("the period " + detail::time_str(c.period) + " s of " + detail::join(c.src_fields) + " (" +
+                       c.origin + ") is not positive, and a component defines its fields (OASIS3-MCT aborts on it too)");
     for (std::size_t k = 0; k < c.src_fields.size(); ++k) {
       const auto s = table.find({c.src_fields[k], 1});
       const auto d = table.find({c.dst_fields[k], 0});
@@ -331,7 +346,7 @@ void Component::enddef() {
       for (const std::string& f : v.dir == Direction::out ? c.src_fields : c.dst_fields) used = used || f == v.name;
     if (!used) m.log("note: field " + v.name + " is defined but not coupled by " + m.setup.path + "; its puts and gets do nothing");
   }
-  for (const CouplingConfig& c : m.setup.couplings) m.build(c, table);
+  for (const CouplingConfig* c : active) m.build(*c, table);
   m.defined = true;
   if (m.opt.setup_only) return;  // nothing will move: no restart to read, no lagged first send
   // Restarts, collective over each source component (every rank knows every coupling's source).

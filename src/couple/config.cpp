@@ -131,7 +131,9 @@ std::optional<FieldStatus> status_named(const std::string& s, bool& renamed) {
 }
 const char* kStatusesText = "EXPORTED, EXPOUT, IGNORED, IGNOUT, INPUT or OUTPUT";
 
-// SCRIPR's words, checked the same way in both formats. `fail(what, fix)` throws.
+// SCRIPR's words, checked the same way in both formats: first what OASIS3-MCT refuses itself
+// (mod_oasis_namcouple), then what OASIS accepts but estuary does not do yet, each with its own
+// message. `fail(what, fix)` throws.
 template <class Fail>
 void check_scripr(ScriprSpec& s, const Fail& fail) {
   s.method = upper(s.method);
@@ -140,33 +142,55 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
   s.restriction = upper(s.restriction);
   s.normalization = upper(s.normalization);
   s.order = upper(s.order);
-  if (s.method == "BICUBIC" || s.method == "GAUSWGT")
-    fail("estuary does not generate SCRIPR " + s.method + " weights",
-         "generate them offline (SCRIP, ESMF, CDO, ...) and use MAPPING with the weight file");
-  if (s.method != "DISTWGT" && s.method != "BILINEAR" && s.method != "CONSERV")
-    fail("unknown SCRIPR method " + quoted(s.method), "use DISTWGT, BILINEAR or CONSERV");
+  // OASIS3-MCT 5.0's "NF" variants: the method without the nearest-neighbour fill.
+  for (const char* nf : {"BILINEARNF", "BICUBICNF", "DISTWGTNF", "GAUSWGTNF"})
+    if (s.method == nf) {
+      s.method.resize(s.method.size() - 2);
+      s.nearest_fill = false;
+    }
+  if (s.method != "DISTWGT" && s.method != "BILINEAR" && s.method != "CONSERV" &&
+      s.method != "BICUBIC" && s.method != "GAUSWGT")
+    fail("unknown SCRIPR method " + quoted(s.method),
+         "use CONSERV, BILINEAR, BICUBIC, DISTWGT or GAUSWGT (the last four also with NF: no "
+         "nearest-neighbour fill)");
+  const bool quads = s.method == "BILINEAR" || s.method == "BICUBIC";
   if (s.grid_type != "LR" && s.grid_type != "D" && s.grid_type != "U")
     fail("unknown SCRIPR grid type " + quoted(s.grid_type), "use LR, D or U");
+  if (quads && s.grid_type == "U")
+    fail("SCRIPR " + s.method + " needs a logically rectangular (LR) or reduced (D) source grid",
+         "use DISTWGT or CONSERV for an unstructured (U) grid");
+  if (s.field_type == "VECTOR") s.field_type = "SCALAR";  // as OASIS3-MCT reads it
   if (s.field_type != "SCALAR")
-    fail("SCRIPR field type " + quoted(s.field_type) + " is not supported",
-         "use SCALAR (as OASIS3-MCT does)");
+    fail("unknown SCRIPR field type " + quoted(s.field_type), "use SCALAR (or VECTOR, read as SCALAR)");
   if (s.restriction != "LATLON" && s.restriction != "LATITUDE")
     fail("unknown SCRIPR search restriction " + quoted(s.restriction), "use LATLON or LATITUDE");
+  if (quads && s.grid_type == "D" && s.restriction != "LATITUDE")
+    fail("SCRIPR " + s.method + " on a reduced (D) grid needs the LATITUDE search restriction",
+         "write LATITUDE (as OASIS3-MCT requires)");
   if (s.bins < 1) fail("SCRIPR needs at least 1 search bin", "give a positive bin count");
-  if (s.neighbors < 1) fail("SCRIPR DISTWGT needs at least 1 neighbour", "give e.g. 4");
+  if (s.neighbors < 1) fail("SCRIPR " + s.method + " needs at least 1 neighbour", "give e.g. 4");
   if (s.method == "CONSERV") {
-    if (s.normalization != "FRACAREA" && s.normalization != "DESTAREA" &&
-        s.normalization != "FRACNNEI")
+    static const std::set<std::string> norms{"FRACAREA", "DESTAREA", "FRACNNEI", "DESTNNEI",
+                                             "FRACARTR", "DESTARTR", "FRACNNTR", "DESTNNTR"};
+    if (!norms.count(s.normalization))
       fail("unknown SCRIPR CONSERV normalisation " + quoted(s.normalization),
-           "use FRACAREA, DESTAREA or FRACNNEI");
+           "use FRACAREA, DESTAREA, FRACNNEI (or OASIS 5's DESTNNEI and the true-area *ARTR, *NNTR)");
     if (s.order != "FIRST" && s.order != "SECOND")
       fail("unknown SCRIPR CONSERV order " + quoted(s.order), "use FIRST or SECOND");
   }
+  // Accepted by OASIS3-MCT, not (yet) by estuary: refused rather than approximated.
+  if (s.method == "BICUBIC" || s.method == "GAUSWGT")
+    fail("SCRIPR " + s.method + " is not supported yet by estuary",
+         "generate the weights offline (e.g. cdo genbic) and use MAPPING with the weight file");
+  if (s.method == "CONSERV" && s.normalization != "FRACAREA" && s.normalization != "DESTAREA" &&
+      s.normalization != "FRACNNEI")
+    fail("SCRIPR CONSERV normalisation " + s.normalization + " is not supported yet by estuary",
+         "use FRACAREA, DESTAREA or FRACNNEI, or MAPPING with weights generated offline");
 }
 
 // Checks that do not depend on the format; `fail(what, fix)` throws at the coupling's place.
 template <class Fail>
-void check_coupling(const CouplingConfig& c, const Fail& fail) {
+void check_coupling(const CouplingConfig& c, const Fail& fail, bool negative_period_ok = false) {
   for (const auto* list : {&c.src_fields, &c.dst_fields}) {
     const char* side = list == &c.src_fields ? "source" : "target";
     if (static_cast<long long>(list->size()) > detail::kMaxFieldsPerSide)
@@ -183,8 +207,8 @@ void check_coupling(const CouplingConfig& c, const Fail& fail) {
     fail(std::to_string(c.src_fields.size()) + " source field(s) but " +
              std::to_string(c.dst_fields.size()) + " target field(s)",
          "list as many target fields as source fields: they correspond by position");
-  if (!(c.period > 0)) fail("coupling period " + number_text(c.period) + " is not positive",
-                            "give the period in seconds (> 0)");
+  if (!(c.period > 0) && !(negative_period_ok && c.period < 0))
+    fail("coupling period " + number_text(c.period) + " is not positive", "give the period in seconds (> 0)");
   if (c.status == FieldStatus::input && !c.transforms.empty())
     fail("an INPUT field takes no transformations", "remove them");
   if (c.status == FieldStatus::output)
@@ -229,18 +253,52 @@ void apply_timeout_override(CouplingSetup& s) {
 }
 
 // ======================================= namcouple =========================================
+// Read as OASIS3-MCT 4.0 and 5.0 read it (mod_oasis_namcouple.F90): a keyword is the first word
+// of a line, found by scanning the whole file, and its value is the next line that is not a
+// comment; $END is optional after every block (the end of the file closes $STRINGS); lines that
+// no keyword reads (an "END" without $, the rest of an obsolete block) are skipped with a note.
+// Words are case-sensitive, as in OASIS. Where OASIS reads a word with a Fortran format that
+// would misread it, estuary refuses it naming the line; where OASIS ignores extra words, estuary
+// ignores them too and says so in the notes.
 
 using Tokens = std::vector<std::string>;
 
-const std::map<std::string, const char*> kIgnoredBlocks{
+// Every keyword OASIS3-MCT knows (it aborts on any other $WORD), and for those estuary does not
+// use, why.
+const std::map<std::string, const char*> kKeywords{
+    {"$NFIELDS", nullptr}, {"$RUNTIME", nullptr}, {"$STRINGS", nullptr}, {"$END", nullptr},
+    {"$NLOGPRT", nullptr}, {"$NNOREST", nullptr}, {"$NMAPDEC", nullptr}, {"$NWGTOPT", nullptr},
+    {"$NMATXRD", "read and checked; estuary reads weight files its own way"},
+    {"$NUNITNO", "not needed by estuary (Fortran unit numbers)"},
+    {"$NCDFTYP", "read; estuary chooses the format of the files it writes itself"},
+    {"$NTHRESH", "read; estuary's CONSERV has no latitude thresholds"},
+    {"$STHRESH", "read; estuary's CONSERV has no latitude thresholds"},
     {"$SEQMODE", "obsolete in OASIS3-MCT"}, {"$CHANNEL", "obsolete in OASIS3-MCT"},
     {"$JOBNAME", "obsolete in OASIS3-MCT"}, {"$NBMODEL", "obsolete in OASIS3-MCT"},
     {"$INIDATE", "obsolete in OASIS3-MCT"}, {"$MODINFO", "obsolete in OASIS3-MCT"},
-    {"$CALTYPE", "obsolete in OASIS3-MCT"}, {"$NUNITNO", "not needed by estuary"},
-    {"$NMATXRD", "not needed by estuary"}};
-const char* kBlocksText =
-    "$NFIELDS, $RUNTIME, $NLOGPRT, $NMAPDEC, $NWGTOPT, $NNOREST, $STRINGS (and the obsolete "
-    "$SEQMODE, $CHANNEL, $JOBNAME, $NBMODEL, $INIDATE, $MODINFO, $CALTYPE)";
+    {"$CALTYPE", "obsolete in OASIS3-MCT"}};
+
+std::string keywords_text() {
+  std::string out;
+  for (const auto& [k, why] : kKeywords) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+// Words a template leaves for a script to fill ("<runtime>", "${RUNTIME}", "@RUNTIME@").
+bool is_template_word(const std::string& w) {
+  return w.find('<') != std::string::npos || w.find('>') != std::string::npos ||
+         w.find("${") != std::string::npos || w.find("$(") != std::string::npos ||
+         (w.size() > 2 && w.front() == '@' && w.back() == '@');
+}
+// A bare name where a number is expected ("totalruntime", "DUR_SECS", "RUN_LENGTH").
+bool is_name_word(const std::string& w) {
+  bool letter = false;
+  for (char ch : w) {
+    if (std::isalpha(static_cast<unsigned char>(ch))) letter = true;
+    else if (ch != '_' && !std::isdigit(static_cast<unsigned char>(ch))) return false;
+  }
+  return letter;
+}
 
 class Namcouple {
  public:
@@ -250,199 +308,263 @@ class Namcouple {
       throw Error("cannot open the namcouple file", "namcouple " + path,
                   "check the path and permissions");
     std::istringstream in(*text);
-    for (std::string l; std::getline(in, l);) lines_.push_back(l);
+    int no = 0;
+    for (std::string l; std::getline(in, l);) {
+      ++no;
+      // A comment is a line whose first non-blank character is #; blank lines are skipped too.
+      const auto first = l.find_first_not_of(" \t\r\v\f");
+      if (first == std::string::npos || l[first] == '#') continue;
+      std::istringstream words(l);
+      Tokens t;
+      for (std::string w; words >> w;) t.push_back(w);
+      if (!t.empty()) lines_.push_back({no, l, std::move(t)});
+    }
+    last_line_ = std::max(1, no);
+    used_.assign(lines_.size(), 0);
   }
 
   CouplingSetup read();
 
  private:
+  struct Line {
+    int no;            // 1-based line number in the file
+    std::string text;  // as written (for notes)
+    Tokens w;          // its words
+  };
+
   [[noreturn]] void fail(int line, const std::string& what, const std::string& fix = {}) const {
     throw Error(what, "namcouple " + path_ + ":" + std::to_string(line), fix);
   }
-  int last_line() const { return std::max<int>(1, static_cast<int>(lines_.size())); }
-
-  // The next line that is neither blank nor a comment, split into words; false at the end.
-  bool next(Tokens& t) {
-    while (pos_ < lines_.size()) {
-      const std::string& l = lines_[pos_++];
-      line_ = static_cast<int>(pos_);
-      const auto first = l.find_first_not_of(" \t\r");
-      if (first == std::string::npos || l[first] == '#') continue;
-      std::istringstream words(l);
-      t.clear();
-      for (std::string w; words >> w;) t.push_back(w);
-      if (t.empty()) continue;  // white space only, of kinds (\v, \f) the blank test above keeps
-      return true;
-    }
-    return false;
+  std::string at(int line) const { return path_ + ":" + std::to_string(line); }
+  void note(int line, const std::string& what) { notes_.push_back(at(line) + ": " + what); }
+  // Words after the `used` first ones of a line, which OASIS does not read either.
+  void extra_words(const Line& l, std::size_t used, const std::string& what) {
+    if (l.w.size() <= used) return;
+    std::string rest;
+    for (std::size_t k = used; k < l.w.size(); ++k) rest += (rest.empty() ? "" : " ") + l.w[k];
+    note(l.no, "'" + rest + "' after " + what + " ignored (as OASIS3-MCT does)");
   }
 
-  // The next line of the $STRINGS entry that began at `entry`; `expected` says what it is.
-  Tokens need(int entry, const std::string& expected) {
-    Tokens t;
-    if (!next(t))
-      fail(last_line(), "end of file inside the $STRINGS entry of line " +
-                            std::to_string(entry) + "; expected " + expected);
-    if (t[0][0] == '$')
-      fail(line_, "the $STRINGS entry of line " + std::to_string(entry) +
-                      " is incomplete: expected " + expected + ", found " + t[0]);
-    return t;
+  // The index of the first line whose first word is `key`, or -1.
+  long find(const std::string& key) const {
+    for (std::size_t i = 0; i < lines_.size(); ++i)
+      if (lines_[i].w[0] == key) return static_cast<long>(i);
+    return -1;
+  }
+  // The value line of keyword `key` (the next non-comment line), or nullptr if `key` is absent.
+  const Line* value(const std::string& key, const std::string& expected) {
+    const long i = find(key);
+    if (i < 0) return nullptr;
+    const auto j = static_cast<std::size_t>(i) + 1;
+    if (j >= lines_.size() || lines_[j].w[0][0] == '$')
+      fail(lines_[static_cast<std::size_t>(i)].no,
+           key + " has no value: expected " + expected + " on the next line, found " +
+               (j >= lines_.size() ? std::string("the end of the file") : lines_[j].w[0]));
+    used_[j] = 1;
+    return &lines_[j];
   }
 
-  // The lines of the block opened by `key` (at line `open`), up to its $END.
-  std::vector<std::pair<int, Tokens>> block(const std::string& key, int open) {
-    std::vector<std::pair<int, Tokens>> out;
-    Tokens t;
-    while (true) {
-      if (!next(t))
-        fail(last_line(), "end of file inside the " + key + " block of line " +
-                              std::to_string(open), "close it with $END");
-      if (upper(t[0]) == "$END") return out;
-      if (t[0][0] == '$')
-        fail(line_, "expected $END to close the " + key + " block of line " +
-                        std::to_string(open) + ", found " + t[0]);
-      out.emplace_back(line_, t);
-    }
+  // The next line of the $STRINGS entry that began at line `entry`; `expected` says what it is.
+  const Line& take(int entry, const std::string& expected) {
+    if (pos_ >= lines_.size())
+      fail(last_line_, "end of file inside the $STRINGS entry of line " + std::to_string(entry) +
+                           "; expected " + expected);
+    const Line& l = lines_[pos_];
+    if (l.w[0][0] == '$')
+      fail(l.no, "the $STRINGS entry of line " + std::to_string(entry) +
+                     " is incomplete: expected " + expected + ", found " + l.w[0]);
+    used_[pos_++] = 1;
+    return l;
   }
 
-  // The one line of a single-value block, with `min`..`max` words.
-  Tokens value(const std::string& key, int open, std::size_t min, std::size_t max,
-               const std::string& expected) {
-    auto lines = block(key, open);
-    if (lines.empty()) fail(line_, key + " is empty: expected " + expected);
-    if (lines.size() > 1)
-      fail(lines[1].first, "unexpected second line in " + key + ": expected only " + expected);
-    const auto& [l, t] = lines[0];
-    if (t.size() < min || t.size() > max)
-      fail(l, key + ": expected " + expected + ", found " + std::to_string(t.size()) +
-                  " words");
-    value_line_ = l;
-    return t;
+  // `word` as a number or integer; a template placeholder is named as such.
+  void not_a_number(int line, const std::string& word, const std::string& what) const {
+    if (is_template_word(word))
+      fail(line, "unfilled template placeholder " + quoted(word) + " where " + what + " is expected",
+           "replace it with the value (the script that fills the template has not run)");
+    if (is_name_word(word))
+      fail(line, "expected " + what + ", found " + quoted(word) + " (an unfilled template placeholder?)",
+           "replace it with the value (the script that fills the template has not run)");
   }
-
   double number(int line, const std::string& word, const std::string& what) const {
     const auto v = to_number(word);
-    if (!v) fail(line, "expected " + what + ", found " + quoted(word));
+    if (!v) {
+      not_a_number(line, word, what);
+      fail(line, "expected " + what + ", found " + quoted(word));
+    }
     return *v;
   }
-  // `word` as an integer within [lo, hi] (the range of an int unless given).
   long long integer(int line, const std::string& word, const std::string& what,
                     long long lo = kIntMin, long long hi = kIntMax) const {
-    return detail::integer_in(word, lo, hi, what,
-                              [&](const std::string& m) { fail(line, m); });
+    if (!detail::parse_integer(word)) not_a_number(line, word, what);
+    return detail::integer_in(word, lo, hi, what, [&](const std::string& m) { fail(line, m); });
   }
 
-  void read_strings(CouplingSetup& s);
-  CouplingConfig read_entry(const Tokens& t1, CouplingSetup& s);
+  void read_header(CouplingSetup& s);
+  void read_strings(CouplingSetup& s, long nfields, int nfields_line);
+  CouplingConfig read_entry(const Line& l1, CouplingSetup& s);
   void read_line2(CouplingConfig& c, int entry);
   void read_transform(CouplingConfig& c, const std::string& name, int entry);
 
   std::string path_;
-  std::vector<std::string> lines_;
-  std::size_t pos_ = 0;
-  int line_ = 0;        // number (1-based) of the line `next` returned last
-  int value_line_ = 0;  // line of the last single-value block's value
-  std::vector<std::size_t> once_;  // couplings with period ONCE (the run length, known at the end)
-  std::vector<int> entry_lines_;
+  std::vector<Line> lines_;  // the lines that are not comments
+  std::vector<char> used_;   // per line: read by a keyword
+  int last_line_ = 1;
+  std::size_t pos_ = 0;      // the next line of $STRINGS to read
+  std::vector<std::string> notes_;
+  std::vector<std::size_t> once_;  // couplings with period ONCE (the run length)
   Exchanges exchanges_;
 };
 
 CouplingSetup Namcouple::read() {
   CouplingSetup s;
   s.path = path_;
-  std::map<std::string, int> seen;
-  std::optional<long long> nfields;
-  int nfields_line = 0;
-  bool runtime = false;
-  Tokens t;
-  while (next(t)) {
-    const int open = line_;
-    const std::string key = upper(t[0]);
-    if (key[0] != '$')
-      fail(open, "unexpected " + quoted(t[0]) + " outside a $ block",
-           "blocks start with a $KEYWORD line and end with $END; comment lines start with #");
-    if (key == "$END") fail(open, "$END without an open block");
-    if (t.size() > 1) fail(open, "unexpected " + quoted(t[1]) + " after " + key,
-                           "put the block's values on the following lines");
-    if (auto [it, fresh] = seen.emplace(key, open); !fresh)
-      fail(open, key + " given twice (first at line " + std::to_string(it->second) + ")");
-
-    if (key == "$STRINGS") {
-      read_strings(s);
-    } else if (auto ig = kIgnoredBlocks.find(key); ig != kIgnoredBlocks.end()) {
-      block(key, open);
-      s.notes.push_back(key + " (" + path_ + ":" + std::to_string(open) + ") is " + ig->second +
-                        "; ignored");
-    } else if (key == "$NFIELDS") {
-      const Tokens v = value(key, open, 1, 1, "the number of $STRINGS entries");
-      nfields = integer(value_line_, v[0], "the number of $STRINGS entries", 0, detail::kMaxCouplings);
-      nfields_line = value_line_;
-    } else if (key == "$RUNTIME") {
-      const Tokens v = value(key, open, 1, 1, "the run length in seconds");
-      s.runtime = number(value_line_, v[0], "the run length in seconds");
-      if (!(s.runtime > 0)) fail(value_line_, "$RUNTIME must be positive", "give it in seconds");
-      runtime = true;
-    } else if (key == "$NLOGPRT") {
-      const Tokens v = value(key, open, 1, 2, "one or two log levels");
-      s.log_level = static_cast<int>(integer(value_line_, v[0], "the log level"));
-      if (v.size() == 2) integer(value_line_, v[1], "the timer log level");
-    } else if (key == "$NMAPDEC") {
-      s.map_decomposition = value(key, open, 1, 1, "a decomposition name (e.g. decomp_1d)")[0];
-    } else if (key == "$NWGTOPT") {
-      s.weight_option = value(key, open, 1, 1, "a weight option (e.g. abort_on_bad_index)")[0];
-    } else if (key == "$NNOREST") {
-      const std::string v = upper(value(key, open, 1, 1, "T or F")[0]);
-      if (v == "T" || v == ".TRUE." || v == "TRUE") s.no_restart = true;
-      else if (v == "F" || v == ".FALSE." || v == "FALSE") s.no_restart = false;
-      else fail(value_line_, "$NNOREST: expected T or F, found " + quoted(v));
-    } else {
-      fail(open, "unknown block " + key, std::string("known blocks: ") + kBlocksText);
+  // Every $WORD must be a keyword OASIS knows: OASIS3-MCT aborts on any other (a typo, or a
+  // shell variable a script did not fill).
+  for (std::size_t i = 0; i < lines_.size(); ++i) {
+    const Line& l = lines_[i];
+    for (const std::string& w : l.w)
+      if (is_template_word(w))
+        fail(l.no, "unfilled template placeholder " + quoted(w),
+             "replace it with its value (the script that fills the template has not run)");
+    const std::string& w = l.w[0];
+    if (w[0] != '$') continue;
+    if (!kKeywords.count(w)) {
+      if (kKeywords.count(upper(w)))
+        fail(l.no, "keyword " + w + " must be written " + upper(w) + " (OASIS3-MCT reads keywords in capitals only)");
+      fail(l.no, "unknown keyword " + quoted(w) + " (OASIS3-MCT aborts on it too)",
+           "known keywords: " + keywords_text() + "; a $ that a script should have replaced "
+           "is an unfilled placeholder");
     }
+    used_[i] = 1;
+    extra_words(l, 1, w);
   }
-  if (!runtime)
-    fail(last_line(), "no $RUNTIME block", "add $RUNTIME with the run length in seconds");
-  if (!nfields)
-    fail(last_line(), "no $NFIELDS block",
-         "add $NFIELDS with the number of $STRINGS entries (OASIS3-MCT requires it)");
-  if (!seen.count("$STRINGS"))
-    fail(last_line(), "no $STRINGS block", "add $STRINGS with one entry per coupling");
-  // OASIS reads at most $NFIELDS entries and stops with "NFIELDS too small" if more follow.
-  if (static_cast<long long>(s.couplings.size()) > *nfields)
-    fail(entry_lines_[static_cast<std::size_t>(*nfields)],
-         "more $STRINGS entries than $NFIELDS (" + std::to_string(*nfields) + ", line " +
-             std::to_string(nfields_line) + ") allows",
-         "raise $NFIELDS to at least " + std::to_string(s.couplings.size()));
-  if (static_cast<long long>(s.couplings.size()) < *nfields)
-    s.notes.push_back("$NFIELDS is " + std::to_string(*nfields) + " but $STRINGS has " +
-                      std::to_string(s.couplings.size()) + " entries (OASIS reads it as a maximum)");
+  read_header(s);
+  const long nf = find("$NFIELDS");
+  const Line* nfv = value("$NFIELDS", "the number of $STRINGS entries");
+  if (!nfv) fail(last_line_, "no $NFIELDS keyword", "add $NFIELDS with the number of $STRINGS entries (OASIS3-MCT requires it)");
+  s.nfields = static_cast<int>(integer(nfv->no, nfv->w[0], "the number of $STRINGS entries", 0, detail::kMaxCouplings));
+  extra_words(*nfv, 1, "the number of fields");
+  (void)nf;
+  read_strings(s, s.nfields, nfv->no);
+
   for (std::size_t i : once_) s.couplings[i].period = s.runtime;
   for (const CouplingConfig& c : s.couplings)
     if (c.period > s.runtime)
-      s.notes.push_back(c.origin + ": period " + number_text(c.period) +
-                        " s exceeds $RUNTIME: the field is never exchanged");
+      notes_.push_back(c.origin + ": period " + number_text(c.period) +
+                       " s exceeds $RUNTIME: the field is never exchanged");
+  // What no keyword read: skipped, as OASIS skips it, and said.
+  for (std::size_t i = 0; i < lines_.size(); ++i)
+    if (!used_[i])
+      note(lines_[i].no, "'" + lines_[i].text.substr(lines_[i].text.find_first_not_of(" \t")) +
+                             "' is read by no keyword; skipped (as OASIS3-MCT skips it)");
+  s.notes = std::move(notes_);
   apply_timeout_override(s);
   return s;
 }
 
-void Namcouple::read_strings(CouplingSetup& s) {
-  const int open = line_;
-  Tokens t;
-  while (true) {
-    if (!next(t)) fail(last_line(), "end of file inside $STRINGS (line " + std::to_string(open) +
-                                        ")", "close it with $END");
-    if (upper(t[0]) == "$END") return;
-    if (t[0][0] == '$')
-      fail(line_, "expected a $STRINGS entry or $END, found " + t[0],
-           "close $STRINGS with $END before the next block");
-    if (static_cast<long long>(s.couplings.size()) >= detail::kMaxCouplings)
-      fail(line_, "more than " + std::to_string(detail::kMaxCouplings) + " $STRINGS entries",
-           "estuary reads at most that many couplings");
-    entry_lines_.push_back(line_);
-    const int l1 = line_;
-    CouplingConfig c = read_entry(t, s);
-    exchanges_.add(c, [&](const std::string& what, const std::string& fix) { fail(l1, what, fix); });
+void Namcouple::read_header(CouplingSetup& s) {
+  // Keywords given twice: OASIS reads the first.
+  std::map<std::string, int> first;
+  for (const Line& l : lines_)
+    if (l.w[0][0] == '$' && l.w[0] != "$END") {
+      const auto [it, fresh] = first.emplace(l.w[0], l.no);
+      if (!fresh && l.w[0] != "$STRINGS")
+        note(l.no, l.w[0] + " given again (first at line " + std::to_string(it->second) +
+                       "); OASIS3-MCT and estuary read the first");
+    }
+  // Obsolete and unused keywords: their lines (up to the next keyword) are theirs, not strays.
+  for (const auto& [key, why] : kKeywords) {
+    if (!why) continue;
+    const long i = find(key);
+    if (i < 0) continue;
+    for (auto j = static_cast<std::size_t>(i) + 1; j < lines_.size() && lines_[j].w[0][0] != '$'; ++j)
+      used_[j] = 1;
+    note(lines_[static_cast<std::size_t>(i)].no, key + " is " + why + "; not used");
+  }
+
+  const Line* v = value("$RUNTIME", "the run length in seconds");
+  if (!v) fail(last_line_, "no $RUNTIME keyword", "add $RUNTIME with the run length in seconds");
+  s.runtime = static_cast<double>(integer(v->no, v->w[0], "the run length in seconds", 1));
+  extra_words(*v, 1, "the run length");
+
+  if ((v = value("$NLOGPRT", "one to three log levels"))) {
+    s.log_level = static_cast<int>(integer(v->no, v->w[0], "the log level"));
+    if (v->w.size() > 1) s.timer_level = static_cast<int>(integer(v->no, v->w[1], "the timer log level"));
+    if (v->w.size() > 2) integer(v->no, v->w[2], "the third log level");
+    extra_words(*v, 3, "the log levels");
+  }
+  if ((v = value("$NNOREST", "T or F"))) {
+    // OASIS: true if the value starts with t, T, .t or .T; anything else is false.
+    const std::string& w = v->w[0];
+    s.no_restart = w[0] == 't' || w[0] == 'T' || (w.size() > 1 && w[0] == '.' && (w[1] == 't' || w[1] == 'T'));
+    const std::string u = upper(w);
+    if (u != "T" && u != "F" && u != "TRUE" && u != "FALSE" && u != ".TRUE." && u != ".FALSE.")
+      note(v->no, "$NNOREST " + quoted(w) + " read as " + (s.no_restart ? "T" : "F") + " (as OASIS3-MCT reads it)");
+    extra_words(*v, 1, "$NNOREST's value");
+  }
+  if ((v = value("$NMAPDEC", "decomp_1d or decomp_wghtfile"))) {
+    if (v->w[0] != "decomp_1d" && v->w[0] != "decomp_wghtfile")
+      fail(v->no, "$NMAPDEC: unknown value " + quoted(v->w[0]), "use decomp_1d or decomp_wghtfile (as OASIS3-MCT)");
+    s.map_decomposition = v->w[0];
+    extra_words(*v, 1, "$NMAPDEC's value");
+  }
+  if ((v = value("$NWGTOPT", "a weight option (e.g. abort_on_bad_index)"))) {
+    static const std::set<std::string> opts{
+        "abort_on_bad_index", "ignore_bad_index", "ignore_bad_index_silently", "use_bad_index",
+        "abort_on_bad_weights", "ignore_bad_weights", "ignore_bad_weights_silently", "use_bad_weights"};
+    if (!opts.count(v->w[0]))
+      fail(v->no, "$NWGTOPT: unknown value " + quoted(v->w[0]),
+           "use abort_on_bad_index, ignore_bad_index, ignore_bad_index_silently or use_bad_index");
+    s.weight_option = v->w[0];
+    extra_words(*v, 1, "$NWGTOPT's value");
+  }
+  if ((v = value("$NMATXRD", "orig or ceg")) && v->w[0] != "orig" && v->w[0] != "ceg")
+    fail(v->no, "$NMATXRD: unknown value " + quoted(v->w[0]), "use orig or ceg (as OASIS3-MCT)");
+  if ((v = value("$NCDFTYP", "cdf1, cdf2 or cdf5"))) {
+    const std::string l = lower(v->w[0]);
+    if (l != "cdf1" && l != "cdf2" && l != "cdf5")
+      fail(v->no, "$NCDFTYP: unknown value " + quoted(v->w[0]), "use cdf1, cdf2 or cdf5");
+  }
+  for (const char* key : {"$NTHRESH", "$STHRESH"})
+    if ((v = value(key, "a latitude threshold"))) number(v->no, v->w[0], std::string(key) + "'s latitude threshold");
+  if ((v = value("$NUNITNO", "two unit numbers"))) {
+    integer(v->no, v->w[0], "the first Fortran unit number");
+    if (v->w.size() > 1) integer(v->no, v->w[1], "the last Fortran unit number");
+  }
+}
+
+void Namcouple::read_strings(CouplingSetup& s, long nfields, int nfields_line) {
+  const long open = find("$STRINGS");
+  if (open < 0)
+    fail(last_line_, "no $STRINGS keyword", "add $STRINGS with one entry per coupling");
+  pos_ = static_cast<std::size_t>(open) + 1;
+  // Up to $NFIELDS entries, ended early by $END or by the end of the file (OASIS's loop).
+  while (static_cast<long>(s.couplings.size()) < nfields && pos_ < lines_.size()) {
+    const Line& l = lines_[pos_];
+    if (l.w[0] == "$END") break;
+    if (l.w[0][0] == '$')
+      fail(l.no, "expected a $STRINGS entry, found " + l.w[0],
+           "OASIS3-MCT reads only entries after $STRINGS: move " + l.w[0] + " before $STRINGS");
+    used_[pos_++] = 1;
+    CouplingConfig c = read_entry(l, s);
+    exchanges_.add(c, [&](const std::string& what, const std::string& fix) { fail(l.no, what, fix); });
     s.couplings.push_back(std::move(c));
   }
+  // OASIS then requires nothing but $END up to the end of the file.
+  for (; pos_ < lines_.size(); ++pos_) {
+    const Line& l = lines_[pos_];
+    if (l.w[0] == "$END") continue;
+    if (l.w[0][0] == '$')
+      fail(l.no, l.w[0] + " after $STRINGS: OASIS3-MCT reads nothing after the $STRINGS entries but $END",
+           "move " + l.w[0] + " before $STRINGS");
+    fail(l.no, "more $STRINGS entries than $NFIELDS (" + std::to_string(nfields) + ", line " +
+                   std::to_string(nfields_line) + ") allows",
+         "raise $NFIELDS (OASIS3-MCT stops here too: \"NFIELDS too small\")");
+  }
+  if (static_cast<long>(s.couplings.size()) < nfields)
+    note(nfields_line, "$NFIELDS is " + std::to_string(nfields) + " but $STRINGS has " +
+                           std::to_string(s.couplings.size()) + " entries (OASIS reads it as a maximum)");
 }
 
 std::vector<std::string> split_fields(const std::string& word) {
@@ -456,130 +578,123 @@ std::vector<std::string> split_fields(const std::string& word) {
   }
 }
 
-CouplingConfig Namcouple::read_entry(const Tokens& t1, CouplingSetup& s) {
-  const int l1 = line_;
+CouplingConfig Namcouple::read_entry(const Line& L1, CouplingSetup& s) {
+  const Tokens& t1 = L1.w;
+  const int l1 = L1.no;
   const std::string form = "'SRC DST 1 period ntrans restart.nc STATUS'";
   CouplingConfig c;
-  c.origin = path_ + ":" + std::to_string(l1);
-  // OASIS's short OUTPUT form names no restart file: "SRC DST 1 period ntrans OUTPUT".
-  const bool short_output = t1.size() == 6 && upper(t1[5]) == "OUTPUT";
+  c.origin = at(l1);
+  // OASIS reads word 6 as OUTPUT first: "SRC DST 1 period ntrans OUTPUT" names no file.
+  const bool short_output = t1.size() >= 6 && t1[5] == "OUTPUT";
   if (t1.size() < 7 && !short_output)
     fail(l1, "expected " + form + ", found " + std::to_string(t1.size()) + " words");
-  if (t1.size() > 7) fail(l1, "unexpected " + quoted(t1[7]) + " after the status of " + form);
+  extra_words(L1, short_output ? 6 : 7, "the status");
 
   c.src_fields = split_fields(t1[0]);
   c.dst_fields = split_fields(t1[1]);
   for (const auto* list : {&c.src_fields, &c.dst_fields})
     for (const std::string& f : *list)
       if (f.empty())
-        fail(l1, "empty field name in the colon list " +
-                     quoted(list == &c.src_fields ? t1[0] : t1[1]));
-  integer(l1, t1[2], "the field number (obsolete, usually 1)");
-  if (upper(t1[3]) == "ONCE") {
+        fail(l1, "empty field name in the colon list " + quoted(list == &c.src_fields ? t1[0] : t1[1]));
+  integer(l1, t1[2], "the field label (obsolete, usually 1)");
+  if (t1[3].rfind("ONCE", 0) == 0) {
     once_.push_back(s.couplings.size());
     c.period = 1;  // set to $RUNTIME once it is known
   } else {
-    c.period = number(l1, t1[3], "the coupling period in seconds");
+    c.period = static_cast<double>(integer(l1, t1[3], "the coupling period in seconds"));
+    if (c.period == 0)
+      fail(l1, "the coupling period must not be 0 (OASIS3-MCT aborts too)",
+           "to never exchange the field, give a period longer than $RUNTIME");
+    if (c.period < 0)
+      note(l1, "negative period " + t1[3] + ": read as OASIS reads it; a component that defines one of "
+               "the entry's fields is refused at enddef");
   }
-  // Each of the 8 transformations at most once.
-  const long long ntrans = integer(l1, t1[4], "the number of transformations", 0,
-                                   static_cast<long long>(kTransforms.size()));
+  const long long ntrans = integer(l1, t1[4], "the number of transformations", 0, 99);
 
   const std::string status = short_output ? "OUTPUT" : t1[6];
+  if (status == "AUXILARY")
+    fail(l1, "field status AUXILARY is not supported (OASIS3-MCT aborts on it too)", "use EXPORTED");
   bool renamed = false;
   const auto st = status_named(status, renamed);
-  if (!st)
+  if (!st || status != upper(status)) {
+    if (st) fail(l1, "field status " + quoted(status) + " must be written " + upper(status) + " (OASIS3-MCT reads it in capitals only)");
     fail(l1, "unknown field status " + quoted(status), std::string("use ") + kStatusesText);
+  }
   c.status = *st;
-  if (renamed)
-    s.notes.push_back(c.origin + ": " + upper(status) + " read as " + name_of(c.status));
+  if (renamed) note(l1, status + " read as " + name_of(c.status) + " (as OASIS3-MCT does)");
   const std::string file = short_output ? "" : t1[5];
 
   auto fail_entry = [&](const std::string& what, const std::string& fix) { fail(l1, what, fix); };
   if (c.status == FieldStatus::input) {
-    // OASIS reads nothing after line 1 of an INPUT entry.
+    // OASIS reads nothing after line 1 of an INPUT entry, whatever its transformation count.
     c.input_file = file;
-    if (ntrans != 0)
-      fail(l1, "an INPUT entry has no transformations: expected 0, found " + t1[4],
-           "write 'SRC DST 1 period 0 file.nc INPUT'");
-    check_coupling(c, fail_entry);
+    if (ntrans != 0) note(l1, "an INPUT entry has no transformation lines: the count " + t1[4] + " is ignored (as OASIS3-MCT does)");
+    check_coupling(c, fail_entry, true);
     return c;
   }
   c.restart_file = file;
-  if ((c.status == FieldStatus::exported || c.status == FieldStatus::expout) && ntrans == 0)
-    fail(l1, upper(status) + " needs at least one transformation (OASIS3-MCT aborts otherwise)",
-         "add e.g. LOCTRANS with INSTANT");
-
   read_line2(c, l1);
-  if (c.status != FieldStatus::output) {
-    // OASIS3-MCT reads IGNORED/IGNOUT entries without line 3 while older files have it: a
-    // line "P|R n P|R n" is taken as line 3 for them, and required for EXPORTED/EXPOUT.
-    const std::size_t save_pos = pos_;
-    const int save_line = line_;
-    Tokens t3 = need(l1, "line 3 'P|R overlap P|R overlap'");
-    auto pr = [](const std::string& w) { return upper(w) == "P" || upper(w) == "R"; };
-    if (renamed && !(t3.size() == 4 && pr(t3[0]))) {
-      pos_ = save_pos;
-      line_ = save_line;
-    } else {
-      if (t3.size() != 4 || !pr(t3[0]) || !pr(t3[2]))
-        fail(line_, "expected line 3 'P|R overlap P|R overlap' (periodic or regional grids)");
-      GridRef* g[2] = {&c.src_grid, &c.dst_grid};
-      for (int k = 0; k < 2; ++k) {
-        g[k]->periodicity = upper(t3[2 * k]) == "P" ? Periodicity::periodic : Periodicity::regional;
-        const long long ov = integer(line_, t3[2 * k + 1], "the number of overlapping columns", 0);
-        g[k]->overlap = static_cast<int>(ov);
-      }
+  // Line 3 (the grids' periodicity) is read for EXPORTED and EXPOUT only.
+  const bool exchanged = (c.status == FieldStatus::exported || c.status == FieldStatus::expout) && !renamed;
+  auto pr = [](const std::string& w) { return w == "P" || w == "R"; };
+  const bool old_line3 = renamed && pos_ < lines_.size() && lines_[pos_].w.size() == 4 && pr(lines_[pos_].w[0]) &&
+                         pr(lines_[pos_].w[2]);
+  if (exchanged || old_line3) {
+    const Line& l3 = take(l1, "line 3 'P|R overlap P|R overlap'");
+    if (old_line3) note(l3.no, "line 3 of an " + status + " entry, which OASIS3-MCT does not read; skipped");
+    if (l3.w.size() < 4 || !pr(l3.w[0]) || !pr(l3.w[2]))
+      fail(l3.no, "expected line 3 'P|R overlap P|R overlap' (periodic or regional grids)");
+    GridRef* g[2] = {&c.src_grid, &c.dst_grid};
+    for (int k = 0; k < 2; ++k) {
+      g[k]->periodicity = l3.w[2 * k] == "P" ? Periodicity::periodic : Periodicity::regional;
+      g[k]->overlap = static_cast<int>(integer(l3.no, l3.w[2 * k + 1], "the number of overlapping columns", 0, 99));
     }
+    extra_words(l3, 4, "line 3");
   }
   if (ntrans > 0) {
-    const Tokens names = need(l1, std::to_string(ntrans) + " transformation name(s)");
-    const int lnames = line_;
-    if (static_cast<long long>(names.size()) != ntrans)
-      fail(lnames, "expected " + std::to_string(ntrans) + " transformation name(s) (line " +
-                       std::to_string(l1) + " says " + t1[4] + "), found " +
-                       std::to_string(names.size()));
-    for (const std::string& n : names) {
-      const std::string up = upper(n);
-      if (is_obsolete_transform(up))
-        fail(lnames, "transformation " + up + " is obsolete (OASIS3 only)",
+    const Line& ln = take(l1, std::to_string(ntrans) + " transformation name(s)");
+    if (static_cast<long long>(ln.w.size()) < ntrans)
+      fail(ln.no, "expected " + std::to_string(ntrans) + " transformation name(s) (line " +
+                      std::to_string(l1) + " says " + t1[4] + "), found " + std::to_string(ln.w.size()));
+    extra_words(ln, static_cast<std::size_t>(ntrans), "the " + t1[4] + " transformation name(s)");
+    for (long long k = 0; k < ntrans; ++k) {
+      const std::string& n = ln.w[static_cast<std::size_t>(k)];
+      if (is_obsolete_transform(n))
+        fail(ln.no, "transformation " + n + " is obsolete (OASIS3 only; OASIS3-MCT aborts on it too)",
              "OASIS3-MCT and estuary support LOCTRANS, MAPPING, SCRIPR, CONSERV, BLASOLD, "
              "BLASNEW, CHECKIN and CHECKOUT");
-      if (!is_transform(up))
-        fail(lnames, "unknown transformation " + quoted(n),
-             "use LOCTRANS, MAPPING, SCRIPR, CONSERV, BLASOLD, BLASNEW, CHECKIN or CHECKOUT");
-      if (std::find(c.transforms.begin(), c.transforms.end(), up) != c.transforms.end())
-        fail(lnames, "transformation " + up + " listed twice");
-      c.transforms.push_back(up);
+      if (!is_transform(n))
+        fail(ln.no, "unknown transformation " + quoted(n),
+             "use LOCTRANS, MAPPING, SCRIPR, CONSERV, BLASOLD, BLASNEW, CHECKIN or CHECKOUT (in capitals)");
+      if (!exchanged && n != "LOCTRANS")
+        fail(ln.no, "an " + status + " field takes only LOCTRANS, not " + n + " (as in OASIS3-MCT)",
+             "remove " + n);
+      if (std::find(c.transforms.begin(), c.transforms.end(), n) != c.transforms.end())
+        fail(ln.no, "transformation " + n + " listed twice");
+      c.transforms.push_back(n);
     }
     for (const std::string& n : c.transforms) read_transform(c, n, l1);
   }
-  check_coupling(c, fail_entry);
+  check_coupling(c, fail_entry, true);
   return c;
 }
 
 void Namcouple::read_line2(CouplingConfig& c, int entry) {
   const std::string form = "line 2 'nx_src ny_src nx_dst ny_dst srcgrid dstgrid [LAG=t] [SEQ=n]'";
-  const Tokens t = need(entry, form);
-  const int l = line_;
-  auto is_option = [](const std::string& w) {
-    const std::string up = upper(w);
-    return up.rfind("LAG=", 0) == 0 || up.rfind("SEQ=", 0) == 0;
-  };
-  // As in OASIS: two words, or a third word LAG=/SEQ=, mean grid names without sizes.
+  const Line& l = take(entry, form);
+  const Tokens& t = l.w;
+  auto is_option = [](const std::string& w) { return w.rfind("LAG=", 0) == 0 || w.rfind("SEQ=", 0) == 0; };
+  // As OASIS: two words, or a third word LAG=/SEQ=, are the grid names without sizes.
   std::size_t opt = 2;
-  if (t.size() < 2) fail(l, "expected " + form);
+  if (t.size() < 2) fail(l.no, "expected " + form);
   if (t.size() >= 3 && !is_option(t[2])) {
-    if (t.size() < 6) fail(l, "expected " + form + ", found " + std::to_string(t.size()) + " words");
+    if (t.size() < 6) fail(l.no, "expected " + form + ", found " + std::to_string(t.size()) + " words");
     std::int64_t* sizes[4] = {&c.src_grid.nx, &c.src_grid.ny, &c.dst_grid.nx, &c.dst_grid.ny};
-    for (int k = 0; k < 4; ++k) {
-      // A grid has at least one point; 0 is no "unknown" here (leave the sizes out instead).
-      *sizes[k] = integer(l, t[static_cast<std::size_t>(k)], "a grid size", 1, kSizeMax);
-    }
+    // A grid has at least one point; 0 is no "unknown" here (leave the sizes out instead).
+    for (int k = 0; k < 4; ++k) *sizes[k] = integer(l.no, t[static_cast<std::size_t>(k)], "a grid size", 1, kSizeMax);
     for (const GridRef* g : {&c.src_grid, &c.dst_grid})
       if (!detail::mul_size(g->nx, g->ny))
-        fail(l, "grid size " + std::to_string(g->nx) + " x " + std::to_string(g->ny) +
-                    " overflows a 64-bit integer");
+        fail(l.no, "grid size " + std::to_string(g->nx) + " x " + std::to_string(g->ny) + " overflows a 64-bit integer");
     c.src_grid.name = t[4];
     c.dst_grid.name = t[5];
     opt = 6;
@@ -587,111 +702,106 @@ void Namcouple::read_line2(CouplingConfig& c, int entry) {
     c.src_grid.name = t[0];
     c.dst_grid.name = t[1];
   }
-  bool lag = false, seq = false;
-  for (std::size_t k = opt; k < t.size(); ++k) {
-    const std::string up = upper(t[k]);
-    // The value after "LAG=" or "SEQ="; a word shorter than 4 characters is neither option.
+  // OASIS reads up to four words after the names; LAG= and SEQ= among them count (the last one
+  // given wins), the others are ignored.
+  for (std::size_t k = opt; k < t.size() && k < opt + 4; ++k) {
     const std::string v = t[k].size() >= 4 ? t[k].substr(4) : std::string();
-    if (up.rfind("LAG=", 0) == 0 && !lag) {
-      c.lag = number(l, v, "LAG=seconds");
-      lag = true;
-    } else if (up.rfind("SEQ=", 0) == 0 && !seq) {
-      c.seq = static_cast<int>(integer(l, v, "SEQ=n", 0));
-      seq = true;
-    } else {
-      fail(l, "unexpected " + quoted(t[k]) + " in " + form,
-           "after the grid names only LAG=seconds and SEQ=n may follow, once each");
-    }
+    if (t[k].rfind("LAG=", 0) == 0) c.lag = static_cast<double>(integer(l.no, v, "LAG=seconds"));
+    else if (t[k].rfind("SEQ=", 0) == 0) c.seq = static_cast<int>(integer(l.no, v, "SEQ=n", 0));
+    else note(l.no, quoted(t[k]) + " is neither LAG= nor SEQ=; ignored (as OASIS3-MCT does)");
   }
+  extra_words(l, opt + 4, "the grid names and four options");
 }
 
 void Namcouple::read_transform(CouplingConfig& c, const std::string& name, int entry) {
   if (name == "LOCTRANS") {
-    const Tokens t = need(entry, "the LOCTRANS operation (INSTANT, ACCUMUL, AVERAGE, T_MIN, T_MAX)");
-    const auto op = loctrans_by_name(t[0]);
-    if (t.size() != 1 || !op)
-      fail(line_, "expected one LOCTRANS operation (INSTANT, ACCUMUL, AVERAGE, T_MIN or T_MAX), "
-                  "found " + quoted(t[0]) + (t.size() > 1 ? " ..." : ""));
+    const Line& l = take(entry, "the LOCTRANS operation (INSTANT, ACCUMUL, AVERAGE, T_MIN, T_MAX)");
+    const auto op = loctrans_by_name(l.w[0]);
+    if (!op || l.w[0] != upper(l.w[0]))
+      fail(l.no, "expected a LOCTRANS operation (INSTANT, ACCUMUL, AVERAGE, T_MIN or T_MAX), found " + quoted(l.w[0]));
     c.loctrans = *op;
+    extra_words(l, 1, "the LOCTRANS operation");
   } else if (name == "MAPPING") {
-    const Tokens t = need(entry, "the MAPPING line 'file.nc [src|dst] [bfb|sum|opt]'");
+    const Line& l = take(entry, "the MAPPING line 'file.nc [src|dst] [bfb|sum|opt]'");
     MappingSpec m;
-    m.file = t[0];
-    bool loc = false, order = false;
-    for (std::size_t k = 1; k < t.size(); ++k) {
-      if (auto v = location_named(t[k]); v && !loc) {
-        m.location = *v;
-        loc = true;
-      } else if (auto o = order_named(t[k]); o && !order) {
-        m.order = *o;
-        order = true;
-      } else {
-        fail(line_, "unexpected " + quoted(t[k]) + " in the MAPPING line",
-             "expected 'file.nc [src|dst] [bfb|sum|opt]', each option at most once");
-      }
+    m.file = l.w[0];
+    // OASIS reads words 2 and 3, each a location or an order (the last one of a kind wins).
+    for (std::size_t k = 1; k < l.w.size() && k < 3; ++k) {
+      const std::string& w = l.w[k];
+      if (w == "src" || w == "dst") m.location = *location_named(w);
+      else if (w == "bfb" || w == "sum" || w == "opt") m.order = *order_named(w);
+      else fail(l.no, "unexpected " + quoted(w) + " in the MAPPING line", "expected 'file.nc [src|dst] [bfb|sum|opt]'");
     }
+    extra_words(l, 3, "the MAPPING options");
     c.mapping = m;
   } else if (name == "SCRIPR") {
-    const Tokens t = need(entry, "the SCRIPR line, e.g. 'DISTWGT LR SCALAR LATLON 1 4'");
-    const int l = line_;
+    const Line& l = take(entry, "the SCRIPR line, e.g. 'DISTWGT LR SCALAR LATLON 1 4'");
+    const Tokens& t = l.w;
     ScriprSpec s;
-    s.method = upper(t[0]);
-    auto fail_here = [&](const std::string& what, const std::string& fix) { fail(l, what, fix); };
-    if (s.method != "BILINEAR" && s.method != "DISTWGT" && s.method != "CONSERV")
-      check_scripr(s, fail_here);  // rejects the method before its words are counted
-    const std::size_t want = s.method == "BILINEAR" ? 5 : s.method == "DISTWGT" ? 6 : 7;
-    const char* form = s.method == "BILINEAR" ? "'BILINEAR LR SCALAR LATLON bins'"
-                       : s.method == "DISTWGT" ? "'DISTWGT LR SCALAR LATLON bins neighbours'"
-                                               : "'CONSERV LR SCALAR LATLON bins FRACNNEI [FIRST]'";
-    const bool short_conserv = s.method == "CONSERV" && t.size() == 6;  // order defaults to FIRST
-    if (t.size() != want && !short_conserv)
-      fail(l, std::string("expected the SCRIPR line ") + form + ", found " +
-                  std::to_string(t.size()) + " words");
+    s.method = t[0];
+    const std::string base = t[0].size() > 2 && t[0].substr(t[0].size() - 2) == "NF" ? t[0].substr(0, t[0].size() - 2) : t[0];
+    std::size_t want = 0;
+    const char* form = "";
+    if (base == "BILINEAR" || base == "BICUBIC") { want = 5; form = "'BILINEAR|BICUBIC LR|D SCALAR LATLON|LATITUDE bins'"; }
+    else if (base == "DISTWGT") { want = 6; form = "'DISTWGT LR SCALAR LATLON bins neighbours'"; }
+    else if (base == "GAUSWGT") { want = 7; form = "'GAUSWGT LR SCALAR LATLON bins neighbours variance'"; }
+    else if (t[0] == "CONSERV") { want = 7; form = "'CONSERV LR SCALAR LATLON bins FRACAREA|DESTAREA|FRACNNEI FIRST|SECOND'"; }
+    auto fail_here = [&](const std::string& what, const std::string& fix) { fail(l.no, what, fix); };
+    if (want == 0) check_scripr(s, fail_here);  // names the unknown method
+    if (t.size() < want)
+      fail(l.no, std::string("expected the SCRIPR line ") + form + ", found " + std::to_string(t.size()) + " words");
+    extra_words(l, want, "the SCRIPR " + base + " parameters");
     s.grid_type = t[1];
     s.field_type = t[2];
     s.restriction = t[3];
-    s.bins = static_cast<int>(integer(l, t[4], "the number of SCRIPR search bins", 1));
-    if (s.method == "DISTWGT") s.neighbors = static_cast<int>(integer(l, t[5], "the number of neighbours", 1));
-    if (s.method == "CONSERV") {
+    s.bins = static_cast<int>(integer(l.no, t[4], "the number of SCRIPR search bins", 1));
+    if (base == "DISTWGT" || base == "GAUSWGT")
+      s.neighbors = static_cast<int>(integer(l.no, t[5], "the number of neighbours", 1));
+    if (base == "GAUSWGT") s.variance = number(l.no, t[6], "the GAUSWGT variance");
+    if (t[0] == "CONSERV") {
       s.normalization = t[5];
-      s.order = t.size() == 7 ? t[6] : "FIRST";
+      s.order = t[6];
     }
+    if (s.field_type == "VECTOR") note(l.no, "SCRIPR field type VECTOR read as SCALAR (as OASIS3-MCT does)");
     check_scripr(s, fail_here);
     c.scripr = s;
   } else if (name == "CONSERV") {
-    const Tokens t = need(entry, "the CONSERV line 'GLOBAL|GLBPOS|BASBAL|BASPOS [method]'");
-    const auto mode = conserv_mode_named(t[0]);
-    if (!mode)
-      fail(line_, "unknown CONSERV mode " + quoted(t[0]), "use GLOBAL, GLBPOS, BASBAL or BASPOS");
+    const Line& l = take(entry, "the CONSERV line 'GLOBAL|GLBPOS|BASBAL|BASPOS [method]'");
+    if (l.w[0] == "GSSPOS" || l.w[0] == "BSSPOS")
+      fail(l.no, "CONSERV " + l.w[0] + " is not supported yet by estuary", "use GLOBAL, GLBPOS, BASBAL or BASPOS");
+    const auto mode = conserv_mode_named(l.w[0]);
+    if (!mode || l.w[0] != upper(l.w[0]))
+      fail(l.no, "unknown CONSERV mode " + quoted(l.w[0]), "use GLOBAL, GLBPOS, BASBAL or BASPOS");
     ConservSpec cs;
     cs.mode = *mode;
-    if (t.size() > 2) fail(line_, "unexpected " + quoted(t[2]) + " in the CONSERV line");
-    if (t.size() == 2) {
-      const auto m = sum_method_named(t[1]);
-      if (!m)
-        fail(line_, "unknown CONSERV sum method " + quoted(t[1]),
-             std::string("use ") + kSumMethodsText);
+    if (l.w.size() >= 2) {
+      const auto m = sum_method_named(l.w[1]);
+      if (!m || l.w[1] != lower(l.w[1]))
+        fail(l.no, "unknown CONSERV sum method " + quoted(l.w[1]), std::string("use ") + kSumMethodsText);
       cs.method = *m;
     }
+    extra_words(l, 2, "the CONSERV options");
     c.conserv = cs;
   } else if (name == "BLASOLD" || name == "BLASNEW") {
-    const Tokens t = need(entry, "the " + name + " line 'scale nterms'");
-    const int l = line_;
-    if (t.size() != 2) fail(l, "expected the " + name + " line 'scale nterms'");
+    const Line& l = take(entry, "the " + name + " line 'scale nterms'");
     BlasSpec b;
-    b.scale = number(l, t[0], "the " + name + " scale factor");
-    const long long n = integer(l, t[1], "the number of " + name + " terms", 0);
+    b.scale = number(l.no, l.w[0], "the " + name + " scale factor");
+    // OASIS reads a missing count as 0.
+    const long long n = l.w.size() > 1 ? integer(l.no, l.w[1], "the number of " + name + " terms", 0, 1000) : 0;
+    extra_words(l, 2, "the " + name + " scale and count");
     for (long long k = 0; k < n; ++k) {
-      const Tokens term = need(entry, "the " + name + " term 'CONSTANT value'");
-      if (upper(term[0]) != "CONSTANT")
-        fail(line_, name + " term " + quoted(term[0]) + " is not supported",
+      const Line& term = take(entry, "the " + name + " term 'CONSTANT value'");
+      if (term.w[0] != "CONSTANT")
+        fail(term.no, name + " term " + quoted(term.w[0]) + " is not supported",
              "only 'CONSTANT value' terms are (as in OASIS3-MCT)");
-      if (term.size() != 2) fail(line_, "expected the " + name + " term 'CONSTANT value'");
-      b.add += number(line_, term[1], "the " + name + " constant");
+      if (term.w.size() < 2) fail(term.no, "expected the " + name + " term 'CONSTANT value'");
+      b.add = number(term.no, term.w[1], "the " + name + " constant");  // OASIS: the last one
+      extra_words(term, 2, "the " + name + " term");
     }
+    if (n > 1) note(l.no, name + " has " + std::to_string(n) + " CONSTANT terms: the last one is used (as in OASIS3-MCT)");
     (name == "BLASOLD" ? c.blasold : c.blasnew) = b;
   } else {  // CHECKIN, CHECKOUT: OASIS reads and ignores their line (e.g. "INT=1")
-    need(entry, "the " + name + " line (e.g. INT=1)");
+    take(entry, "the " + name + " line (e.g. INT=1)");
     (name == "CHECKIN" ? c.checkin : c.checkout) = true;
   }
 }
