@@ -145,6 +145,68 @@ TEST(WeightGen, NearestUnmaskedRule) {
   }
 }
 
+TEST(WeightGen, NearestFillGivesEveryOceanTargetItsNearestOceanSource) {
+  // OASIS's default fill: tril has land, so DISTWGT (CDO's rule) and bilinear leave coastal
+  // targets without links; fill_nearest links each to the nearest unmasked source point (brute
+  // force, CDO's distance and tie order), leaves linked targets as they were, and gives the same
+  // links on any rank count.
+  const int p = etest::world_size(), r = etest::world_rank();
+  const estuary::GridGen sg = rtest::grid("tril"), dg = rtest::grid("ll");
+  const estuary::Grid whole = sg.make(), dall = dg.make();
+  const estuary::Grid dst = dg.make(estuary::gen::cyclic(dg.size(), r, p));
+  const estuary::Grid src = sg.make(estuary::gen::block(sg.size(), r, p));
+  auto xyz = [](double lon, double lat) {
+    const double lo = lon * M_PI / 180, la = lat * M_PI / 180;
+    return std::array<double, 3>{std::cos(la) * std::cos(lo), std::cos(la) * std::sin(lo), std::sin(la)};
+  };
+  for (const bool bilinear : {false, true}) {
+    SCOPED_TRACE(bilinear ? "bilinear" : "distwgt");
+    const Links before = bilinear ? estuary::bilinear_weights(src, dst, MPI_COMM_WORLD)
+                                  : estuary::distance_weights(src, dst, MPI_COMM_WORLD);
+    Links after = before;
+    estuary::fill_nearest(src, dst, MPI_COMM_WORLD, after);
+    const std::vector<Link> b = gather_sorted(before), a = gather_sorted(after);
+    std::vector<int> had(static_cast<std::size_t>(dg.size()), 0);
+    for (const Link& l : b) had[static_cast<std::size_t>(l.dst)] = 1;
+    ASSERT_GT(std::count(had.begin(), had.end(), 0), 0) << "the case must leave targets unlinked";
+    std::vector<Link> kept, filled;
+    for (const Link& l : a) (had[static_cast<std::size_t>(l.dst)] ? kept : filled).push_back(l);
+    std::ostringstream why;
+    EXPECT_TRUE(same_links(kept, b, 0.0, why)) << why.str();
+    std::vector<int> got(static_cast<std::size_t>(dg.size()), 0);
+    for (const Link& l : filled) {
+      ++got[static_cast<std::size_t>(l.dst)];
+      EXPECT_EQ(l.w, 1.0);
+      const auto q = xyz(dall.lon[static_cast<std::size_t>(l.dst)], dall.lat[static_cast<std::size_t>(l.dst)]);
+      double best = 1e300;
+      i64 want = -1;
+      for (i64 s = 0; s < whole.size(); ++s)
+        if (whole.valid(s)) {
+          const auto v = xyz(whole.lon[static_cast<std::size_t>(s)], whole.lat[static_cast<std::size_t>(s)]);
+          const double d2 = (v[0] - q[0]) * (v[0] - q[0]) + (v[1] - q[1]) * (v[1] - q[1]) + (v[2] - q[2]) * (v[2] - q[2]);
+          const double d = std::sqrt(static_cast<double>(static_cast<float>(d2)));
+          if (d < best) {
+            best = d;
+            want = s;
+          }
+        }
+      EXPECT_EQ(l.src, want) << "target " << l.dst;
+    }
+    for (i64 j = 0; j < dg.size(); ++j)
+      if (dall.valid(j)) {
+        EXPECT_EQ(had[static_cast<std::size_t>(j)] + got[static_cast<std::size_t>(j)] > 0, true) << "target " << j;
+        EXPECT_LE(got[static_cast<std::size_t>(j)], 1) << "target " << j;
+      }
+    // The same on one rank.
+    const estuary::Grid d1 = dg.make();
+    Links serial = bilinear ? estuary::bilinear_weights(whole, d1, MPI_COMM_SELF)
+                            : estuary::distance_weights(whole, d1, MPI_COMM_SELF);
+    estuary::fill_nearest(whole, d1, MPI_COMM_SELF, serial);
+    std::ostringstream why2;
+    EXPECT_TRUE(same_links(a, gather_sorted(serial, MPI_COMM_SELF), 0.0, why2)) << why2.str();
+  }
+}
+
 TEST(WeightGen, WrittenFileReadsBackAndCdoAppliesIt) {
   ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
   const int p = etest::world_size(), r = etest::world_rank();

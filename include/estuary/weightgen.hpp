@@ -74,6 +74,13 @@ struct BilinearWeightOptions {
 Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
 Links bilinear_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
 
+// OASIS3-MCT's nearest-neighbour fill (the default of SCRIPR DISTWGT, BILINEAR, BICUBIC and
+// GAUSWGT; their "NF" forms turn it off): every unmasked destination point of `dst` that has no
+// link in `links` gets one, weight 1, to the nearest unmasked source point (chord distance, ties
+// to the smaller index, as the searches above). Collective over comm; `src` and `dst` as for
+// distance_weights, `links` this rank's links for dst's points.
+void fill_nearest(const Grid& src, const Grid& dst, MPI_Comm comm, Links& links);
+
 // Conservative weights (SCRIP CONSERV, CDO remapcon/gencon, YAC's conservative method): the
 // weight of source cell s for destination cell d is the area of their intersection on the
 // sphere over a normalising area. Cells are polygons from their corners; edges are great-circle

@@ -1056,13 +1056,15 @@ void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingCon
     c.mapping = m;
   } else if (up == "SCRIPR") {
     keys(v, key, {"method", "grid_type", "field_type", "restriction", "bins", "neighbors",
-                  "normalization", "order"});
+                  "normalization", "order", "nearest_fill"});
     ScriprSpec s;
     s.method = upper(scalar(required(v, "method", key), key + ".method"));
     s.grid_type = v["grid_type"] ? scalar(v["grid_type"], key + ".grid_type") : "LR";
     s.field_type = v["field_type"] ? scalar(v["field_type"], key + ".field_type") : "SCALAR";
     s.restriction = v["restriction"] ? scalar(v["restriction"], key + ".restriction") : "LATLON";
     if (const auto x = v["bins"]) s.bins = static_cast<int>(integer(x, key + ".bins", 1));
+    // OASIS's nearest-neighbour fill of targets the method leaves empty (namcouple: *NF is false).
+    if (const auto x = v["nearest_fill"]) s.nearest_fill = boolean(x, key + ".nearest_fill");
     if (const auto x = v["neighbors"]) {
       if (s.method != "DISTWGT") fail(x, key + ".neighbors is for method distwgt only");
       s.neighbors = static_cast<int>(integer(x, key + ".neighbors", 1));

@@ -196,6 +196,31 @@ Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Di
   return out;
 }
 
+void fill_nearest(const Grid& src, const Grid& dst, MPI_Comm comm, Links& links) {
+  SourcePoints s;
+  detail::agree(comm, [&] {
+    src.check();
+    dst.check();
+    s = gather_source(src, comm, "fill_nearest");
+  });
+  std::vector<i64> valid;
+  for (std::size_t u = 0; u < s.xyz.size(); ++u)
+    if (s.valid[u]) valid.push_back(static_cast<i64>(u));
+  const bool none = valid.empty();
+  const KdTree tree(s.xyz, std::move(valid));
+  std::vector<i64> linked(links.row.begin(), links.row.end());
+  std::sort(linked.begin(), linked.end());
+  std::vector<i64> cand, addr(1);
+  std::vector<double> dist(1);
+  for (i64 k = 0; k < dst.size() && !none; ++k) {
+    const i64 row = dst.global_index(k);
+    if (!dst.valid(k) || std::binary_search(linked.begin(), linked.end(), row)) continue;
+    const auto u = static_cast<std::size_t>(k);
+    nearest(tree, s.xyz, unit_vector(dst.lon[u], dst.lat[u]), 1, cand, addr, dist);
+    if (addr[0] != INT64_MAX) links.add(row, addr[0], 1.0);
+  }
+}
+
 Links distance_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const DistanceWeightOptions& options) {
   int p = 1, r = 0;
   MPI_Comm_size(comm, &p);
