@@ -444,7 +444,7 @@ TEST_F(ConfigTest, NamcoupleReadAsOasisReadsIt) {
   EXPECT_TRUE(noted("negative period", 15));
   EXPECT_TRUE(noted("'NOTE' is neither LAG= nor SEQ=", 16));
   EXPECT_TRUE(noted("VECTOR read as SCALAR", 19));
-  EXPECT_TRUE(noted("'name' after the SCRIPR DISTWGT parameters ignored", 19));
+  EXPECT_TRUE(noted("'name' after the SCRIPR DISTWGTNF parameters ignored", 19));
   EXPECT_TRUE(noted("the count 2 is ignored", 20));
   EXPECT_TRUE(noted("$NFIELDS is 5 but $STRINGS has 4 entries", 3));
 }
@@ -498,9 +498,9 @@ TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
       {"lower_case_line3", with_entry_line(11, "p 0 r 0"), 11,
        "expected line 3 'P|R overlap P|R overlap'"},
       {"ntrans_mismatch", with_entry_line(12, "LOCTRANS"), 12,
-       "expected 2 transformation name(s) (line 9 says 2), found 1"},
-      {"transform_twice", with_entry_line(12, "MAPPING MAPPING"), 12,
-       "transformation MAPPING listed twice"},
+       "expected 2 transformation name(s) (line 9 says 2 transformations), found 1"},
+      {"transform_extra_name", with_entry_line(12, "LOCTRANS MAPPING CHECKIN"), 12,
+       "expected 2 transformation name(s) (line 9 says 2 transformations), found 3"},
       {"unknown_transform", with_entry_line(12, "LOCTRANS REMAP"), 12,
        "unknown transformation 'REMAP'"},
       {"obsolete_transform", with_entry_line(12, "LOCTRANS INTERP"), 12,
@@ -512,22 +512,22 @@ TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
        14, "SCRIPR BICUBIC is not supported yet by estuary"},
       {"bicubic_on_unstructured",
        with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "BICUBIC U SCALAR LATLON 1"}}), 14,
-       "SCRIPR BICUBIC needs a logically rectangular (LR) or reduced (D) source grid"},
+       "SCRIPR BICUBIC needs a source grid of type LR or D"},
       {"bilinear_reduced_latlon",
        with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "BILINEAR D SCALAR LATLON 1"}}), 14,
        "on a reduced (D) grid needs the LATITUDE search restriction"},
       {"distwgt_without_neighbours",
        with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "DISTWGT LR SCALAR LATLON 1"}}), 14,
-       "expected the SCRIPR line 'DISTWGT LR SCALAR LATLON bins neighbours', found 5 words"},
+       "expected the SCRIPR line 'DISTWGT LR SCALAR LATLON bins neighbours': the number of neighbours is required"},
       {"conserv_without_order",
        with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "CONSERV LR SCALAR LATLON 1 FRACAREA"}}), 14,
-       "expected the SCRIPR line 'CONSERV LR SCALAR LATLON bins FRACAREA|DESTAREA|FRACNNEI FIRST|SECOND', found 6 words"},
+       "(the normalisation and the order are required, as in OASIS3-MCT), found 6 words"},
       {"conserv_true_area",
        with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "CONSERV LR SCALAR LATLON 1 FRACARTR FIRST"}}), 14,
        "SCRIPR CONSERV normalisation FRACARTR is not supported yet by estuary"},
       {"gauswgt_without_variance",
        with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "GAUSWGT LR SCALAR LATLON 1 4"}}), 14,
-       "expected the SCRIPR line 'GAUSWGT LR SCALAR LATLON bins neighbours variance', found 6 words"},
+       "expected the SCRIPR line 'GAUSWGT LR SCALAR LATLON bins neighbours variance': the variance is required"},
       {"unknown_field_type",
        with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "DISTWGT LR TENSOR LATLON 1 4"}}), 14,
        "unknown SCRIPR field type 'TENSOR'"},
@@ -543,11 +543,22 @@ TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
        "an OUTPUT field takes only LOCTRANS, not MAPPING"},
       {"ignored_with_scripr",
        kHead + "A B 1 3600 2 r.nc IGNORED\nga gb\nLOCTRANS SCRIPR\nINSTANT\nDISTWGT LR SCALAR LATLON 1 4\n",
+       13, "expected a LOCTRANS operation (INSTANT, ACCUMUL, AVERAGE, T_MIN or T_MAX), found 'DISTWGT'"},
+      {"ignored_not_loctrans",
+       kHead + "A B 1 3600 1 r.nc IGNORED\nga gb\nSCRIPR\nDISTWGT LR SCALAR LATLON 1 4\n $END\n",
        11, "an IGNORED field takes only LOCTRANS, not SCRIPR"},
+      {"tab_separated", with_entry_line(13, "\tAVERAGE"), 13, "TAB character at column 1"},
+      {"period_too_wide", with_entry_line(9, "A B 1 315360000 2 r.nc EXPORTED"), 9,
+       "has more than the 8 characters OASIS3-MCT reads there (format I8)"},
+      {"grid_name_too_long", with_entry_line(10, "10 10 20 20 a_grid_name_longer_than_32_characters gb"), 10,
+       "is longer than the 32 characters OASIS3-MCT keeps"},
+      {"trailing_comment_without_end",
+       kHead + "A B 1 3600 0 in.nc INPUT\n# the end\n", 10,
+       "$NFIELDS is 2 but only 1 entries follow, with no $END"},
       {"end_inside_entry", kHead + kEntry[0] + "\n" + kEntry[1] + "\n" + kEntry[2] + "\n" +
                                kEntry[3] + "\n" + kEntry[4] + "\n $END\n",
        14, "the $STRINGS entry of line 9 is incomplete: expected the MAPPING line"},
-      {"eof_inside_entry", kHead + kEntry[0] + "\n" + kEntry[1] + "\n# comment\n\n", 12,
+      {"eof_inside_entry", kHead + kEntry[0] + "\n" + kEntry[1] + "\n# comment\n\n", 9,
        "end of file inside the $STRINGS entry of line 9; expected line 3"},
       {"more_entries_than_nfields",
        " $NFIELDS\n 1\n $END\n $RUNTIME\n 10\n $END\n $STRINGS\n"

@@ -99,14 +99,15 @@ TEST_F(Inputs, OverflowingIntegersAreRangeChecked) {
                "couplings[0].transforms[0].scripr.neighbors 4294967297 is outside [1, 2147483647]");
   const std::string nam = write("namcouple", namcouple("A B", "10 10 20 20 ga gb", "DISTWGT LR SCALAR LATLON 1 4294967297"));
   expect_error([&] { estuary::read_namcouple(nam); }, "namcouple " + nam + ":13",
-               "the number of neighbours 4294967297 is outside [1, 2147483647]");
+               "the number of neighbours '4294967297' has more than the 4 characters OASIS3-MCT reads there");
   // Beyond 64 bits: out of range too, not wrapped and not "not an integer".
   const std::string nam2 = write("namcouple2", namcouple("A B", "10 99999999999999999999 20 20 ga gb"));
   expect_error([&] { estuary::read_namcouple(nam2); }, "namcouple " + nam2 + ":10",
-               "a grid size 99999999999999999999 is outside");
+               "a grid size '99999999999999999999' has more than the 8 characters OASIS3-MCT reads there");
   // A grid whose nx * ny overflows int64.
   const std::string nam3 = write("namcouple3", namcouple("A B", "4294967296 4294967296 20 20 ga gb"));
-  expect_error([&] { estuary::read_namcouple(nam3); }, "namcouple " + nam3 + ":10", "overflows a 64-bit integer");
+  // (Eight digits each cannot overflow: a namcouple size is at most 99999999, OASIS's I8.)
+  expect_error([&] { estuary::read_namcouple(nam3); }, "namcouple " + nam3 + ":10", "has more than the 8 characters");
   const std::string y3 = write("c3.yaml", yaml("{field: A, grid: ga, nx: 4294967296, ny: 4294967296}"));
   expect_error([&] { estuary::read_coupling_yaml(y3); }, y3 + ":3", "overflows a 64-bit integer");
   // The output YAML's integers too.
@@ -283,10 +284,11 @@ TEST_F(Inputs, ConfigurationSizeIsBounded) {
                "more than the 16777216 estuary reads");
   // $NFIELDS and the number of fields of a coupling are bounded.
   std::string text = namcouple();
-  text.replace(text.find(" 2\n"), 3, " 10001\n");
+  // ($NFIELDS has at most OASIS's 4 characters: 10001 is refused as too wide, -1 as out of range.)
+  text.replace(text.find(" 2\n"), 3, " -1\n");
   const std::string nf = write("nf", text);
   expect_error([&] { estuary::read_namcouple(nf); }, "namcouple " + nf + ":3",
-               "the number of $STRINGS entries 10001 is outside [0, 10000]");
+               "the number of $STRINGS entries -1 is outside [0, 10000]");
   std::string many = "[";
   for (int k = 0; k < 1001; ++k) many += (k ? ", F" : "F") + std::to_string(k);
   const std::string mp = write("many.yaml", yaml("{fields: " + many + "], grid: ga}"));

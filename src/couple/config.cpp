@@ -38,7 +38,13 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+// (Built with append, not "'" + s + "'": GCC 12 warns about that form, a false -Wrestrict.)
+std::string quoted(std::string_view s) {
+  std::string r(1, '\'');
+  r.append(s);
+  r += '\'';
+  return r;
+}
 
 // The whole string must be a finite number: "3600", "3600.", "1.5e3".
 std::optional<double> to_number(const std::string& s) {
@@ -157,7 +163,7 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
   if (s.grid_type != "LR" && s.grid_type != "D" && s.grid_type != "U")
     fail("unknown SCRIPR grid type " + quoted(s.grid_type), "use LR, D or U");
   if (quads && s.grid_type == "U")
-    fail("SCRIPR " + s.method + " needs a logically rectangular (LR) or reduced (D) source grid",
+    fail("SCRIPR " + s.method + " needs a source grid of type LR or D (logically rectangular or reduced), not U",
          "use DISTWGT or CONSERV for an unstructured (U) grid");
   if (s.field_type == "VECTOR") s.field_type = "SCALAR";  // as OASIS3-MCT reads it
   if (s.field_type != "SCALAR")
@@ -167,7 +173,7 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
   if (quads && s.grid_type == "D" && s.restriction != "LATITUDE")
     fail("SCRIPR " + s.method + " on a reduced (D) grid needs the LATITUDE search restriction",
          "write LATITUDE (as OASIS3-MCT requires)");
-  if (s.bins < 1) fail("SCRIPR needs at least 1 search bin", "give a positive bin count");
+  if (s.bins < 0) fail("SCRIPR's search bin count must not be negative", "give e.g. 1");
   if (s.neighbors < 1) fail("SCRIPR " + s.method + " needs at least 1 neighbour", "give e.g. 4");
   if (s.method == "CONSERV") {
     static const std::set<std::string> norms{"FRACAREA", "DESTAREA", "FRACNNEI", "DESTNNEI",
@@ -175,8 +181,8 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
     if (!norms.count(s.normalization))
       fail("unknown SCRIPR CONSERV normalisation " + quoted(s.normalization),
            "use FRACAREA, DESTAREA, FRACNNEI (or OASIS 5's DESTNNEI and the true-area *ARTR, *NNTR)");
-    if (s.order != "FIRST" && s.order != "SECOND")
-      fail("unknown SCRIPR CONSERV order " + quoted(s.order), "use FIRST or SECOND");
+    if (s.order != "FIRST" && s.order != "SECOND")  // OASIS does not check it
+      fail("SCRIPR CONSERV order " + quoted(s.order) + " is not supported by estuary", "use FIRST or SECOND");
   }
   // Accepted by OASIS3-MCT, not (yet) by estuary: refused rather than approximated.
   if (s.method == "BICUBIC" || s.method == "GAUSWGT")
@@ -186,6 +192,8 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
       s.normalization != "FRACNNEI")
     fail("SCRIPR CONSERV normalisation " + s.normalization + " is not supported yet by estuary",
          "use FRACAREA, DESTAREA or FRACNNEI, or MAPPING with weights generated offline");
+  // OASIS's name for the LATITUDE search on a reduced grid.
+  if (quads && s.grid_type == "D") s.restriction = "REDUCED";
 }
 
 // Checks that do not depend on the format; `fail(what, fix)` throws at the coupling's place.
@@ -290,6 +298,12 @@ bool is_template_word(const std::string& w) {
          w.find("${") != std::string::npos || w.find("$(") != std::string::npos ||
          (w.size() > 2 && w.front() == '@' && w.back() == '@');
 }
+// A shell variable inside a value ("$CPL_FREQ"): a $ followed by a letter or _.
+bool has_shell_variable(const std::string& w) {
+  for (std::size_t k = 0; k + 1 < w.size(); ++k)
+    if (w[k] == '$' && (std::isalpha(static_cast<unsigned char>(w[k + 1])) || w[k + 1] == '_')) return true;
+  return false;
+}
 // A bare name where a number is expected ("totalruntime", "DUR_SECS", "RUN_LENGTH").
 bool is_name_word(const std::string& w) {
   bool letter = false;
@@ -311,13 +325,24 @@ class Namcouple {
     int no = 0;
     for (std::string l; std::getline(in, l);) {
       ++no;
-      // A comment is a line whose first non-blank character is #; blank lines are skipped too.
-      const auto first = l.find_first_not_of(" \t\r\v\f");
+      if (!l.empty() && l.back() == '\r') l.pop_back();  // CR LF line ends, as gfortran reads them
+      // OASIS's comment: a line whose first non-blank character is #, or a blank line (blanks
+      // are spaces: Fortran's ADJUSTL and OASIS's word split know no other).
+      const auto first = l.find_first_not_of(' ');
       if (first == std::string::npos || l[first] == '#') continue;
-      std::istringstream words(l);
+      if (l.size() > 5000) fail(no, "line longer than the 5000 characters OASIS3-MCT reads");
+      if (const auto c = l.find_first_of("\t\v\f\r"); c != std::string::npos)
+        fail(no, std::string(l[c] == '\t' ? "TAB" : "control") + " character at column " + std::to_string(c + 1) +
+                     " (OASIS3-MCT separates words by blanks only and would misread this line)",
+             "replace it with spaces");
       Tokens t;
-      for (std::string w; words >> w;) t.push_back(w);
-      if (!t.empty()) lines_.push_back({no, l, std::move(t)});
+      for (std::size_t b = first; b < l.size();) {
+        const auto e = std::min(l.find(' ', b), l.size());
+        t.emplace_back(l, b, e - b);
+        b = l.find_first_not_of(' ', e);
+        if (b == std::string::npos) break;
+      }
+      lines_.push_back({no, l, std::move(t)});
     }
     last_line_ = std::max(1, no);
     used_.assign(lines_.size(), 0);
@@ -367,8 +392,8 @@ class Namcouple {
   // The next line of the $STRINGS entry that began at line `entry`; `expected` says what it is.
   const Line& take(int entry, const std::string& expected) {
     if (pos_ >= lines_.size())
-      fail(last_line_, "end of file inside the $STRINGS entry of line " + std::to_string(entry) +
-                           "; expected " + expected);
+      fail(entry, "end of file inside the $STRINGS entry of line " + std::to_string(entry) +
+                      "; expected " + expected);
     const Line& l = lines_[pos_];
     if (l.w[0][0] == '$')
       fail(l.no, "the $STRINGS entry of line " + std::to_string(entry) +
@@ -394,16 +419,28 @@ class Namcouple {
     }
     return *v;
   }
+  // `width`: the characters of OASIS's Fortran format (I4, I8, I12, I2): a longer word would be
+  // cut there (315360000 read as 31536000), so it is refused.
   long long integer(int line, const std::string& word, const std::string& what,
-                    long long lo = kIntMin, long long hi = kIntMax) const {
+                    long long lo = kIntMin, long long hi = kIntMax, std::size_t width = 0) const {
     if (!detail::parse_integer(word)) not_a_number(line, word, what);
+    if (width > 0 && word.size() > width)
+      fail(line, what + " " + quoted(word) + " has more than the " + std::to_string(width) +
+                     " characters OASIS3-MCT reads there (format I" + std::to_string(width) + ")",
+           "OASIS3-MCT would read only its first " + std::to_string(width) + " characters");
     return detail::integer_in(word, lo, hi, what, [&](const std::string& m) { fail(line, m); });
+  }
+  // OASIS keeps restart, input and grid names in 32 characters and cuts longer ones.
+  void name32(int line, const std::string& name, const std::string& what) const {
+    if (name.size() > 32)
+      fail(line, what + " " + quoted(name) + " is longer than the 32 characters OASIS3-MCT keeps",
+           "shorten it (OASIS3-MCT would use its first 32 characters)");
   }
 
   void read_header(CouplingSetup& s);
   void read_strings(CouplingSetup& s, long nfields, int nfields_line);
   CouplingConfig read_entry(const Line& l1, CouplingSetup& s);
-  void read_line2(CouplingConfig& c, int entry);
+  void read_line2(CouplingConfig& c, int entry, bool exchanged);
   void read_transform(CouplingConfig& c, const std::string& name, int entry);
 
   std::string path_;
@@ -423,9 +460,9 @@ CouplingSetup Namcouple::read() {
   // shell variable a script did not fill).
   for (std::size_t i = 0; i < lines_.size(); ++i) {
     const Line& l = lines_[i];
-    for (const std::string& w : l.w)
-      if (is_template_word(w))
-        fail(l.no, "unfilled template placeholder " + quoted(w),
+    for (std::size_t k = 0; k < l.w.size(); ++k)
+      if (is_template_word(l.w[k]) || (k > 0 && has_shell_variable(l.w[k])))
+        fail(l.no, "unfilled template placeholder " + quoted(l.w[k]),
              "replace it with its value (the script that fills the template has not run)");
     const std::string& w = l.w[0];
     if (w[0] != '$') continue;
@@ -443,7 +480,7 @@ CouplingSetup Namcouple::read() {
   const long nf = find("$NFIELDS");
   const Line* nfv = value("$NFIELDS", "the number of $STRINGS entries");
   if (!nfv) fail(last_line_, "no $NFIELDS keyword", "add $NFIELDS with the number of $STRINGS entries (OASIS3-MCT requires it)");
-  s.nfields = static_cast<int>(integer(nfv->no, nfv->w[0], "the number of $STRINGS entries", 0, detail::kMaxCouplings));
+  s.nfields = static_cast<int>(integer(nfv->no, nfv->w[0], "the number of $STRINGS entries", 0, detail::kMaxCouplings, 4));
   extra_words(*nfv, 1, "the number of fields");
   (void)nf;
   read_strings(s, s.nfields, nfv->no);
@@ -485,13 +522,15 @@ void Namcouple::read_header(CouplingSetup& s) {
 
   const Line* v = value("$RUNTIME", "the run length in seconds");
   if (!v) fail(last_line_, "no $RUNTIME keyword", "add $RUNTIME with the run length in seconds");
-  s.runtime = static_cast<double>(integer(v->no, v->w[0], "the run length in seconds", 1));
+  s.runtime = static_cast<double>(integer(v->no, v->w[0], "the run length in seconds", 1, kIntMax, 12));
   extra_words(*v, 1, "the run length");
 
+  s.log_level = 2;  // OASIS's default
   if ((v = value("$NLOGPRT", "one to three log levels"))) {
-    s.log_level = static_cast<int>(integer(v->no, v->w[0], "the log level"));
-    if (v->w.size() > 1) s.timer_level = static_cast<int>(integer(v->no, v->w[1], "the timer log level"));
-    if (v->w.size() > 2) integer(v->no, v->w[2], "the third log level");
+    s.log_level = static_cast<int>(integer(v->no, v->w[0], "the log level", kIntMin, kIntMax, 12));
+    if (v->w.size() > 1)
+      s.timer_level = std::max(0, static_cast<int>(integer(v->no, v->w[1], "the timer log level", kIntMin, kIntMax, 12)));
+    if (v->w.size() > 2) integer(v->no, v->w[2], "the third log level", kIntMin, kIntMax, 12);
     extra_words(*v, 3, "the log levels");
   }
   if ((v = value("$NNOREST", "T or F"))) {
@@ -529,8 +568,8 @@ void Namcouple::read_header(CouplingSetup& s) {
   for (const char* key : {"$NTHRESH", "$STHRESH"})
     if ((v = value(key, "a latitude threshold"))) number(v->no, v->w[0], std::string(key) + "'s latitude threshold");
   if ((v = value("$NUNITNO", "two unit numbers"))) {
-    integer(v->no, v->w[0], "the first Fortran unit number");
-    if (v->w.size() > 1) integer(v->no, v->w[1], "the last Fortran unit number");
+    integer(v->no, v->w[0], "the first Fortran unit number", kIntMin, kIntMax, 12);
+    if (v->w.size() > 1) integer(v->no, v->w[1], "the last Fortran unit number", kIntMin, kIntMax, 12);
   }
 }
 
@@ -562,6 +601,14 @@ void Namcouple::read_strings(CouplingSetup& s, long nfields, int nfields_line) {
                    std::to_string(nfields_line) + ") allows",
          "raise $NFIELDS (OASIS3-MCT stops here too: \"NFIELDS too small\")");
   }
+  // OASIS reads on for the missing entries: a comment or blank line after the last one (and no
+  // $END) is read as an entry, and OASIS aborts on it.
+  const bool closed = std::any_of(lines_.begin() + open + 1, lines_.end(), [](const Line& l) { return l.w[0] == "$END"; });
+  if (static_cast<long>(s.couplings.size()) < nfields && !closed && last_line_ > lines_.back().no)
+    fail(lines_.back().no + 1, "$NFIELDS is " + std::to_string(nfields) + " but only " + std::to_string(s.couplings.size()) +
+                                   " entries follow, with no $END: OASIS3-MCT reads the comment or blank line here as "
+                                   "an entry and aborts",
+         "close $STRINGS with $END, or set $NFIELDS to the number of entries");
   if (static_cast<long>(s.couplings.size()) < nfields)
     note(nfields_line, "$NFIELDS is " + std::to_string(nfields) + " but $STRINGS has " +
                            std::to_string(s.couplings.size()) + " entries (OASIS reads it as a maximum)");
@@ -596,12 +643,12 @@ CouplingConfig Namcouple::read_entry(const Line& L1, CouplingSetup& s) {
     for (const std::string& f : *list)
       if (f.empty())
         fail(l1, "empty field name in the colon list " + quoted(list == &c.src_fields ? t1[0] : t1[1]));
-  integer(l1, t1[2], "the field label (obsolete, usually 1)");
+  integer(l1, t1[2], "the field label (obsolete, usually 1)", kIntMin, kIntMax, 4);
   if (t1[3].rfind("ONCE", 0) == 0) {
     once_.push_back(s.couplings.size());
     c.period = 1;  // set to $RUNTIME once it is known
   } else {
-    c.period = static_cast<double>(integer(l1, t1[3], "the coupling period in seconds"));
+    c.period = static_cast<double>(integer(l1, t1[3], "the coupling period in seconds", kIntMin, kIntMax, 8));
     if (c.period == 0)
       fail(l1, "the coupling period must not be 0 (OASIS3-MCT aborts too)",
            "to never exchange the field, give a period longer than $RUNTIME");
@@ -609,20 +656,27 @@ CouplingConfig Namcouple::read_entry(const Line& L1, CouplingSetup& s) {
       note(l1, "negative period " + t1[3] + ": read as OASIS reads it; a component that defines one of "
                "the entry's fields is refused at enddef");
   }
-  const long long ntrans = integer(l1, t1[4], "the number of transformations", 0, 99);
+  const long long ntrans = integer(l1, t1[4], "the number of transformations", 0, 99, 4);
 
-  const std::string status = short_output ? "OUTPUT" : t1[6];
-  if (status == "AUXILARY")
+  // OASIS matches the status by its first letters (EXPORTED, EXPOUT, ...), in capitals.
+  const std::string word = short_output ? "OUTPUT" : t1[6];
+  if (word == "AUXILARY")
     fail(l1, "field status AUXILARY is not supported (OASIS3-MCT aborts on it too)", "use EXPORTED");
+  std::string status;
+  for (const char* known : {"EXPORTED", "OUTPUT", "IGNORED", "EXPOUT", "IGNOUT", "INPUT"})
+    if (status.empty() && word.rfind(known, 0) == 0) status = known;
   bool renamed = false;
   const auto st = status_named(status, renamed);
-  if (!st || status != upper(status)) {
-    if (st) fail(l1, "field status " + quoted(status) + " must be written " + upper(status) + " (OASIS3-MCT reads it in capitals only)");
-    fail(l1, "unknown field status " + quoted(status), std::string("use ") + kStatusesText);
+  if (!st) {
+    if (status_named(upper(word), renamed))
+      fail(l1, "field status " + quoted(word) + " must be written " + upper(word) + " (OASIS3-MCT reads it in capitals only)");
+    fail(l1, "unknown field status " + quoted(word), std::string("use ") + kStatusesText);
   }
+  if (word != status) note(l1, "status " + quoted(word) + " read as " + status + " (OASIS3-MCT reads its first letters)");
   c.status = *st;
   if (renamed) note(l1, status + " read as " + name_of(c.status) + " (as OASIS3-MCT does)");
   const std::string file = short_output ? "" : t1[5];
+  name32(l1, file, c.status == FieldStatus::input ? "the input file name" : "the restart file name");
 
   auto fail_entry = [&](const std::string& what, const std::string& fix) { fail(l1, what, fix); };
   if (c.status == FieldStatus::input) {
@@ -633,9 +687,9 @@ CouplingConfig Namcouple::read_entry(const Line& L1, CouplingSetup& s) {
     return c;
   }
   c.restart_file = file;
-  read_line2(c, l1);
   // Line 3 (the grids' periodicity) is read for EXPORTED and EXPOUT only.
   const bool exchanged = (c.status == FieldStatus::exported || c.status == FieldStatus::expout) && !renamed;
+  read_line2(c, l1, exchanged);
   auto pr = [](const std::string& w) { return w == "P" || w == "R"; };
   const bool old_line3 = renamed && pos_ < lines_.size() && lines_[pos_].w.size() == 4 && pr(lines_[pos_].w[0]) &&
                          pr(lines_[pos_].w[2]);
@@ -643,34 +697,49 @@ CouplingConfig Namcouple::read_entry(const Line& L1, CouplingSetup& s) {
     const Line& l3 = take(l1, "line 3 'P|R overlap P|R overlap'");
     if (old_line3) note(l3.no, "line 3 of an " + status + " entry, which OASIS3-MCT does not read; skipped");
     if (l3.w.size() < 4 || !pr(l3.w[0]) || !pr(l3.w[2]))
-      fail(l3.no, "expected line 3 'P|R overlap P|R overlap' (periodic or regional grids)");
+      fail(l3.no, "expected line 3 'P|R overlap P|R overlap': each grid's periodicity must be P or R (periodic or regional)");
     GridRef* g[2] = {&c.src_grid, &c.dst_grid};
     for (int k = 0; k < 2; ++k) {
       g[k]->periodicity = l3.w[2 * k] == "P" ? Periodicity::periodic : Periodicity::regional;
-      g[k]->overlap = static_cast<int>(integer(l3.no, l3.w[2 * k + 1], "the number of overlapping columns", 0, 99));
+      g[k]->overlap = static_cast<int>(integer(l3.no, l3.w[2 * k + 1], "the number of overlapping columns", 0, 99, 2));
     }
     extra_words(l3, 4, "line 3");
   }
   if (ntrans > 0) {
     const Line& ln = take(l1, std::to_string(ntrans) + " transformation name(s)");
+    if (!exchanged) {
+      // OASIS checks only the first name and then reads ntrans LOCTRANS lines (the last wins).
+      if (ln.w[0].rfind("LOCTRANS", 0) != 0)
+        fail(ln.no, "an " + status + " field takes only LOCTRANS, not " + ln.w[0] + " (as in OASIS3-MCT)",
+             "remove " + ln.w[0]);
+      extra_words(ln, 1, "LOCTRANS (OASIS reads only the first name for an " + status + " field)");
+      c.transforms.push_back("LOCTRANS");
+      for (long long k = 0; k < ntrans; ++k) read_transform(c, "LOCTRANS", l1);
+      check_coupling(c, fail_entry, true);
+      return c;
+    }
+    const std::string count = "line " + std::to_string(l1) + " says " + t1[4] + " transformations";
     if (static_cast<long long>(ln.w.size()) < ntrans)
-      fail(ln.no, "expected " + std::to_string(ntrans) + " transformation name(s) (line " +
-                      std::to_string(l1) + " says " + t1[4] + "), found " + std::to_string(ln.w.size()));
-    extra_words(ln, static_cast<std::size_t>(ntrans), "the " + t1[4] + " transformation name(s)");
+      fail(ln.no, "expected " + std::to_string(ntrans) + " transformation name(s) (" + count + "), found " +
+                      std::to_string(ln.w.size()));
+    if (static_cast<long long>(ln.w.size()) > ntrans && ln.w[static_cast<std::size_t>(ntrans)][0] != '#')
+      fail(ln.no, "expected " + std::to_string(ntrans) + " transformation name(s) (" + count + "), found " +
+                      std::to_string(ln.w.size()),
+           "correct the count on line " + std::to_string(l1) + " (a name more than it says would be skipped)");
     for (long long k = 0; k < ntrans; ++k) {
       const std::string& n = ln.w[static_cast<std::size_t>(k)];
       if (is_obsolete_transform(n))
         fail(ln.no, "transformation " + n + " is obsolete (OASIS3 only; OASIS3-MCT aborts on it too)",
              "OASIS3-MCT and estuary support LOCTRANS, MAPPING, SCRIPR, CONSERV, BLASOLD, "
              "BLASNEW, CHECKIN and CHECKOUT");
+      if (n == "YAC")
+        fail(ln.no, "transformation YAC (OASIS3-MCT built with YAC) is not supported yet by estuary",
+             "use SCRIPR or MAPPING");
       if (!is_transform(n))
         fail(ln.no, "unknown transformation " + quoted(n),
              "use LOCTRANS, MAPPING, SCRIPR, CONSERV, BLASOLD, BLASNEW, CHECKIN or CHECKOUT (in capitals)");
-      if (!exchanged && n != "LOCTRANS")
-        fail(ln.no, "an " + status + " field takes only LOCTRANS, not " + n + " (as in OASIS3-MCT)",
-             "remove " + n);
       if (std::find(c.transforms.begin(), c.transforms.end(), n) != c.transforms.end())
-        fail(ln.no, "transformation " + n + " listed twice");
+        note(ln.no, "transformation " + n + " listed twice: both configuration lines are read, the last one counts (as in OASIS3-MCT)");
       c.transforms.push_back(n);
     }
     for (const std::string& n : c.transforms) read_transform(c, n, l1);
@@ -679,7 +748,7 @@ CouplingConfig Namcouple::read_entry(const Line& L1, CouplingSetup& s) {
   return c;
 }
 
-void Namcouple::read_line2(CouplingConfig& c, int entry) {
+void Namcouple::read_line2(CouplingConfig& c, int entry, bool exchanged) {
   const std::string form = "line 2 'nx_src ny_src nx_dst ny_dst srcgrid dstgrid [LAG=t] [SEQ=n]'";
   const Line& l = take(entry, form);
   const Tokens& t = l.w;
@@ -691,23 +760,30 @@ void Namcouple::read_line2(CouplingConfig& c, int entry) {
     if (t.size() < 6) fail(l.no, "expected " + form + ", found " + std::to_string(t.size()) + " words");
     std::int64_t* sizes[4] = {&c.src_grid.nx, &c.src_grid.ny, &c.dst_grid.nx, &c.dst_grid.ny};
     // A grid has at least one point; 0 is no "unknown" here (leave the sizes out instead).
-    for (int k = 0; k < 4; ++k) *sizes[k] = integer(l.no, t[static_cast<std::size_t>(k)], "a grid size", 1, kSizeMax);
+    for (int k = 0; k < 4; ++k) *sizes[k] = integer(l.no, t[static_cast<std::size_t>(k)], "a grid size", 1, kSizeMax, 8);
     for (const GridRef* g : {&c.src_grid, &c.dst_grid})
       if (!detail::mul_size(g->nx, g->ny))
         fail(l.no, "grid size " + std::to_string(g->nx) + " x " + std::to_string(g->ny) + " overflows a 64-bit integer");
     c.src_grid.name = t[4];
     c.dst_grid.name = t[5];
     opt = 6;
+    if (exchanged) name32(l.no, t[4], "the source grid name");
+    if (exchanged) name32(l.no, t[5], "the target grid name");
   } else {
     c.src_grid.name = t[0];
     c.dst_grid.name = t[1];
+    if (exchanged) name32(l.no, t[0], "the source grid name");
+    if (exchanged) name32(l.no, t[1], "the target grid name");
   }
   // OASIS reads up to four words after the names; LAG= and SEQ= among them count (the last one
   // given wins), the others are ignored.
+  c.seq = 1;  // OASIS's default
   for (std::size_t k = opt; k < t.size() && k < opt + 4; ++k) {
     const std::string v = t[k].size() >= 4 ? t[k].substr(4) : std::string();
-    if (t[k].rfind("LAG=", 0) == 0) c.lag = static_cast<double>(integer(l.no, v, "LAG=seconds"));
-    else if (t[k].rfind("SEQ=", 0) == 0) c.seq = static_cast<int>(integer(l.no, v, "SEQ=n", 0));
+    if (t[k].size() > 12 && (t[k].rfind("LAG=", 0) == 0 || t[k].rfind("SEQ=", 0) == 0))
+      fail(l.no, quoted(t[k]) + " is longer than the 12 characters OASIS3-MCT reads (format A3,A1,I8)");
+    if (t[k].rfind("LAG=", 0) == 0) c.lag = static_cast<double>(integer(l.no, v, "LAG=seconds", kIntMin, kIntMax, 8));
+    else if (t[k].rfind("SEQ=", 0) == 0) c.seq = static_cast<int>(integer(l.no, v, "SEQ=n", 0, kIntMax, 8));
     else note(l.no, quoted(t[k]) + " is neither LAG= nor SEQ=; ignored (as OASIS3-MCT does)");
   }
   extra_words(l, opt + 4, "the grid names and four options");
@@ -716,9 +792,13 @@ void Namcouple::read_line2(CouplingConfig& c, int entry) {
 void Namcouple::read_transform(CouplingConfig& c, const std::string& name, int entry) {
   if (name == "LOCTRANS") {
     const Line& l = take(entry, "the LOCTRANS operation (INSTANT, ACCUMUL, AVERAGE, T_MIN, T_MAX)");
-    const auto op = loctrans_by_name(l.w[0]);
-    if (!op || l.w[0] != upper(l.w[0]))
+    // OASIS compares the first 7 (INSTANT, AVERAGE, ACCUMUL) or 5 (T_MIN, T_MAX) characters.
+    std::optional<LocTrans> op;
+    for (LocTrans t : kLocTrans)
+      if (l.w[0].rfind(name_of(t), 0) == 0) op = t;
+    if (!op)
       fail(l.no, "expected a LOCTRANS operation (INSTANT, ACCUMUL, AVERAGE, T_MIN or T_MAX), found " + quoted(l.w[0]));
+    if (l.w[0] != name_of(*op)) note(l.no, quoted(l.w[0]) + " read as " + name_of(*op) + " (OASIS3-MCT reads its first letters)");
     c.loctrans = *op;
     extra_words(l, 1, "the LOCTRANS operation");
   } else if (name == "MAPPING") {
@@ -737,36 +817,60 @@ void Namcouple::read_transform(CouplingConfig& c, const std::string& name, int e
   } else if (name == "SCRIPR") {
     const Line& l = take(entry, "the SCRIPR line, e.g. 'DISTWGT LR SCALAR LATLON 1 4'");
     const Tokens& t = l.w;
+    auto word = [&](std::size_t k) { return k < t.size() ? t[k] : std::string(); };
+    auto fail_here = [&](const std::string& what, const std::string& fix) { fail(l.no, what, fix); };
     ScriprSpec s;
     s.method = t[0];
     const std::string base = t[0].size() > 2 && t[0].substr(t[0].size() - 2) == "NF" ? t[0].substr(0, t[0].size() - 2) : t[0];
-    std::size_t want = 0;
-    const char* form = "";
-    if (base == "BILINEAR" || base == "BICUBIC") { want = 5; form = "'BILINEAR|BICUBIC LR|D SCALAR LATLON|LATITUDE bins'"; }
-    else if (base == "DISTWGT") { want = 6; form = "'DISTWGT LR SCALAR LATLON bins neighbours'"; }
-    else if (base == "GAUSWGT") { want = 7; form = "'GAUSWGT LR SCALAR LATLON bins neighbours variance'"; }
-    else if (t[0] == "CONSERV") { want = 7; form = "'CONSERV LR SCALAR LATLON bins FRACAREA|DESTAREA|FRACNNEI FIRST|SECOND'"; }
-    auto fail_here = [&](const std::string& what, const std::string& fix) { fail(l.no, what, fix); };
-    if (want == 0) check_scripr(s, fail_here);  // names the unknown method
-    if (t.size() < want)
-      fail(l.no, std::string("expected the SCRIPR line ") + form + ", found " + std::to_string(t.size()) + " words");
-    extra_words(l, want, "the SCRIPR " + base + " parameters");
-    s.grid_type = t[1];
-    s.field_type = t[2];
-    s.restriction = t[3];
-    s.bins = static_cast<int>(integer(l.no, t[4], "the number of SCRIPR search bins", 1));
-    if (base == "DISTWGT" || base == "GAUSWGT")
-      s.neighbors = static_cast<int>(integer(l.no, t[5], "the number of neighbours", 1));
-    if (base == "GAUSWGT") s.variance = number(l.no, t[6], "the GAUSWGT variance");
+    const bool locc = t[0] == "LOCCUNIF" || t[0] == "LOCCDIST" || t[0] == "LOCCGAUS";
+    if (!locc && base != "BILINEAR" && base != "BICUBIC" && base != "DISTWGT" && base != "GAUSWGT" && t[0] != "CONSERV")
+      check_scripr(s, fail_here);  // names the unknown method
+    // OASIS reads a missing word as blank (0 for the bin count); the words each method needs
+    // after the fifth are required.
+    s.grid_type = word(1);
+    s.field_type = word(2);
+    s.restriction = word(3);
+    s.bins = word(4).empty() ? 0 : static_cast<int>(integer(l.no, word(4), "the number of SCRIPR search bins", 0, kIntMax, 4));
+    std::size_t used = 5;
     if (t[0] == "CONSERV") {
+      if (t.size() < 7)
+        fail(l.no, "expected the SCRIPR line 'CONSERV LR SCALAR LATLON bins FRACAREA|DESTAREA|FRACNNEI FIRST|SECOND' "
+                   "(the normalisation and the order are required, as in OASIS3-MCT), found " + std::to_string(t.size()) + " words");
       s.normalization = t[5];
       s.order = t[6];
+      used = 7;
+      if (t.size() > 7 && t[7][0] != '#') {  // OASIS 5: north and south latitude thresholds
+        if (t.size() < 9) fail(l.no, "SCRIPR CONSERV: the north and south thresholds must both be given (OASIS3-MCT 5)");
+        number(l.no, t[7], "the north threshold");
+        number(l.no, t[8], "the south threshold");
+        fail(l.no, "SCRIPR CONSERV north/south thresholds are not supported yet by estuary", "remove them");
+      }
     }
+    if (base == "DISTWGT" || base == "GAUSWGT" || locc) {
+      if (t.size() < 6)
+        fail(l.no, "expected the SCRIPR line '" + t[0] + " LR SCALAR LATLON bins neighbours" +
+                       (base == "GAUSWGT" || t[0] == "LOCCGAUS" ? " variance" : "") + "': the number of neighbours is required");
+      s.neighbors = static_cast<int>(integer(l.no, t[5], "the number of neighbours", 1, kIntMax, 4));
+      used = 6;
+    }
+    if (base == "GAUSWGT" || t[0] == "LOCCGAUS") {
+      if (t.size() < 7)
+        fail(l.no, "expected the SCRIPR line '" + t[0] + " LR SCALAR LATLON bins neighbours variance': the variance is required");
+      s.variance = number(l.no, t[6], "the GAUSWGT variance");
+      used = 7;
+    }
+    extra_words(l, used, "the SCRIPR " + t[0] + " parameters");
+    if (locc)
+      fail(l.no, "SCRIPR " + t[0] + " (OASIS3-MCT 5 runoff mapping) is not supported yet by estuary",
+           "generate the weights offline and use MAPPING");
     if (s.field_type == "VECTOR") note(l.no, "SCRIPR field type VECTOR read as SCALAR (as OASIS3-MCT does)");
+    if (s.bins == 0) note(l.no, "SCRIPR without a search bin count (OASIS reads 0); estuary's search uses none");
     check_scripr(s, fail_here);
     c.scripr = s;
   } else if (name == "CONSERV") {
     const Line& l = take(entry, "the CONSERV line 'GLOBAL|GLBPOS|BASBAL|BASPOS [method]'");
+    if (l.w.size() >= 2 && (!sum_method_named(l.w[1]) || l.w[1] != lower(l.w[1])))
+      fail(l.no, "unknown CONSERV sum method " + quoted(l.w[1]), std::string("use ") + kSumMethodsText);
     if (l.w[0] == "GSSPOS" || l.w[0] == "BSSPOS")
       fail(l.no, "CONSERV " + l.w[0] + " is not supported yet by estuary", "use GLOBAL, GLBPOS, BASBAL or BASPOS");
     const auto mode = conserv_mode_named(l.w[0]);
@@ -787,13 +891,22 @@ void Namcouple::read_transform(CouplingConfig& c, const std::string& name, int e
     BlasSpec b;
     b.scale = number(l.no, l.w[0], "the " + name + " scale factor");
     // OASIS reads a missing count as 0.
-    const long long n = l.w.size() > 1 ? integer(l.no, l.w[1], "the number of " + name + " terms", 0, 1000) : 0;
+    const long long n = l.w.size() > 1 ? integer(l.no, l.w[1], "the number of " + name + " terms", 0, 1000, 4) : 0;
     extra_words(l, 2, "the " + name + " scale and count");
     for (long long k = 0; k < n; ++k) {
       const Line& term = take(entry, "the " + name + " term 'CONSTANT value'");
+      // OASIS 5's BLASNEW: the first term 'CONSTANT add', the others field combinations
+      // 'FIELD mult add' (not supported by estuary yet). BLASOLD: CONSTANT terms, the last wins.
+      if (name == "BLASNEW" && k > 0) {
+        if (term.w.size() < 3)
+          fail(term.no, "expected the BLASNEW term 'FIELD mult add' (OASIS3-MCT 5: the terms after the first "
+                        "combine fields)");
+        fail(term.no, "BLASNEW combination with field " + quoted(term.w[0]) + " is not supported yet by estuary",
+             "combine the fields in the model before the put");
+      }
       if (term.w[0] != "CONSTANT")
-        fail(term.no, name + " term " + quoted(term.w[0]) + " is not supported",
-             "only 'CONSTANT value' terms are (as in OASIS3-MCT)");
+        fail(term.no, name + " term " + quoted(term.w[0]) + " is not supported: only a CONSTANT term is (as in OASIS3-MCT)",
+             "write 'CONSTANT value'");
       if (term.w.size() < 2) fail(term.no, "expected the " + name + " term 'CONSTANT value'");
       b.add = number(term.no, term.w[1], "the " + name + " constant");  // OASIS: the last one
       extra_words(term, 2, "the " + name + " term");
@@ -816,7 +929,9 @@ class Yaml {
  private:
   std::string where(const YAML::Node& n) const {
     const YAML::Mark m = n.Mark();
-    return path_ + (m.is_null() ? std::string() : ":" + std::to_string(m.line + 1));
+    std::string r = path_;
+    if (!m.is_null()) r.append(":").append(std::to_string(m.line + 1));
+    return r;
   }
   [[noreturn]] void fail(const YAML::Node& at, const std::string& what,
                          const std::string& fix = {}) const {
@@ -980,6 +1095,7 @@ CouplingConfig Yaml::coupling(const YAML::Node& n, const std::string& ctx) {
     fail(n["target"], "missing required key 'grid' in " + ctx + ".target");
   c.period = number(required(n, "period", ctx), ctx + ".period");
   if (const auto v = n["lag"]) c.lag = number(v, ctx + ".lag");
+  c.seq = c.status == FieldStatus::input ? 0 : 1;  // OASIS's default, as a namcouple reads
   if (const auto v = n["seq"]) c.seq = static_cast<int>(integer(v, ctx + ".seq", 0));
   if (const auto v = n["restart"]) {
     if (c.status == FieldStatus::input) fail(v, "an INPUT field has no restart file", "remove 'restart'");

@@ -182,9 +182,8 @@ E9  A transformation listed twice is read twice; the last reading wins.
 
 UNSUPPORTED (``unsupported(reading)``, the UNSUPPORTED table below; edit it as estuary grows)
 U1  SCRIPR BICUBIC(NF), GAUSWGT(NF), LOCCUNIF, LOCCDIST, LOCCGAUS; CONSERV normalisations
-    DESTNNEI FRACARTR DESTARTR FRACNNTR DESTNNTR; CONSERV order other than FIRST (SECOND...);
-    CONSERV north/south thresholds; global CONSERV GSSPOS/BSSPOS and options lsum16, ddpdd,
-    reprosum; BLASNEW field combinations.  The line is the transformation's configuration
+    DESTNNEI FRACARTR DESTARTR FRACNNTR DESTNNTR; CONSERV order other than FIRST or SECOND;
+    CONSERV north/south thresholds; global CONSERV GSSPOS/BSSPOS; BLASNEW field combinations.  The line is the transformation's configuration
     line (for BLASNEW the term line); estuary should refuse naming it and "not supported".
 
 READING (estuary's vocabulary)
@@ -233,9 +232,9 @@ CONSERV_OPTS = ("bfb", "opt", "lsum8", "lsum16", "gather", "ddpdd", "reprosum")
 UNSUPPORTED = {
     "scripr_methods": ("BICUBIC", "GAUSWGT", "LOCCUNIF", "LOCCDIST", "LOCCGAUS"),
     "normalizations": ("DESTNNEI", "FRACARTR", "DESTARTR", "FRACNNTR", "DESTNNTR"),
-    "orders": ("FIRST",),  # anything else (SECOND, ...) is unsupported
+    "orders": ("FIRST", "SECOND"),  # anything else is unsupported
     "conserv_modes": ("GSSPOS", "BSSPOS"),
-    "conserv_methods": ("lsum16", "ddpdd", "reprosum"),
+    "conserv_methods": (),  # estuary has all of OASIS's sums
 }
 
 _PLACEHOLDER = re.compile(r"<[A-Za-z_][A-Za-z0-9_.-]*>|\$\{[^}]*\}|\$\([^)]*\)"
