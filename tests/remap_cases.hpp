@@ -15,7 +15,9 @@ inline std::vector<std::pair<std::string, estuary::GridGen>> grids() {
   using estuary::GridGen;
   return {{"ll", GridGen::lonlat(36, 18)},       {"tri", GridGen::tripolar(36, 24)},
           {"tril", GridGen::tripolar(30, 20).with_land()}, {"rg", GridGen::reduced_gaussian(8)},
-          {"gg", GridGen::gaussian(32, 16)},     {"cs", GridGen::cubed_sphere(5)}};
+          {"gg", GridGen::gaussian(32, 16)},     {"cs", GridGen::cubed_sphere(5)},
+          // Lon-lat sources of the multi-weight cases (one with land) and a finer target.
+          {"llm", GridGen::lonlat(36, 18).with_land()}, {"ll2", GridGen::lonlat(50, 25)}};
 }
 
 inline estuary::GridGen grid(const std::string& name) {
@@ -35,6 +37,15 @@ inline std::vector<Case> cases() {
           {"tril", "ll", "gencon"}, {"tril", "ll", "gendis"}, {"tril", "ll", "genbil"},
           {"rg", "cs", "gencon"},  {"rg", "cs", "gendis"},  {"gg", "rg", "genbil"},
           {"gg", "rg", "gencon"},  {"cs", "gg", "gendis"},  {"cs", "gg", "gencon"}};
+}
+
+// Multi-weight cases: CDO's genbic (num_wgts 4: value, i, j and cross gradients) and gencon2
+// (num_wgts 3: value, i and j gradients) from lon-lat sources, with and without a land mask,
+// to a lon-lat grid of another resolution and to a Gaussian grid. Kept apart from cases(): their
+// files have several columns, which the single-weight helpers (read_matrix) do not read.
+inline std::vector<Case> multi_cases() {
+  return {{"ll", "ll2", "genbic"},  {"ll", "gg", "genbic"},   {"llm", "ll2", "genbic"},
+          {"llm", "gg", "genbic"},  {"ll", "gg", "gencon2"},  {"llm", "ll2", "gencon2"}};
 }
 
 // Field k at a point: smooth, between 0.5 and 3.5 (so relative differences mean something).

@@ -45,9 +45,10 @@ struct NcVar {
 };
 
 void write_nc(const std::string& path, const std::map<std::string, std::size_t>& dims, const std::vector<NcVar>& vars,
-              int format = NC_64BIT_OFFSET) {
+              int format = NC_64BIT_OFFSET, const std::map<std::string, std::string>& attributes = {}) {
   int nc = -1;
   ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER | format, &nc), NC_NOERR) << path;
+  for (const auto& [name, text] : attributes) nc_put_att_text(nc, NC_GLOBAL, name.c_str(), text.size(), text.data());
   std::map<std::string, int> ids;
   for (const auto& [name, len] : dims) nc_def_dim(nc, name.c_str(), len, &ids[name]);
   std::vector<int> vids;
@@ -195,6 +196,19 @@ TEST(Weights, MalformedFilesRaiseErrorsNamingFileAndVariable) {
   const NcVar rm{"remap_matrix", {"num_links", "num_wgts"}, w, NC_DOUBLE};
   const NcVar er{"row", {"n_s"}, dst}, ec{"col", {"n_s"}, src}, es{"S", {"n_s"}, w, NC_DOUBLE};
   auto with = [](std::vector<double> v, std::size_t at, double x) { v[at] = x; return v; };
+  // A SCRIP file with k weights per link, the source grid given as nx x (na / nx) (when
+  // `dims`) and its mask (when `mask`), and map_method `method` (none when empty).
+  auto multi = [&](const std::string& f, std::size_t k, const std::string& method, bool dims, bool mask, double nx) {
+    auto d = sd;
+    d["num_wgts"] = k;
+    d["src_grid_rank"] = 2;
+    std::vector<NcVar> v = {sa, da, {"remap_matrix", {"num_links", "num_wgts"}, seq(k * n, 0.5, 0.01), NC_DOUBLE}};
+    if (dims) v.push_back({"src_grid_dims", {"src_grid_rank"}, {nx, std::floor(static_cast<double>(na) / nx)}});
+    if (mask) v.push_back({"src_grid_imask", {"src_grid_size"}, seq(na, 1, 0)});
+    std::map<std::string, std::string> atts;
+    if (!method.empty()) atts["map_method"] = method;
+    write_nc(f, d, v, NC_64BIT_OFFSET, atts);
+  };
   struct Bad {
     std::string file, variable;  // what the error must name
     std::function<void(const std::string&)> make;
@@ -231,6 +245,22 @@ TEST(Weights, MalformedFilesRaiseErrorsNamingFileAndVariable) {
       {"nan_weight.nc", "remap_matrix", [&](const std::string& f) {
          write_nc(f, sd, {sa, da, {"remap_matrix", {"num_links", "num_wgts"}, with(w, n - 2, std::nan("")), NC_DOUBLE}});
        }},
+      // Several weights per link that estuary cannot apply as CDO does: refused, never applied
+      // with the first column alone.
+      {"num_wgts_2.nc", "remap_matrix", [&](const std::string& f) { multi(f, 2, "Bicubic remapping", true, true, 5); }},
+      {"num_wgts_5.nc", "remap_matrix", [&](const std::string& f) { multi(f, 5, "Bicubic remapping", true, true, 5); }},
+      {"four_bilinear.nc", "remap_matrix", [&](const std::string& f) { multi(f, 4, "Bilinear remapping", true, true, 5); }},
+      {"three_no_method.nc", "remap_matrix", [&](const std::string& f) { multi(f, 3, "", true, true, 5); }},
+      {"bicubic_no_dims.nc", "remap_matrix", [&](const std::string& f) { multi(f, 4, "Bicubic remapping", false, true, 5); }},
+      {"bicubic_no_mask.nc", "remap_matrix", [&](const std::string& f) { multi(f, 4, "Bicubic remapping", true, false, 5); }},
+      {"conserv2_bad_dims.nc", "remap_matrix", [&](const std::string& f) {
+         multi(f, 3, "Conservative remapping", true, true, 3);  // 3 x 3 is not 10 points
+       }},
+      {"esmf_S_columns.nc", "variable S", [&](const std::string& f) {
+         auto d = ed;
+         d["three"] = 3;
+         write_nc(f, d, {er, ec, {"S", {"n_s", "three"}, seq(3 * n, 0.5, 0.01), NC_DOUBLE}});
+       }},
       {"missing_file.nc", "missing_file.nc", [](const std::string&) {}},
       {"not_netcdf.nc", "not_netcdf.nc", [](const std::string& f) { std::ofstream(f) << "no netCDF here\n"; }},
   };
@@ -251,6 +281,16 @@ TEST(Weights, MalformedFilesRaiseErrorsNamingFileAndVariable) {
     }, {b.variable}, text) && ok;
     EXPECT_TRUE(ok) << b.file << " (Remap): " << text;
     EXPECT_TRUE(etest::all_ok(ok)) << b.file;
+  }
+  // A one-column file called Bicubic, which CDO would read as four columns, is refused.
+  {
+    estuary::WeightWriteOptions wo;
+    wo.map_method = "Bicubic remapping";
+    std::string text;
+    const bool ok = raises([&] { estuary::write_weights(dir + "/bicubic.nc", {}, na, nb, MPI_COMM_WORLD, wo); },
+                           {"bicubic.nc", "Bicubic"}, text);
+    EXPECT_TRUE(ok) << text;
+    EXPECT_TRUE(etest::all_ok(ok));
   }
   // Out-of-range links are refused by the writer too.
   estuary::Links links;

@@ -42,6 +42,9 @@ struct WeightFileInfo {
   std::int64_t src_size = -1;  // SCRIP src_grid_size or ESMF n_a; -1 when the file omits it
   std::int64_t dst_size = -1;  // SCRIP dst_grid_size or ESMF n_b; -1 when the file omits it
   std::int64_t links = 0;      // num_links or n_s
+  // SCRIP's num_wgts (1 for ESMF). With 3 (CDO gencon2) or 4 (CDO genbic) the extra columns
+  // multiply source gradients; read_weights folds them in (see read_weights).
+  std::int64_t num_wgts = 1;
   std::int64_t first = 0;      // position in the file of this rank's first link
   std::string map_method, normalization;  // global attributes, "" when absent
 };
@@ -66,6 +69,16 @@ struct WeightSlice {
 // format is recognised from the variable names. Throws estuary::Error on every rank, naming the
 // file and the variable or dimension, for a missing variable, sizes that disagree with each
 // other or with the grids, and indices out of range (with the link's position).
+//
+// Multi-weight SCRIP files are applied as `cdo remap` applies them: num_wgts = 4 with a
+// "Bicubic" map_method (cdo genbic) and num_wgts = 3 with a "Conservative" one (cdo gencon2)
+// weigh, besides the source value, CDO's gradients of the source field over the 2-D source grid
+// (src_grid_dims, masked by src_grid_imask, both read from the file). Those gradients are linear
+// in the source values, so the returned links are the folded matrix W0 + W1 G1 + W2 G2 (+ W3 G3):
+// each file link becomes up to 5 (conservative) or 9 (bicubic) links to its source point and
+// its grid neighbours, in file order. Any other num_wgts, method, an ESMF S with several
+// columns, or a file without the source grid's dims or mask is refused (naming remap_matrix or
+// S) rather than applied with one column. See docs/remap.md.
 WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightReadOptions& options = {});
 
 struct WeightWriteOptions {

@@ -730,6 +730,7 @@ NB_MODULE(_estuary, m) {
         info["src_size"] = s.info.src_size;
         info["dst_size"] = s.info.dst_size;
         info["links"] = s.info.links;
+        info["num_wgts"] = s.info.num_wgts;
         info["first"] = s.info.first;
         info["map_method"] = s.info.map_method;
         info["format"] = s.info.format == estuary::WeightFormat::scrip ? "scrip" : "esmf";

@@ -4,6 +4,7 @@
 #include <netcdf.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <numeric>
@@ -12,6 +13,7 @@
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
 #include "ncfile/ncfile.hpp"
+#include "remap/gradients.hpp"
 
 namespace estuary {
 
@@ -68,21 +70,113 @@ void read_indices(const NcFile& f, int var, const std::string& name, i64 lo, i64
   }
 }
 
-// Reads [lo, lo+n) of the weights (first column of a 2-D variable), chunk by chunk, checking
-// that each is finite, and appends them to `out`.
-void read_weight_values(const NcFile& f, int var, const std::string& name, i64 lo, i64 n, std::vector<double>& out) {
-  std::vector<double> buf(static_cast<std::size_t>(std::min(n, kChunk)));
-  for (i64 at = 0; at < n; at += kChunk) {
-    const i64 m = std::min(kChunk, n - at);
-    const std::size_t start[2] = {static_cast<std::size_t>(lo + at), 0}, count[2] = {static_cast<std::size_t>(m), 1};
+// Reads [lo, lo+n) of the weights, all `k` columns of each link (link-major, as in the file),
+// chunk by chunk, checking that each is finite, and appends them to `out`.
+void read_weight_values(const NcFile& f, int var, const std::string& name, i64 lo, i64 n, i64 k,
+                        std::vector<double>& out) {
+  const i64 rows = std::max<i64>(1, kChunk / k);
+  std::vector<double> buf(static_cast<std::size_t>(std::min(n, rows) * k));
+  for (i64 at = 0; at < n; at += rows) {
+    const i64 m = std::min(rows, n - at);
+    const std::size_t start[2] = {static_cast<std::size_t>(lo + at), 0},
+                      count[2] = {static_cast<std::size_t>(m), static_cast<std::size_t>(k)};
     detail::nc_check(nc_get_vara_double(f.id(), var, start, count, buf.data()), f.path(), "variable " + name);
-    for (i64 k = 0; k < m; ++k) {
-      if (!std::isfinite(buf[static_cast<std::size_t>(k)]))
-        throw Error(name + " of link " + std::to_string(lo + at + k) + " (0-based position) is not finite",
+    for (i64 e = 0; e < m * k; ++e) {
+      if (!std::isfinite(buf[static_cast<std::size_t>(e)]))
+        throw Error(name + " of link " + std::to_string(lo + at + e / k) + " (0-based position)" +
+                        (k > 1 ? ", column " + std::to_string(e % k) : std::string()) + ", is not finite",
                     var_at(f.path(), name));
-      out.push_back(buf[static_cast<std::size_t>(k)]);
+      out.push_back(buf[static_cast<std::size_t>(e)]);
     }
   }
+}
+
+bool starts_with_nocase(const std::string& text, const std::string& prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (std::size_t k = 0; k < prefix.size(); ++k)
+    if (std::tolower(static_cast<unsigned char>(text[k])) != std::tolower(static_cast<unsigned char>(prefix[k])))
+      return false;
+  return true;
+}
+
+// The source grid's shape and mask, as much of it as one slice's gradient stencils need.
+struct SourceStructure {
+  i64 nx = 0, ny = 0;
+  std::vector<i64> points;  // sorted: every point some stencil of the slice may look at
+  std::vector<char> valid;  // src_grid_imask > 0 at each of `points` (CDO's test)
+  bool is_valid(i64 p) const {
+    const auto it = std::lower_bound(points.begin(), points.end(), p);
+    if (it == points.end() || *it != p)  // gradient_neighbourhood and cdo_gradients disagree
+      throw Error("internal: the mask of source point " + std::to_string(p) + " was not read", "read_weights");
+    return valid[static_cast<std::size_t>(it - points.begin())] != 0;
+  }
+};
+
+// Checks that a SCRIP file with k = num_wgts > 1 columns is one estuary applies as CDO does
+// (bicubic with 4, second-order conservative with 3, a 2-D source grid with its mask) and reads
+// the structure the gradients of this slice's source points need. Global: src_grid_dims (two
+// numbers). Per slice: src_grid_imask on the 3 x 3 blocks around the slice's source points,
+// read in runs, so memory and reading grow with the slice, not with the grid (a slice whose
+// links touch every row, as in a shuffled file, still reads the whole mask, once).
+SourceStructure read_source_structure(const NcFile& f, i64 k, const std::string& map_method, i64 src_size,
+                                      const std::vector<i64>& cols) {
+  const std::string where = var_at(f.path(), "remap_matrix");
+  const std::string have = "remap_matrix has " + std::to_string(k) + " weights per link (num_wgts)";
+  const bool bicubic = starts_with_nocase(map_method, "bicubic"), conserv = starts_with_nocase(map_method, "conservative");
+  if (k != 3 && k != 4)
+    throw Error(have + "; estuary applies 1, 3 (second-order conservative) or 4 (bicubic)", where,
+                "refusing rather than apply the first column alone");
+  if ((k == 4 && !bicubic) || (k == 3 && !conserv))
+    throw Error(have + " and map_method \"" + map_method + "\"; estuary applies " +
+                    (k == 4 ? "4 weights only to \"Bicubic\"" : "3 weights only to \"Conservative\"") +
+                    " files (as CDO writes them: value and source gradients)",
+                where, "refusing rather than apply the first column alone");
+  const std::string need = "; its gradients need the source grid's shape and mask (src_grid_dims, src_grid_imask)";
+  const int vd = f.find_var("src_grid_dims"), vm = f.find_var("src_grid_imask");
+  if (vd < 0 || vm < 0)
+    throw Error(have + need + ", and " + (vd < 0 ? "src_grid_dims" : "src_grid_imask") + " is missing", where,
+                "write the file with its grids (CDO's gen* operators do)");
+  const std::vector<i64> sd = f.var_shape(vd), sm = f.var_shape(vm);
+  if (sd.size() != 1 || sd[0] != 2)
+    throw Error(have + need + ", and src_grid_dims has " + (sd.size() == 1 ? std::to_string(sd[0]) : "non-1-D") +
+                    " values, not 2 (the gradients are over a logically rectangular grid)",
+                where, "give weights from a 2-D (lon-lat, Gaussian or curvilinear) source grid");
+  long long dims[2] = {0, 0};
+  detail::nc_check(nc_get_var_longlong(f.id(), vd, dims), f.path(), "variable src_grid_dims");
+  SourceStructure s;
+  s.nx = dims[0], s.ny = dims[1];
+  if (s.nx < 1 || s.ny < 1 || src_size < 0 || s.nx > src_size / s.ny || s.nx * s.ny != src_size)
+    throw Error(have + need + ", and src_grid_dims (" + std::to_string(s.nx) + ", " + std::to_string(s.ny) +
+                    ") does not make up the " + std::to_string(src_size) + " source points",
+                where, "src_grid_dims must be (nx, ny) with nx * ny = src_grid_size");
+  if (sm.size() != 1 || sm[0] != src_size)
+    throw Error(have + need + ", and src_grid_imask has " + (sm.size() == 1 ? std::to_string(sm[0]) : "non-1-D") +
+                    " values, not " + std::to_string(src_size),
+                where, "one mask value per source point");
+
+  std::vector<i64> u = cols;
+  std::sort(u.begin(), u.end());
+  u.erase(std::unique(u.begin(), u.end()), u.end());
+  for (i64 c : u) detail::gradient_neighbourhood(c, s.nx, s.ny, [&](i64 p) { s.points.push_back(p); });
+  std::sort(s.points.begin(), s.points.end());
+  s.points.erase(std::unique(s.points.begin(), s.points.end()), s.points.end());
+  // Runs of wanted points no more than kGap apart are read as one range, gaps included: few
+  // netCDF calls for the neighbouring rows of a band, a bounded buffer for any file.
+  constexpr i64 kGap = 4096;
+  s.valid.resize(s.points.size());
+  std::vector<int> buf;
+  for (std::size_t a = 0; a < s.points.size();) {
+    std::size_t b = a;
+    while (b + 1 < s.points.size() && s.points[b + 1] - s.points[b] <= kGap && s.points[b + 1] - s.points[a] < kChunk)
+      ++b;
+    const i64 first = s.points[a], count = s.points[b] - first + 1;
+    buf.resize(static_cast<std::size_t>(count));
+    const std::size_t start[1] = {static_cast<std::size_t>(first)}, cnt[1] = {static_cast<std::size_t>(count)};
+    detail::nc_check(nc_get_vara_int(f.id(), vm, start, cnt, buf.data()), f.path(), "variable src_grid_imask");
+    for (std::size_t k2 = a; k2 <= b; ++k2) s.valid[k2] = buf[static_cast<std::size_t>(s.points[k2] - first)] > 0;
+    a = b + 1;
+  }
+  return s;
 }
 
 }  // namespace
@@ -148,6 +242,12 @@ WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightRea
                       (sw.size() > 1 ? ", " + std::to_string(sw[1]) : std::string()) + "), expected (" +
                       std::to_string(n) + (scrip ? ", num_wgts)" : ")"),
                   var_at(path, nm.weight), "the weights must have one value per link");
+    // ESMF's S has one weight per link; SCRIP's remap_matrix may have num_wgts (checked below).
+    if (!scrip && sw.size() == 2 && sw[1] != 1)
+      throw Error(std::string(nm.weight) + " has " + std::to_string(sw[1]) +
+                      " weights per link; ESMF files have one (estuary does not know what the others mean)",
+                  var_at(path, nm.weight), "refusing rather than apply the first column alone");
+    info.num_wgts = sw.size() == 2 ? sw[1] : 1;
     info.links = n;
     info.src_size = grid_size_dim(f, nm.src_size, other.src_size);
     info.dst_size = grid_size_dim(f, nm.dst_size, other.dst_size);
@@ -177,7 +277,21 @@ WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightRea
     const i64 dst_lim = opt.dst_size >= 0 ? opt.dst_size : info.dst_size;
     read_indices(f, vc, nm.col, lo, m, src_lim, opt.src_size >= 0 ? "source grid size" : nm.src_size, L.col);
     read_indices(f, vr, nm.row, lo, m, dst_lim, opt.dst_size >= 0 ? "destination grid size" : nm.dst_size, L.row);
-    read_weight_values(f, vw, nm.weight, lo, m, L.weight);
+    if (info.num_wgts == 1) {
+      read_weight_values(f, vw, nm.weight, lo, m, 1, L.weight);
+      return;
+    }
+    // Several weights per link: checked and folded with the source gradients into one matrix.
+    const SourceStructure grid = read_source_structure(f, info.num_wgts, info.map_method, info.src_size, L.col);
+    std::vector<double> w;
+    read_weight_values(f, vw, nm.weight, lo, m, info.num_wgts, w);
+    Links file_links = std::move(L);
+    L = Links{};
+    const std::size_t k = static_cast<std::size_t>(info.num_wgts);
+    const auto valid = [&grid](i64 p) { return grid.is_valid(p); };
+    for (std::size_t e = 0; e < file_links.row.size(); ++e)
+      detail::fold_link(L, file_links.row[e], file_links.col[e], std::span<const double>(w.data() + e * k, k),
+                        detail::cdo_gradients(file_links.col[e], grid.nx, grid.ny, valid));
   });
   return out;
 }
@@ -269,6 +383,13 @@ void write_weights(const std::string& path, const Links& links, i64 src_size, i6
                     "file " + path + ", " + detail::world_rank_label());
     for (const Grid* g : {opt.src_grid, opt.dst_grid})
       if (g) g->check();
+    // CDO reads a Bicubic file as four weights per link whatever num_wgts says: it would apply
+    // this one-column file (a folded bicubic matrix, say) wrongly and without a word.
+    if (scrip && starts_with_nocase(opt.map_method, "bicubic"))
+      throw Error("map_method \"" + opt.map_method + "\" with one weight per link: CDO applies a Bicubic SCRIP "
+                      "file as four (value and three source gradients)",
+                  "file " + path,
+                  "name the method otherwise (\"Bilinear remapping\" makes CDO apply the matrix as it stands)");
   });
   i64 m = links.size(), first = 0, total = 0;
   detail::check_mpi(MPI_Exscan(&m, &first, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Exscan");
