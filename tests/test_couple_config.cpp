@@ -449,6 +449,19 @@ TEST_F(ConfigTest, NamcoupleReadAsOasisReadsIt) {
   EXPECT_TRUE(noted("$NFIELDS is 5 but $STRINGS has 4 entries", 3));
 }
 
+// A line with a TAB that no keyword reads is skipped, as OASIS skips it; one that is read is
+// refused (OASIS would take the TAB for part of a word).
+TEST_F(ConfigTest, TabLinesAreRefusedOnlyWhereOasisReadsThem) {
+  const CouplingSetup s = read_namcouple(write("tab_stray", " $NFIELDS\n 1\n\t# a TAB-indented comment\n $RUNTIME\n 60\n"
+                                                            " $STRINGS\nA B 1 60 0 in.nc INPUT\n $END\n"));
+  ASSERT_EQ(s.couplings.size(), 1u);
+  bool noted = false;
+  for (const std::string& n : s.notes) noted = noted || n.find(":3: ") != std::string::npos;
+  EXPECT_TRUE(noted) << ::testing::PrintToString(s.notes);
+  const std::string p = write("tab_value", " $NFIELDS\n 1\n $RUNTIME\n\t60\n $STRINGS\n $END\n");
+  expect_error(read_namcouple, p, "namcouple " + p + ":4", "TAB character at column 1");
+}
+
 TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
   // Each refused as OASIS3-MCT refuses it (mod_oasis_namcouple), or where OASIS would misread it.
   const std::vector<BadCase> cases = {

@@ -331,10 +331,6 @@ class Namcouple {
       const auto first = l.find_first_not_of(' ');
       if (first == std::string::npos || l[first] == '#') continue;
       if (l.size() > 5000) fail(no, "line longer than the 5000 characters OASIS3-MCT reads");
-      if (const auto c = l.find_first_of("\t\v\f\r"); c != std::string::npos)
-        fail(no, std::string(l[c] == '\t' ? "TAB" : "control") + " character at column " + std::to_string(c + 1) +
-                     " (OASIS3-MCT separates words by blanks only and would misread this line)",
-             "replace it with spaces");
       Tokens t;
       for (std::size_t b = first; b < l.size();) {
         const auto e = std::min(l.find(' ', b), l.size());
@@ -342,7 +338,9 @@ class Namcouple {
         b = l.find_first_not_of(' ', e);
         if (b == std::string::npos) break;
       }
-      lines_.push_back({no, l, std::move(t)});
+      // A TAB is no blank to OASIS: a line with one is refused when it is read (check()), and
+      // skipped like any other line no keyword reads.
+      lines_.push_back({no, l, std::move(t), l.find_first_of("\t\v\f\r")});
     }
     last_line_ = std::max(1, no);
     used_.assign(lines_.size(), 0);
@@ -354,13 +352,23 @@ class Namcouple {
   struct Line {
     int no;            // 1-based line number in the file
     std::string text;  // as written (for notes)
-    Tokens w;          // its words
+    Tokens w;          // its words (separated by spaces, as OASIS separates them)
+    std::size_t control = std::string::npos;  // column of a TAB or other control character
   };
 
   [[noreturn]] void fail(int line, const std::string& what, const std::string& fix = {}) const {
     throw Error(what, "namcouple " + path_ + ":" + std::to_string(line), fix);
   }
   std::string at(int line) const { return path_ + ":" + std::to_string(line); }
+  // A line OASIS reads (a keyword, a value, an entry's line) must not hold a TAB: OASIS would
+  // take it for part of a word and misread the line.
+  const Line& check(const Line& l) const {
+    if (l.control != std::string::npos)
+      fail(l.no, std::string(l.text[l.control] == '\t' ? "TAB" : "control") + " character at column " +
+                     std::to_string(l.control + 1) + " (OASIS3-MCT separates words by blanks only and would misread this line)",
+           "replace it with spaces");
+    return l;
+  }
   void note(int line, const std::string& what) { notes_.push_back(at(line) + ": " + what); }
   // Words after the `used` first ones of a line, which OASIS does not read either.
   void extra_words(const Line& l, std::size_t used, const std::string& what) {
@@ -386,7 +394,7 @@ class Namcouple {
            key + " has no value: expected " + expected + " on the next line, found " +
                (j >= lines_.size() ? std::string("the end of the file") : lines_[j].w[0]));
     used_[j] = 1;
-    return &lines_[j];
+    return &check(lines_[j]);
   }
 
   // The next line of the $STRINGS entry that began at line `entry`; `expected` says what it is.
@@ -394,7 +402,7 @@ class Namcouple {
     if (pos_ >= lines_.size())
       fail(entry, "end of file inside the $STRINGS entry of line " + std::to_string(entry) +
                       "; expected " + expected);
-    const Line& l = lines_[pos_];
+    const Line& l = check(lines_[pos_]);
     if (l.w[0][0] == '$')
       fail(l.no, "the $STRINGS entry of line " + std::to_string(entry) +
                      " is incomplete: expected " + expected + ", found " + l.w[0]);
@@ -466,6 +474,7 @@ CouplingSetup Namcouple::read() {
              "replace it with its value (the script that fills the template has not run)");
     const std::string& w = l.w[0];
     if (w[0] != '$') continue;
+    check(l);
     if (!kKeywords.count(w)) {
       if (kKeywords.count(upper(w)))
         fail(l.no, "keyword " + w + " must be written " + upper(w) + " (OASIS3-MCT reads keywords in capitals only)");
@@ -580,7 +589,7 @@ void Namcouple::read_strings(CouplingSetup& s, long nfields, int nfields_line) {
   pos_ = static_cast<std::size_t>(open) + 1;
   // Up to $NFIELDS entries, ended early by $END or by the end of the file (OASIS's loop).
   while (static_cast<long>(s.couplings.size()) < nfields && pos_ < lines_.size()) {
-    const Line& l = lines_[pos_];
+    const Line& l = check(lines_[pos_]);
     if (l.w[0] == "$END") break;
     if (l.w[0][0] == '$')
       fail(l.no, "expected a $STRINGS entry, found " + l.w[0],
@@ -592,7 +601,7 @@ void Namcouple::read_strings(CouplingSetup& s, long nfields, int nfields_line) {
   }
   // OASIS then requires nothing but $END up to the end of the file.
   for (; pos_ < lines_.size(); ++pos_) {
-    const Line& l = lines_[pos_];
+    const Line& l = check(lines_[pos_]);
     if (l.w[0] == "$END") continue;
     if (l.w[0][0] == '$')
       fail(l.no, l.w[0] + " after $STRINGS: OASIS3-MCT reads nothing after the $STRINGS entries but $END",
