@@ -811,3 +811,45 @@ TEST(Couple, ScriprConservGeneratedAndCached) {
   }
 }
 
+// SCRIPR BICUBIC and BILINEAR(NF) generated at enddef on a source with land: the coupled values
+// equal W f with W computed serially (CDO's genbic links folded with its gradients, or bilinear
+// links), plus OASIS's nearest-neighbour fill of the targets the method leaves without links
+// unless the method ends in NF.
+TEST(Couple, ScriprBicubicAndBilinearWithNearestFill) {
+  const Layout l = layout();
+  for (const std::string method : {"BICUBIC", "BILINEAR", "BILINEARNF"}) {
+    SCOPED_TRACE(method);
+    const std::string dir = fresh_dir("scripr_" + method);
+    write_text(dir + "/namcouple", namcouple(2 * kPeriod, "A_F O_F", 1, "SCRIPR\n" + method + " LR SCALAR LATLON 1\n"));
+    const ConservRun r = run_scripr_conserv(dir, true);
+    if (!l.dst) continue;
+    const estuary::Grid sg = GridGen::lonlat(12, 10).with_land().make(), dg = GridGen::tripolar(8, 9).make();
+    Links w = method == "BICUBIC" ? estuary::bicubic_weights(sg, dg, MPI_COMM_SELF).links
+                                  : estuary::bilinear_weights(sg, dg, MPI_COMM_SELF);
+    const i64 before = w.size();
+    if (method != "BILINEARNF") estuary::fill_nearest(sg, dg, MPI_COMM_SELF, w);
+    if (method == "BILINEAR") {
+      EXPECT_GT(w.size(), before) << "the case must leave targets for the fill";
+      EXPECT_NE(r.log.find("filled from the nearest unmasked source point"), std::string::npos) << r.log;
+    }
+    const Decomp dd = dst_decomp(l);
+    ASSERT_EQ(r.got.size(), 2u);
+    std::vector<char> mapped(static_cast<std::size_t>(kNd), 0);
+    for (i64 k = 0; k < w.size(); ++k) mapped[static_cast<std::size_t>(w.row[static_cast<std::size_t>(k)])] = 1;
+    for (std::size_t ti = 0; ti < r.got.size(); ++ti) {
+      const std::vector<double> f = global_field(kNs, static_cast<double>(ti) * kPeriod);
+      std::vector<double> ref(static_cast<std::size_t>(kNd), 0.0);
+      for (i64 k = 0; k < w.size(); ++k) {
+        const auto u = static_cast<std::size_t>(k);
+        ref[static_cast<std::size_t>(w.row[u])] += w.weight[u] * f[static_cast<std::size_t>(w.col[u])];
+      }
+      const std::vector<double> want = local_of(ref, dd);
+      const std::vector<i64> idx = dd.to_indices();
+      for (std::size_t j = 0; j < want.size(); ++j) {
+        if (!mapped[static_cast<std::size_t>(idx[j])]) continue;
+        EXPECT_NEAR(r.got[ti][j], want[j], 1e-12 * (1 + std::abs(want[j]))) << "point " << idx[j] << " time " << ti;
+      }
+    }
+  }
+}
+

@@ -6,7 +6,9 @@
 //  - the folded matrix (read_weights) written back as one column and applied by CDO: within
 //    1e-12 of the range of CDO's result with the original file;
 //  - read_weights on p ranks gives the serial folded matrix, slice after slice, bit for bit
-//    (so bfb results do not depend on the rank count).
+//    (so bfb results do not depend on the rank count);
+//  - bicubic_weights generates cdo genbic's links and four weight columns (within 1e-10), the
+//    same on any rank count, and its folded matrix remaps as `cdo remap` with CDO's file does.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <netcdf.h>
@@ -15,7 +17,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "estuary/decomp_gen.hpp"
 #include "estuary/remap.hpp"
+#include "estuary/weightgen.hpp"
 #include "estuary/weights.hpp"
 #include "remap_test_util.hpp"
 
@@ -164,5 +168,83 @@ TEST(MultiWeight, SlicesFoldToTheSerialMatrix) {
     i64 total = 0;
     MPI_Allreduce(&m, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     EXPECT_EQ(total, all.links.size()) << c.name();
+  }
+}
+
+TEST(MultiWeight, GeneratedBicubicEqualsCdoGenbic) {
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
+  const int p = etest::world_size(), r = etest::world_rank();
+  for (const rtest::Case& c : rtest::multi_cases()) {
+    if (c.method != "genbic") continue;
+    const Loaded l = load(c);
+    const estuary::GridGen sg = rtest::grid(c.src), dg = rtest::grid(c.dst);
+    const estuary::Decomp dd = rtest::decomp("cyclic", l.nb, p, r);
+    const estuary::Grid src = sg.make(estuary::gen::block(sg.size(), r, p)), dst = dg.make(dd);
+    const estuary::BicubicWeights w = estuary::bicubic_weights(src, dst, MPI_COMM_WORLD);
+    ASSERT_EQ(w.columns.size(), static_cast<std::size_t>(w.value.size()));
+    // Every rank's links, with their 4 columns, in (dst, src) order, against CDO's file.
+    struct L {
+      i64 dst, src;
+      double w[4];
+    };
+    std::vector<double> mine;
+    for (i64 k = 0; k < w.value.size(); ++k) {
+      const auto u = static_cast<std::size_t>(k);
+      mine.insert(mine.end(), {static_cast<double>(w.value.row[u]), static_cast<double>(w.value.col[u]), w.columns[u][0],
+                               w.columns[u][1], w.columns[u][2], w.columns[u][3]});
+    }
+    int n = static_cast<int>(mine.size());
+    std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p), 0);
+    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    for (int q = 1; q < p; ++q) displs[static_cast<std::size_t>(q)] = displs[static_cast<std::size_t>(q - 1)] + counts[static_cast<std::size_t>(q - 1)];
+    std::vector<double> all(static_cast<std::size_t>(displs.back() + counts.back()));
+    MPI_Allgatherv(mine.data(), n, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, MPI_COMM_WORLD);
+    std::vector<L> got;
+    for (std::size_t k = 0; k + 5 < all.size(); k += 6)
+      got.push_back({static_cast<i64>(all[k]), static_cast<i64>(all[k + 1]), {all[k + 2], all[k + 3], all[k + 4], all[k + 5]}});
+    std::vector<L> want;
+    {
+      const std::string path = rtest::weight_file(rtest::kData, c);
+      int nc = -1, v = -1;
+      ASSERT_EQ(nc_open(path.c_str(), NC_NOWRITE, &nc), NC_NOERR);
+      const std::size_t links = rtest::dim(nc, "num_links");
+      ASSERT_EQ(rtest::dim(nc, "num_wgts"), 4u);
+      std::vector<long long> a(links), b(links);
+      std::vector<double> m(4 * links);
+      nc_inq_varid(nc, "src_address", &v);
+      nc_get_var_longlong(nc, v, a.data());
+      nc_inq_varid(nc, "dst_address", &v);
+      nc_get_var_longlong(nc, v, b.data());
+      nc_inq_varid(nc, "remap_matrix", &v);
+      nc_get_var_double(nc, v, m.data());
+      nc_close(nc);
+      for (std::size_t k = 0; k < links; ++k)
+        want.push_back({b[k] - 1, a[k] - 1, {m[4 * k], m[4 * k + 1], m[4 * k + 2], m[4 * k + 3]}});
+    }
+    auto by_index = [](const L& x, const L& y) { return std::tie(x.dst, x.src) < std::tie(y.dst, y.src); };
+    std::stable_sort(got.begin(), got.end(), by_index);
+    std::stable_sort(want.begin(), want.end(), by_index);
+    ASSERT_EQ(got.size(), want.size()) << c.name();
+    double worst = 0;
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      ASSERT_EQ(got[k].dst, want[k].dst) << c.name() << " link " << k;
+      ASSERT_EQ(got[k].src, want[k].src) << c.name() << " link " << k;
+      for (int j = 0; j < 4; ++j) worst = std::max(worst, std::abs(got[k].w[j] - want[k].w[j]));
+    }
+    EXPECT_LE(worst, 1e-10) << c.name();
+    // The folded matrix remaps as cdo remap does with CDO's file.
+    const estuary::Decomp sd = rtest::decomp("block", l.na, p, r);
+    estuary::RemapOptions opt;
+    opt.unmapped_value = rtest::kMissing;
+    estuary::Remap rm(w.links, sd, dd, MPI_COMM_WORLD, opt);
+    std::vector<double> y(static_cast<std::size_t>(dd.size()), -1.0);
+    rm.run(rtest::pick(l.x, sd), y);
+    std::ostringstream why;
+    const double d = world_max(max_diff(y, l.cdo, dd, why));
+    EXPECT_LE(d, 1e-12 * l.range) << c.name() << ": " << why.str();
+    if (r == 0)
+      std::printf("[ measured ] %s generated on %d ranks: max |weights - cdo genbic| = %.3g, "
+                  "max |remap - cdo remap| = %.3g x field range\n",
+                  c.name().c_str(), p, worst, d / l.range);
   }
 }

@@ -19,6 +19,9 @@
 
 #include <mpi.h>
 
+#include <array>
+#include <vector>
+
 #include "estuary/grid.hpp"
 #include "estuary/weights.hpp"
 
@@ -73,6 +76,18 @@ struct BilinearWeightOptions {
 // rank) when the source grid is not two-dimensional, and as distance_weights does.
 Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
 Links bilinear_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
+
+// Bicubic weights (CDO genbic/remapbic, SCRIP, OASIS's SCRIPR BICUBIC): the quads of
+// bilinear_weights' search, and per link CDO's four weights (bicubic_set_weights): the value and
+// the weights of the source gradients across i, across j and crosswise; where the search fails
+// CDO's distance-weighted fallback, with no gradient terms. The result depends only on the
+// points, not on the ranks or decompositions.
+struct BicubicWeights {
+  Links value;                                  // the links, weight = the value column
+  std::vector<std::array<double, 4>> columns;   // per link of `value`: CDO's 4 weight columns
+  Links links;  // folded with CDO's source gradients into one matrix, as `cdo remap` applies them
+};
+BicubicWeights bicubic_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
 
 // OASIS3-MCT's nearest-neighbour fill (the default of SCRIPR DISTWGT, BILINEAR, BICUBIC and
 // GAUSWGT; their "NF" forms turn it off): every unmasked destination point of `dst` that has no

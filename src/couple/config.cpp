@@ -185,9 +185,9 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
       fail("SCRIPR CONSERV order " + quoted(s.order) + " is not supported by estuary", "use FIRST or SECOND");
   }
   // Accepted by OASIS3-MCT, not (yet) by estuary: refused rather than approximated.
-  if (s.method == "BICUBIC" || s.method == "GAUSWGT")
+  if (s.method == "GAUSWGT")
     fail("SCRIPR " + s.method + " is not supported yet by estuary",
-         "generate the weights offline (e.g. cdo genbic) and use MAPPING with the weight file");
+         "generate the weights offline and use MAPPING with the weight file");
   if (s.method == "CONSERV" && s.normalization != "FRACAREA" && s.normalization != "DESTAREA" &&
       s.normalization != "FRACNNEI")
     fail("SCRIPR CONSERV normalisation " + s.normalization + " is not supported yet by estuary",

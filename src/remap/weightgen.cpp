@@ -15,6 +15,7 @@
 #include "common/mpi_util.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/error.hpp"
+#include "gradients.hpp"
 #include "kdtree.hpp"
 #include "sphere.hpp"
 
@@ -33,6 +34,30 @@ using sphere::Vec3;
 // single precision, then its square root in double. (This is what reproduces CDO's weights to
 // the last bit; the rounding moves weights by up to ~1e-8 against an all-double distance.)
 double cdo_distance(double sq) { return std::sqrt(static_cast<double>(static_cast<float>(sq))); }
+
+// CDO's bicubic weights of the four corners (bicubic_set_weights in remap_bicubic.cc): for
+// corner n, the value weight and those of the gradients across i, across j and crosswise, as
+// functions of the point's bilinear coordinates (x, y) in the quad.
+void bicubic_set_weights(double x, double y, double (&w)[4][4]) {
+  const double x1 = x * x * (x - 1.0), x2 = x * (x - 1.0) * (x - 1.0), x3 = x * x * (3.0 - 2.0 * x);
+  const double y1 = y * y * (y - 1.0), y2 = y * (y - 1.0) * (y - 1.0), y3 = y * y * (3.0 - 2.0 * y);
+  w[0][0] = (1.0 - y3) * (1.0 - x3);
+  w[1][0] = (1.0 - y3) * x3;
+  w[2][0] = y3 * x3;
+  w[3][0] = y3 * (1.0 - x3);
+  w[0][1] = (1.0 - y3) * x2;
+  w[1][1] = (1.0 - y3) * x1;
+  w[2][1] = y3 * x1;
+  w[3][1] = y3 * x2;
+  w[0][2] = y2 * (1.0 - x3);
+  w[1][2] = y2 * x3;
+  w[2][2] = y1 * x3;
+  w[3][2] = y1 * (1.0 - x3);
+  w[0][3] = y2 * x2;
+  w[1][3] = y2 * x1;
+  w[2][3] = y1 * x1;
+  w[3][3] = y1 * x2;
+}
 
 // CDO's neighbour order (knnWeightsType::distance_is_less): nearer by more than 1e-12, or
 // equally near within 1e-12 and of a smaller index.
@@ -329,19 +354,24 @@ bool is_cyclic(const std::vector<double>& lon_deg, i64 nx) {
 
 }  // namespace
 
-Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options) {
+// CDO's quad search (remap_search_square) and weights for bilinear (4 weights a target, one a
+// link) and bicubic (4 links of 4 weights: value, and the three gradient terms); `cubic` selects
+// bicubic, whose links are also folded with CDO's source gradients into `folded`.
+namespace {
+void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options, bool cubic,
+                  const char* who, Links& out, std::vector<std::array<double, 4>>* columns, Links* folded) {
   SourcePoints s;
   detail::agree(comm, [&] {
     src.check();
     dst.check();
     if (src.dims.size() != 2 || src.dims[0] * src.dims[1] != src.global_size)
-      throw Error("the source grid is not two-dimensional (grid_dims {nx, ny})", "bilinear_weights",
-                  "bilinear weights need a logically rectangular source: lon-lat, Gaussian or curvilinear");
+      throw Error("the source grid is not two-dimensional (grid_dims {nx, ny})", who,
+                  "bilinear and bicubic weights need a logically rectangular source: lon-lat, Gaussian or curvilinear");
     i64 sizes[2] = {src.global_size, -src.global_size};
     detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
-    if (sizes[0] != -sizes[1]) throw Error("the ranks disagree on the source grid size", "bilinear_weights");
+    if (sizes[0] != -sizes[1]) throw Error("the ranks disagree on the source grid size", who);
   });
-  detail::agree(comm, [&] { s = gather_source(src, comm, "bilinear_weights"); });
+  detail::agree(comm, [&] { s = gather_source(src, comm, who); });
 
   const i64 nx = src.dims[0], ny = src.dims[1];
   const std::size_t ng = s.xyz.size();
@@ -371,7 +401,6 @@ Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bi
     return quad_cross_products(plon, plat, q.lon, q.lat);
   };
 
-  Links out;
   out.row.reserve(4 * static_cast<std::size_t>(dst.size()));
   out.col.reserve(out.row.capacity());
   out.weight.reserve(out.row.capacity());
@@ -393,6 +422,7 @@ Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bi
       if (point_in_quad(i, j, plon, plat, q)) result = 1;
     }
     double w[4] = {0, 0, 0, 0};
+    double cw[4][4] = {};  // bicubic: per corner, the value and three gradient weights
     double fallback[4] = {0, 0, 0, 0};  // CDO's srcLats: latitudes, or normalised 1/distance
     if (result == 0 && options.extrapolate && ng >= 4) {
       nearest(tree, s.xyz, p, 4, cand, addr, dist);
@@ -416,6 +446,7 @@ Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bi
         w[1] = x * (1.0 - y);
         w[2] = x * y;
         w[3] = (1.0 - x) * y;
+        if (cubic) bicubic_set_weights(x, y, cw);
       } else {
         for (int n = 0; n < 4; ++n) fallback[n] = q.lat[n];
         result = -1;
@@ -431,14 +462,39 @@ Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bi
       if (count == 0) continue;
       const double sum = std::fabs(fallback[0]) + std::fabs(fallback[1]) + std::fabs(fallback[2]) + std::fabs(fallback[3]);
       for (int n = 0; n < 4; ++n) w[n] = std::fabs(fallback[n]) / sum;
+      // CDO's bicubic falls back the same way, with no gradient terms (renormalize_weights).
+      for (int n = 0; n < 4; ++n) cw[n][0] = w[n], cw[n][1] = cw[n][2] = cw[n][3] = 0.0;
     }
     if (result == 0) continue;
     // Stored in increasing source index, as CDO's store_weightlinks does.
     int order[4] = {0, 1, 2, 3};
     std::sort(order, order + 4, [&](int a, int b) { return q.idx[a] < q.idx[b]; });
     const i64 row = dst.global_index(k);
-    for (int n : order) out.add(row, q.idx[n], w[n]);
+    for (int n : order) {
+      if (!cubic) {
+        out.add(row, q.idx[n], w[n]);
+        continue;
+      }
+      out.add(row, q.idx[n], cw[n][0]);
+      if (columns) columns->push_back({cw[n][0], cw[n][1], cw[n][2], cw[n][3]});
+      // Folded with the source gradients as `cdo remap` applies a bicubic file (gradients.hpp).
+      if (folded)
+        detail::fold_link(*folded, row, q.idx[n], cw[n],
+                          detail::cdo_gradients(q.idx[n], nx, ny, [&](i64 m) { return s.valid[static_cast<std::size_t>(m)] != 0; }));
+    }
   }
+}
+}  // namespace
+
+Links bilinear_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options) {
+  Links out;
+  quad_weights(src, dst, comm, options, false, "bilinear_weights", out, nullptr, nullptr);
+  return out;
+}
+
+BicubicWeights bicubic_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options) {
+  BicubicWeights out;
+  quad_weights(src, dst, comm, options, true, "bicubic_weights", out.value, &out.columns, &out.links);
   return out;
 }
 
