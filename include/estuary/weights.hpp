@@ -96,6 +96,11 @@ struct WeightWriteOptions {
   // every point once), or nullptr on every rank to leave them out.
   const Grid* src_grid = nullptr;
   const Grid* dst_grid = nullptr;
+  // SCRIP only: several weights per link (CDO's genbic writes 4: value and three source
+  // gradients; gencon2 3), links x num_wgts values, link after link; replaces links.weight.
+  // Null: one weight per link, links.weight.
+  int num_wgts = 1;
+  const std::vector<double>* columns = nullptr;
 };
 
 // Collective over comm: writes every rank's links, in global order (rank order, then local

@@ -1,7 +1,7 @@
 """The `estuary` command line.
 
     estuary demo [--ranks 4] [--dir DIR] [--binary PATH] [--dry-run] [--json]
-    estuary weights --src lonlat:12x6 --dst gaussian:16x8 [--method distance|bilinear|conservative|conservative2]
+    estuary weights --src lonlat:12x6 --dst gaussian:16x8 [--method distance|bilinear|bicubic|conservative|conservative2]
                     [--neighbors 4] [--land] --out w.nc [--ranks P] [--json]
     estuary inspect plan --src block --dst cyclic --n N --ranks P [--algorithm p2p] [--json]
     estuary inspect schedule --src block --dst cyclic --n N --ranks P [--algorithm butterfly]
@@ -193,14 +193,18 @@ def cmd_weights(args, argv) -> int:
         elif args.method == "bilinear":
             rows, cols, w = estuary.bilinear_weights(src, dgrid, comm)
             method = "Bilinear remapping"
+        elif args.method == "bicubic":  # CDO's genbic: 4 weights a link (value, 3 gradients)
+            (rows, cols, w), columns, _ = estuary.bicubic_weights(src, dgrid, comm)
+            method = "Bicubic remapping"
         else:  # conservative: first or second order, CDO's normalisation names
             order = 2 if args.method == "conservative2" else 1
             rows, cols, w, frac, _ = estuary.conservative_weights(sgrid, dgrid, comm, order=order,
                                                                   normalization=args.normalization)
             method = "Conservative remapping"
             norm = args.normalization
+        extra = {"columns": columns.ravel(), "num_wgts": 4} if args.method == "bicubic" else {}
         estuary.write_weights(args.out, rows, cols, w, src.size, dst.size, comm, map_method=method,
-                              src_grid=sgrid, dst_grid=dgrid, normalization=norm, dst_frac=frac)
+                              src_grid=sgrid, dst_grid=dgrid, normalization=norm, dst_frac=frac, **extra)
     except estuary.Error as e:
         if comm.rank == 0:
             print(str(e), file=sys.stderr)
@@ -320,8 +324,10 @@ def parser() -> argparse.ArgumentParser:
     w = sub.add_parser("weights", help="generate a SCRIP weight file", epilog=GRID_HELP)
     w.add_argument("--src", required=True, help="source grid recipe")
     w.add_argument("--dst", required=True, help="destination grid recipe")
-    w.add_argument("--method", choices=["distance", "bilinear", "conservative", "conservative2"], default="distance",
-                   help="conservative: first order (cdo gencon); conservative2: second order")
+    w.add_argument("--method", choices=["distance", "bilinear", "bicubic", "conservative", "conservative2"], default="distance",
+                   help="distance: cdo gendis; bilinear: cdo genbil; bicubic: cdo genbic (4 weights a link: "
+                        "value and 3 source gradients); conservative: first order (cdo gencon); conservative2: "
+                        "second order (default: %(default)s)")
     w.add_argument("--normalization", choices=["fracarea", "destarea", "none"], default="fracarea",
                    help="conservative only (CDO's names)")
     w.add_argument("--neighbors", type=int, default=4)

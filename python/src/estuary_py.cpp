@@ -697,9 +697,16 @@ NB_MODULE(_estuary, m) {
       "write_weights",
       [](const std::string& path, IdxArray rows, IdxArray cols, InArray w, i64 src_size, i64 dst_size, PyComm comm,
          const std::string& map_method, const estuary::Grid* src_grid, const estuary::Grid* dst_grid,
-         const std::string& normalization, std::optional<InArray> dst_frac) {
+         const std::string& normalization, std::optional<InArray> dst_frac, std::optional<InArray> columns,
+         int num_wgts) {
         const estuary::Links l = links_from(rows, cols, w);
         estuary::WeightWriteOptions o;
+        std::vector<double> cols_copy;
+        if (columns) {
+          cols_copy.assign(columns->data(), columns->data() + columns->size());
+          o.columns = &cols_copy;
+          o.num_wgts = num_wgts;
+        }
         o.map_method = map_method;
         o.normalization = normalization;
         o.src_grid = src_grid;
@@ -716,8 +723,9 @@ NB_MODULE(_estuary, m) {
       },
       "path"_a, "rows"_a, "cols"_a, "weights"_a, "src_size"_a, "dst_size"_a, "comm"_a = nb::none(),
       "map_method"_a = "", "src_grid"_a = nb::none(), "dst_grid"_a = nb::none(), "normalization"_a = "none",
-      "dst_frac"_a = nb::none(),
-      "Collective: writes every rank's links (0-based rows = destination, cols = source) as one SCRIP file.");
+      "dst_frac"_a = nb::none(), "columns"_a = nb::none(), "num_wgts"_a = 1,
+      "Collective: writes every rank's links (0-based rows = destination, cols = source) as one SCRIP file; "
+      "columns (links x num_wgts values, flat) gives several weights per link (bicubic: 4).");
   m.def(
       "read_weights",
       [](const std::string& path, PyComm comm) {
@@ -851,6 +859,31 @@ NB_MODULE(_estuary, m) {
       },
       "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = true,
       "Collective: bilinear weights (CDO remapbil) for the dst points this rank holds.");
+
+  m.def(
+      "bicubic_weights",
+      [](const estuary::GridGen& src, const estuary::Grid& dst, PyComm comm) {
+        estuary::BicubicWeights b;
+        {
+          nb::gil_scoped_release release;
+          int p = 1, r = 0;
+          MPI_Comm_size(comm.comm, &p);
+          MPI_Comm_rank(comm.comm, &r);
+          b = estuary::bicubic_weights(src.make(estuary::gen::block(src.size(), r, p)), dst, comm.comm);
+        }
+        std::vector<double> flat;
+        flat.reserve(4 * b.columns.size());
+        for (const auto& c : b.columns) flat.insert(flat.end(), c.begin(), c.end());
+        const std::size_t n = b.columns.size();
+        auto* data = new std::vector<double>(std::move(flat));
+        nb::capsule owner(data, [](void* q) noexcept { delete static_cast<std::vector<double>*>(q); });
+        nb::ndarray<nb::numpy, double, nb::ndim<2>> cols(data->data(), {n, 4}, owner);
+        return nb::make_tuple(links_to_py(std::move(b.value)), cols, links_to_py(std::move(b.links)));
+      },
+      "src"_a, "dst"_a, "comm"_a = nb::none(),
+      "Collective: bicubic weights (CDO genbic) for the dst points this rank holds: ((rows, cols, value "
+      "weights), the 4 weight columns as an (n, 4) array, (rows, cols, weights) folded with CDO's "
+      "source gradients).");
 
   m.def(
       "conservative_weights",

@@ -131,6 +131,46 @@ def test_weights_conservative_file_equals_cdo_gencon(tmp_path, ranks):
     np.testing.assert_allclose(f1, f2, rtol=0, atol=1e-10)  # dst_grid_frac written
 
 
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_weights_bicubic_file_equals_cdo_genbic(tmp_path, ranks):
+    # A 4-column file as cdo genbic writes it (value and three source-gradient weights per link);
+    # CDO applies it as it applies its own.
+    import netCDF4
+    path, ref = tmp_path / "w.nc", tmp_path / "cdo.nc"
+    rec = json.loads(estuary_cli("weights", "--src", "lonlat:12x6", "--dst", "lonlat:7x4", "--method", "bicubic",
+                                 "--out", str(path), "--ranks", str(ranks), "--json").stdout)
+    assert rec["links"] == 4 * 28
+    # CDO searches a regular lon-lat source its own way, which picks the other of two quads when a
+    # target lies exactly on a source meridian (the interpolated value is the same); estuary's
+    # search is CDO's curvilinear one, so CDO gets the source as a curvilinear grid.
+    subprocess.run(["cdo", "-s", "-O", "genbic,r7x4", "-setgridtype,curvilinear", "-const,1,r12x6", str(ref)],
+                   check=True)
+
+    def links(p):
+        with netCDF4.Dataset(p) as f:
+            assert f.dimensions["num_wgts"].size == 4 and f.map_method.startswith("Bicubic")
+            s, d, w = f["src_address"][:] - 1, f["dst_address"][:] - 1, f["remap_matrix"][:]
+        order = np.lexsort((s, d))
+        return s[order], d[order], w[order]
+
+    s1, d1, w1 = links(path)
+    s2, d2, w2 = links(ref)
+    np.testing.assert_array_equal(s1, s2)
+    np.testing.assert_array_equal(d1, d2)
+    np.testing.assert_allclose(w1, w2, rtol=0, atol=1e-10)
+    # cdo remap with either file gives the same field
+    field = tmp_path / "f.nc"
+    subprocess.run(["cdo", "-s", "-O", "-f", "nc", "-expr,f=sin(clon(const))*cos(clat(const))+2", "-const,1,r12x6",
+                    str(field)], check=True)
+    outs = []
+    for k, wf in enumerate((path, ref)):
+        out = tmp_path / f"o{k}.nc"
+        subprocess.run(["cdo", "-s", "-O", "-f", "nc", f"remap,r7x4,{wf}", str(field), str(out)], check=True)
+        with netCDF4.Dataset(out) as f:
+            outs.append(np.asarray(f["f"][:]))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=0, atol=1e-12)
+
+
 def _box_average(l1, l2, p1, p2):
     """The exact average of f(x) = x + 2z over lon-lat boxes (degrees)."""
     l1, l2, p1, p2 = map(np.radians, (l1, l2, p1, p2))

@@ -383,9 +383,16 @@ void write_weights(const std::string& path, const Links& links, i64 src_size, i6
                     "file " + path + ", " + detail::world_rank_label());
     for (const Grid* g : {opt.src_grid, opt.dst_grid})
       if (g) g->check();
+    const int k = opt.columns ? opt.num_wgts : 1;
+    if (opt.columns && (!scrip || (k != 1 && k != 3 && k != 4) ||
+                        opt.columns->size() != links.row.size() * static_cast<std::size_t>(k)))
+      throw Error("num_wgts " + std::to_string(opt.num_wgts) + " with " + std::to_string(opt.columns->size()) +
+                      " weights for " + std::to_string(links.row.size()) + " links",
+                  "file " + path + ", " + detail::world_rank_label(),
+                  "give num_wgts 1, 3 or 4 values per link, SCRIP format only");
     // CDO reads a Bicubic file as four weights per link whatever num_wgts says: it would apply
     // this one-column file (a folded bicubic matrix, say) wrongly and without a word.
-    if (scrip && starts_with_nocase(opt.map_method, "bicubic"))
+    if (scrip && k != 4 && starts_with_nocase(opt.map_method, "bicubic"))
       throw Error("map_method \"" + opt.map_method + "\" with one weight per link: CDO applies a Bicubic SCRIP "
                       "file as four (value and three source gradients)",
                   "file " + path,
@@ -412,7 +419,7 @@ void write_weights(const std::string& path, const Links& links, i64 src_size, i6
       }
       f.def_var(nm.col, itype, {dl});
       f.def_var(nm.row, itype, {dl});
-      if (scrip) f.def_var(nm.weight, NC_DOUBLE, {dl, f.def_dim("num_wgts", 1)});
+      if (scrip) f.def_var(nm.weight, NC_DOUBLE, {dl, f.def_dim("num_wgts", opt.columns ? opt.num_wgts : 1)});
       else f.def_var(nm.weight, NC_DOUBLE, {dl});
       f.put_att("title", opt.title);
       if (!opt.map_method.empty()) f.put_att("map_method", opt.map_method);
@@ -434,15 +441,17 @@ void write_weights(const std::string& path, const Links& links, i64 src_size, i6
     }
     NcFile f = NcFile::open(path, true);
     if (m > 0) {
-      const std::size_t start[2] = {static_cast<std::size_t>(first), 0}, count[2] = {static_cast<std::size_t>(m), 1};
+      const std::size_t k = opt.columns ? static_cast<std::size_t>(opt.num_wgts) : 1;
+      const std::size_t start[2] = {static_cast<std::size_t>(first), 0}, count[2] = {static_cast<std::size_t>(m), k};
       std::vector<long long> one_based(static_cast<std::size_t>(m));
       for (auto [var, src] : {std::pair{nm.col, &links.col}, std::pair{nm.row, &links.row}}) {
         for (std::size_t k = 0; k < one_based.size(); ++k) one_based[k] = (*src)[k] + 1;
         detail::nc_check(nc_put_vara_longlong(f.id(), f.var(var), start, count, one_based.data()), path,
                          std::string("variable ") + var);
       }
-      detail::nc_check(nc_put_vara_double(f.id(), f.var(nm.weight), start, count, links.weight.data()), path,
-                       std::string("variable ") + nm.weight);
+      detail::nc_check(nc_put_vara_double(f.id(), f.var(nm.weight), start, count,
+                                          opt.columns ? opt.columns->data() : links.weight.data()),
+                       path, std::string("variable ") + nm.weight);
     }
     if (all_grids) {
       write_grid_points(f, "src", *opt.src_grid);
