@@ -811,21 +811,26 @@ TEST(Couple, ScriprConservGeneratedAndCached) {
   }
 }
 
-// SCRIPR BICUBIC and BILINEAR(NF) generated at enddef on a source with land: the coupled values
+// SCRIPR BICUBIC, BILINEAR(NF) and GAUSWGT generated at enddef on a source with land: the coupled values
 // equal W f with W computed serially (CDO's genbic links folded with its gradients, or bilinear
 // links), plus OASIS's nearest-neighbour fill of the targets the method leaves without links
 // unless the method ends in NF.
 TEST(Couple, ScriprBicubicAndBilinearWithNearestFill) {
   const Layout l = layout();
-  for (const std::string method : {"BICUBIC", "BILINEAR", "BILINEARNF"}) {
+  for (const std::string method : {"BICUBIC", "BILINEAR", "BILINEARNF", "GAUSWGT"}) {
     SCOPED_TRACE(method);
     const std::string dir = fresh_dir("scripr_" + method);
-    write_text(dir + "/namcouple", namcouple(2 * kPeriod, "A_F O_F", 1, "SCRIPR\n" + method + " LR SCALAR LATLON 1\n"));
+    const std::string params = method == "GAUSWGT" ? " 3 1.5" : "";
+    write_text(dir + "/namcouple", namcouple(2 * kPeriod, "A_F O_F", 1, "SCRIPR\n" + method + " LR SCALAR LATLON 1" + params + "\n"));
     const ConservRun r = run_scripr_conserv(dir, true);
     if (!l.dst) continue;
     const estuary::Grid sg = GridGen::lonlat(12, 10).with_land().make(), dg = GridGen::tripolar(8, 9).make();
+    estuary::GaussianWeightOptions go;
+    go.neighbors = 3;
+    go.variance = 1.5;
     Links w = method == "BICUBIC" ? estuary::bicubic_weights(sg, dg, MPI_COMM_SELF).links
-                                  : estuary::bilinear_weights(sg, dg, MPI_COMM_SELF);
+              : method == "GAUSWGT" ? estuary::gaussian_weights(sg, dg, MPI_COMM_SELF, go)
+                                    : estuary::bilinear_weights(sg, dg, MPI_COMM_SELF);
     const i64 before = w.size();
     if (method != "BILINEARNF") estuary::fill_nearest(sg, dg, MPI_COMM_SELF, w);
     if (method == "BILINEAR") {

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -205,6 +206,58 @@ TEST(WeightGen, NearestFillGivesEveryOceanTargetItsNearestOceanSource) {
     std::ostringstream why2;
     EXPECT_TRUE(same_links(a, gather_sorted(serial, MPI_COMM_SELF), 0.0, why2)) << why2.str();
   }
+}
+
+TEST(WeightGen, GaussianWeightsFollowOasisFormula) {
+  // OASIS's GAUSWGT written out by brute force: angular distances from lat/lon in radians, the n
+  // nearest (ties to the smaller index), masked dropped, 1/(exp(d^2/(2 s2)) + eps) normalised,
+  // s2 = variance x (mean distance between consecutive source points)^2.
+  const int p = etest::world_size(), r = etest::world_rank();
+  const estuary::GridGen sg = rtest::grid("tril"), dg = rtest::grid("ll");
+  const estuary::Grid whole = sg.make(), dall = dg.make();
+  estuary::GaussianWeightOptions opt;
+  opt.neighbors = 5;
+  opt.variance = 1.7;
+  const estuary::Grid src = sg.make(estuary::gen::cyclic(sg.size(), r, p));
+  const estuary::Grid dst = dg.make(estuary::gen::block(dg.size(), r, p));
+  const std::vector<Link> got = gather_sorted(estuary::gaussian_weights(src, dst, MPI_COMM_WORLD, opt));
+  const double k = M_PI / 180;
+  auto ang = [&](double lo1, double la1, double lo2, double la2) {
+    const double c = std::sin(la1 * k) * std::sin(la2 * k) +
+                     std::cos(la1 * k) * std::cos(la2 * k) * (std::cos(lo1 * k) * std::cos(lo2 * k) + std::sin(lo1 * k) * std::sin(lo2 * k));
+    return std::acos(std::min(1.0, std::max(-1.0, c)));
+  };
+  const auto ns = static_cast<std::size_t>(whole.size());
+  double mean = ang(whole.lon[ns - 1], whole.lat[ns - 1], whole.lon[0], whole.lat[0]);
+  for (std::size_t u = 1; u < ns; ++u) mean += ang(whole.lon[u - 1], whole.lat[u - 1], whole.lon[u], whole.lat[u]);
+  mean /= static_cast<double>(ns);
+  const double s2 = opt.variance * mean * mean;
+  std::vector<Link> want;
+  for (i64 j = 0; j < dg.size(); ++j) {
+    const auto v = static_cast<std::size_t>(j);
+    std::vector<std::pair<double, i64>> d;
+    for (std::size_t u = 0; u < ns; ++u) d.push_back({ang(dall.lon[v], dall.lat[v], whole.lon[u], whole.lat[u]), static_cast<i64>(u)});
+    std::stable_sort(d.begin(), d.end());
+    std::vector<std::pair<i64, double>> kept;
+    double total = 0;
+    for (int n = 0; n < opt.neighbors; ++n) {
+      const auto [dist, s] = d[static_cast<std::size_t>(n)];
+      if (!whole.valid(s)) continue;
+      const double w = 1.0 / (std::exp(0.5 * dist * dist / s2) + DBL_EPSILON);
+      kept.push_back({s, w});
+      total += w;
+    }
+    for (const auto& [s, w] : kept) want.push_back({j, s, w / total});
+  }
+  std::vector<Link> w_sorted = want;
+  std::sort(w_sorted.begin(), w_sorted.end());
+  std::ostringstream why;
+  EXPECT_TRUE(same_links(got, w_sorted, 1e-13, why)) << why.str();
+  // Coastal targets whose 5 nearest are all on land get none (fill_nearest adds OASIS's fill).
+  std::vector<int> per(static_cast<std::size_t>(dg.size()), 0);
+  for (const Link& l : got) ++per[static_cast<std::size_t>(l.dst)];
+  EXPECT_GT(std::count(per.begin(), per.end(), 5), 0);
+  EXPECT_GT(std::count_if(per.begin(), per.end(), [](int n) { return n > 0 && n < 5; }), 0);
 }
 
 TEST(WeightGen, WrittenFileReadsBackAndCdoAppliesIt) {

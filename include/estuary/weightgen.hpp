@@ -89,6 +89,18 @@ struct BicubicWeights {
 };
 BicubicWeights bicubic_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
 
+// OASIS3-MCT's GAUSWGT (SCRIP's remap_dist_gaus_wgt): the n nearest source points by angular
+// distance d (ties to the smaller index), masked ones dropped, weighted by
+// 1 / (exp(d^2 / (2 sigma^2)) + epsilon) and normalised, where sigma^2 = variance x the mean
+// distance between consecutive source points (in grid order, OASIS's grid_dist_average). A
+// target whose n nearest are all masked gets no link (fill_nearest gives it OASIS's nearest
+// unmasked point). Collective over comm; `src`, `dst` as for distance_weights.
+struct GaussianWeightOptions {
+  int neighbors = 4;
+  double variance = 1.0;  // OASIS's namcouple $VAR: the multiplier of the mean distance squared
+};
+Links gaussian_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const GaussianWeightOptions& options = {});
+
 // OASIS3-MCT's nearest-neighbour fill (the default of SCRIPR DISTWGT, BILINEAR, BICUBIC and
 // GAUSWGT; their "NF" forms turn it off): every unmasked destination point of `dst` that has no
 // link in `links` gets one, weight 1, to the nearest unmasked source point (chord distance, ties

@@ -185,9 +185,9 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
       fail("SCRIPR CONSERV order " + quoted(s.order) + " is not supported by estuary", "use FIRST or SECOND");
   }
   // Accepted by OASIS3-MCT, not (yet) by estuary: refused rather than approximated.
-  if (s.method == "GAUSWGT")
-    fail("SCRIPR " + s.method + " is not supported yet by estuary",
-         "generate the weights offline and use MAPPING with the weight file");
+  if (s.method == "GAUSWGT" && !(s.variance > 0))
+    fail("the SCRIPR GAUSWGT variance must be positive, not " + number_text(s.variance),
+         "give OASIS's variance multiplier, e.g. 1 (OASIS3-MCT stops on 0 too)");
   if (s.method == "CONSERV" && s.normalization != "FRACAREA" && s.normalization != "DESTAREA" &&
       s.normalization != "FRACNNEI")
     fail("SCRIPR CONSERV normalisation " + s.normalization + " is not supported yet by estuary",
@@ -1181,7 +1181,7 @@ void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingCon
     c.mapping = m;
   } else if (up == "SCRIPR") {
     keys(v, key, {"method", "grid_type", "field_type", "restriction", "bins", "neighbors",
-                  "normalization", "order", "nearest_fill"});
+                  "normalization", "order", "nearest_fill", "variance"});
     ScriprSpec s;
     s.method = upper(scalar(required(v, "method", key), key + ".method"));
     s.grid_type = v["grid_type"] ? scalar(v["grid_type"], key + ".grid_type") : "LR";
@@ -1191,9 +1191,11 @@ void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingCon
     // OASIS's nearest-neighbour fill of targets the method leaves empty (namcouple: *NF is false).
     if (const auto x = v["nearest_fill"]) s.nearest_fill = boolean(x, key + ".nearest_fill");
     if (const auto x = v["neighbors"]) {
-      if (s.method != "DISTWGT") fail(x, key + ".neighbors is for method distwgt only");
+      if (s.method != "DISTWGT" && s.method != "GAUSWGT") fail(x, key + ".neighbors is for methods distwgt and gauswgt only");
       s.neighbors = static_cast<int>(integer(x, key + ".neighbors", 1));
     }
+    if (v["variance"] && s.method != "GAUSWGT") fail(v["variance"], key + ".variance is for method gauswgt only");
+    if (s.method == "GAUSWGT") s.variance = number(required(v, "variance", key), key + ".variance");
     for (const char* k : {"normalization", "order"})
       if (v[k] && s.method != "CONSERV") fail(v[k], key + "." + k + " is for method conserv only");
     if (s.method == "CONSERV") {

@@ -221,6 +221,89 @@ Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Di
   return out;
 }
 
+Links gaussian_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const GaussianWeightOptions& options) {
+  SourcePoints s;
+  detail::agree(comm, [&] {
+    if (options.neighbors < 1)
+      throw Error("neighbors must be at least 1, not " + std::to_string(options.neighbors), "gaussian_weights");
+    if (!(options.variance >= 1.1920929e-07))  // OASIS stops on a variance below epsilon(1.)
+      throw Error("the GAUSWGT variance " + std::to_string(options.variance) + " is not positive", "gaussian_weights",
+                  "give the variance multiplier (OASIS's $VAR), e.g. 1");
+    src.check();
+    dst.check();
+    s = gather_source(src, comm, "gaussian_weights");
+  });
+  const std::size_t ng = s.xyz.size(), nn = static_cast<std::size_t>(options.neighbors);
+  if (nn > ng)
+    throw Error(std::to_string(nn) + " neighbours asked for, but the source grid " + src.name + " has only " +
+                    std::to_string(ng) + " points",
+                "gaussian_weights", "ask for at most as many neighbours as there are source points");
+  // OASIS's trigonometry: latitudes and longitudes in radians, its angular distance (SCRIP).
+  constexpr double deg2rad = 3.14159265358979323846 / 180.0;
+  std::vector<double> cla(ng), sla(ng), clo(ng), slo(ng);
+  for (std::size_t u = 0; u < ng; ++u) {
+    const double la = s.lat[u] * deg2rad, lo = s.lon[u] * deg2rad;
+    cla[u] = std::cos(la), sla[u] = std::sin(la), clo[u] = std::cos(lo), slo[u] = std::sin(lo);
+  }
+  auto angle = [](double sa, double ca, double so, double co, double sb, double cb, double sob, double cob) {
+    const double d = sa * sb + ca * cb * (co * cob + so * sob);
+    return std::acos(std::min(1.0, std::max(-1.0, d)));
+  };
+  // grid_dist_average: the mean distance between consecutive points of the source grid (the last
+  // and the first included), in grid order; the variance is varmul times its square.
+  double average = angle(sla[ng - 1], cla[ng - 1], slo[ng - 1], clo[ng - 1], sla[0], cla[0], slo[0], clo[0]);
+  for (std::size_t u = 1; u < ng; ++u)
+    average += angle(sla[u - 1], cla[u - 1], slo[u - 1], clo[u - 1], sla[u], cla[u], slo[u], clo[u]);
+  average /= static_cast<double>(ng);
+  const double variance = options.variance * average * average;
+
+  std::vector<i64> all(ng);
+  std::iota(all.begin(), all.end(), i64{0});
+  const KdTree tree(s.xyz, std::move(all));
+  Links out;
+  std::vector<i64> cand, addr(nn);
+  std::vector<double> dist(nn);
+  for (i64 k = 0; k < dst.size(); ++k) {
+    if (!dst.valid(k)) continue;
+    const auto u = static_cast<std::size_t>(k);
+    const double la = dst.lat[u] * deg2rad, lo = dst.lon[u] * deg2rad;
+    const double sa = std::sin(la), ca = std::cos(la), so = std::sin(lo), co = std::cos(lo);
+    // Candidates: every point within the nn-th nearest chord (with slack for rounding); the
+    // angle is monotonic in the chord, so they hold OASIS's nn nearest.
+    const Vec3 q = unit_vector(dst.lon[u], dst.lat[u]);
+    const double r = std::sqrt(tree.kth_sq_dist(q, nn)) * (1 + 1e-9) + 1e-12;
+    cand.clear();
+    tree.within(q, r * r, cand);
+    std::sort(cand.begin(), cand.end());
+    // grid_search_nbr: in increasing index, kept if strictly nearer than a kept one.
+    std::fill(addr.begin(), addr.end(), INT64_MAX);
+    std::fill(dist.begin(), dist.end(), DBL_MAX);
+    for (i64 c : cand) {
+      const auto v = static_cast<std::size_t>(c);
+      const double d = angle(sa, ca, so, co, sla[v], cla[v], slo[v], clo[v]);
+      for (std::size_t i = 0; i < nn; ++i)
+        if (d < dist[i]) {
+          for (std::size_t j = nn - 1; j > i; --j) addr[j] = addr[j - 1], dist[j] = dist[j - 1];
+          addr[i] = c, dist[i] = d;
+          break;
+        }
+    }
+    // remap_dist_gaus_wgt: w = 1 / (exp(d^2 / (2 variance)) + eps) over the unmasked, normalised.
+    double total = 0.0;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < nn; ++i) {
+      if (addr[i] == INT64_MAX || !s.valid[static_cast<std::size_t>(addr[i])]) continue;
+      const double w = 1.0 / (std::exp(0.5 * dist[i] * dist[i] / variance) + DBL_EPSILON);
+      total += w;
+      addr[kept] = addr[i], dist[kept] = w;
+      ++kept;
+    }
+    const i64 row = dst.global_index(k);
+    for (std::size_t i = 0; i < kept; ++i) out.add(row, addr[i], dist[i] / total);
+  }
+  return out;
+}
+
 void fill_nearest(const Grid& src, const Grid& dst, MPI_Comm comm, Links& links) {
   SourcePoints s;
   detail::agree(comm, [&] {
