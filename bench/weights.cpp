@@ -1,7 +1,10 @@
-// Conservative weight generation: estuary's parallel generator against `cdo gencon`, timed in
-// the same run on the same grids (written as SCRIP grid files for CDO). One JSON line per
-// direction (and one per CDO run):
+// Weight generation: estuary's parallel generators against CDO's (`cdo gencon`, `cdo genbic`),
+// timed in the same run on the same grids (written as SCRIP grid files for CDO). One JSON line
+// per direction (and one per CDO run):
 //   mpirun -n P build/bench/weights --grids full|medium|small [--cdo 1] [--order 1|2]
+//                                   [--method conservative|bicubic|gauswgt]
+// bicubic needs a logically rectangular source: only the tripolar -> reduced Gaussian direction.
+// gauswgt (OASIS's GAUSWGT, 4 neighbours, variance 1) has no CDO counterpart.
 // full: ORCA025-like tripolar (1442 x 1021) <-> T799-class reduced Gaussian (842 962 cells).
 // Each rank holds a block of both grids. Reports the wall time (max over ranks), each phase's
 // max and mean over ranks (search, fetch, intersections), the time to write the SCRIP file (CDO's
@@ -14,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "bench_util.hpp"
 #include "estuary/decomp_gen.hpp"
@@ -39,15 +43,15 @@ double mean_over_ranks(double x, MPI_Comm comm) {
   return s / p;
 }
 
-// `cdo gencon` on rank 0 (one thread), seconds; -1 when it fails.
-double time_cdo(const GridGen& src, const GridGen& dst, const std::string& dir) {
+// `cdo OP` (gencon, genbic) on rank 0 (one thread), seconds; -1 when it fails.
+double time_cdo(const GridGen& src, const GridGen& dst, const std::string& dir, const std::string& op) {
   const std::string sg = dir + "/src_" + src.name() + ".nc", dg = dir + "/dst_" + dst.name() + ".nc";
   estuary::write_scrip_grid(sg, src.make());
   estuary::write_scrip_grid(dg, dst.make());
   const std::string field = dir + "/field_" + src.name() + ".nc";
   std::string cmd = "cdo -s -O -f nc -setgrid," + sg + " -const,1," + sg + " " + field;
   if (std::system(cmd.c_str()) != 0) return -1;
-  cmd = "OMP_NUM_THREADS=1 cdo -s -O -P 1 gencon," + dg + " " + field + " " + dir + "/cdo_weights.nc";
+  cmd = "OMP_NUM_THREADS=1 cdo -s -O -P 1 " + op + "," + dg + " " + field + " " + dir + "/cdo_weights.nc";
   const auto t0 = std::chrono::steady_clock::now();
   const int rc = std::system(cmd.c_str());
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -68,12 +72,50 @@ int main(int argc, char** argv) {
   opt.order = static_cast<int>(args.num("order", 1));
   const std::string dir = args.str("dir", "/tmp/estuary_bench_weights");
   if (r == 0) std::filesystem::create_directories(dir);
+  const std::string method = args.str("method", "conservative");
   const auto [a, b] = grids(size);
-  for (int dirn = 0; dirn < 2; ++dirn) {
+  for (int dirn = 0; dirn < (method == "bicubic" ? 1 : 2); ++dirn) {
     const GridGen& src = dirn == 0 ? a : b;
     const GridGen& dst = dirn == 0 ? b : a;
+    if (method != "conservative") {
+      // The quad and neighbour methods: generation, then the SCRIP file (4 columns for bicubic).
+      if (cdo && r == 0 && method == "bicubic") {
+        const double t = time_cdo(src, dst, dir, "genbic");
+        std::puts(bench::Json().add("bench", "weights").add("tool", "cdo genbic").add("src", src.name())
+                      .add("dst", dst.name()).add("threads", 1).add("seconds", t).str().c_str());
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+      const estuary::Grid s = src.make(estuary::gen::block(src.size(), r, p));
+      const estuary::Grid d = dst.make(estuary::gen::block(dst.size(), r, p));
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      estuary::Links links;
+      std::vector<double> columns;
+      if (method == "bicubic") {
+        estuary::BicubicWeights w = estuary::bicubic_weights(s, d, MPI_COMM_WORLD);
+        for (const auto& c : w.columns) columns.insert(columns.end(), c.begin(), c.end());
+        links = std::move(w.value);
+      } else {
+        links = estuary::gaussian_weights(s, d, MPI_COMM_WORLD);
+      }
+      const double wall = bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
+      const double t1 = MPI_Wtime();
+      estuary::WeightWriteOptions wo;
+      wo.map_method = method == "bicubic" ? "Bicubic remapping" : "Distance weighted avg of nearest neighbors";
+      if (method == "bicubic") wo.columns = &columns, wo.num_wgts = 4;
+      estuary::write_weights(dir + "/estuary_weights.nc", links, src.size(), dst.size(), MPI_COMM_WORLD, wo);
+      const double write = bench::max_over_ranks(MPI_Wtime() - t1, MPI_COMM_WORLD);
+      double n = static_cast<double>(links.size());
+      MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      if (r == 0)
+        std::puts(bench::Json().add("bench", "weights").add("tool", "estuary").add("method", method)
+                      .add("src", src.name()).add("dst", dst.name()).add("ranks", p).add("seconds", wall)
+                      .add("write_seconds", write).add("links", n)
+                      .add("peak_rss_mb", bench::proc_status_mb("VmHWM:")).str().c_str());
+      continue;
+    }
     if (cdo && r == 0) {
-      const double t = time_cdo(src, dst, dir);
+      const double t = time_cdo(src, dst, dir, "gencon");
       std::puts(bench::Json()
           .add("bench", "weights")
           .add("tool", "cdo gencon")
