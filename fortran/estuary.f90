@@ -12,6 +12,13 @@
 !>   call estuary_get(comp_id, var_id, date, sst, info, ierror)  ! info: estuary_Recvd, ...
 !>   call estuary_terminate(comp_id, ierror)                     ! MPI_Finalize if MPI_Init was ours
 !>
+!> OASIS's own argument lists work too (estuary_oasis_decl.inc): a model written for OASIS3-MCT
+!> builds here after `sed 's/oasis_/estuary_/g; s/mod_oasis/estuary/g'` and no other change
+!> (estuary_init_comp(comp_id, name, kinfo), estuary_def_partition(part_id, ig_paral, kinfo),
+!> estuary_put(var_id, kstep, field, kinfo), ..., estuary_put_inquire, estuary_get_ncpl,
+!> estuary_get_freqs, estuary_set_couplcomm, estuary_get_intercomm, estuary_get_intracomm,
+!> estuary_get_multi_intracomm, estuary_get/set_debug; OASIS_In, OASIS_Real, ip_realwp_p ...).
+!>
 !> Also: estuary_create_couplcomm (oasis_create_couplcomm), estuary_def_grid (the grid at a
 !> partition's points, for SCRIPR and CONSERV), estuary_abort, estuary_get_runtime,
 !> estuary_last_source_integral, and estuary's generated grids (estuary_grid_info,
@@ -159,6 +166,8 @@ module estuary
     type(c_ptr) :: ptr = c_null_ptr
     character(len=:), allocatable :: name
     type(var_entry), allocatable :: vars(:)  ! vars(id + 1)
+    ! estuary_init_comp(coupled = .false.): the component takes no part in the coupling.
+    logical :: coupled = .true.
   end type comp_entry
   type(comp_entry), allocatable, save :: comps(:)
   character(len=:), allocatable, save :: last_message
@@ -482,6 +491,10 @@ module estuary
 
   integer(c_int), parameter :: est_f64 = 0, est_f32 = 1, est_column_major = 1
 
+  ! OASIS3-MCT's names: its parameters and kinds, and the OASIS-shaped calls (without a component
+  ! id) that make a model written for OASIS build here after renaming oasis_ to estuary_.
+  include 'estuary_oasis_decl.inc'
+
 contains
 
   ! ---- helpers ----
@@ -526,6 +539,7 @@ contains
     character(len=*), intent(in) :: message
     last_message = message
     fail = code
+    call log_error(message)  ! the component's log keeps the cause of every error returned
   end function fail
 
   !> The component of handle, or the error estuary_err_argument naming the routine.
@@ -580,24 +594,44 @@ contains
   ! ---- the coupler ----
 
   !> oasis_init_comp: a component of the coupled run on this rank. Collective over world
-  !> (default MPI_COMM_WORLD); starts MPI when the program has not. config: the namcouple or
-  !> YAML file (default: $ESTUARY_CONFIG, estuary.yaml, namcouple); directory: where files are
-  !> read and written (default: the working directory).
-  subroutine estuary_init_comp(comp_id, name, ierror, world, config, directory)
+  !> (default MPI_COMM_WORLD; OASIS's commworld is the same); starts MPI when the program has
+  !> not. config: the namcouple or YAML file (default: $ESTUARY_CONFIG, estuary.yaml,
+  !> namcouple); directory: where files are read and written (default: the working directory).
+  !> coupled = .false. (OASIS's): the component takes no part in the coupling; its OASIS-shaped
+  !> calls do nothing. Without ierror a failure prints its message and aborts, as OASIS does.
+  subroutine estuary_init_comp(comp_id, name, ierror, coupled, commworld, world, config, directory)
+    integer, intent(out) :: comp_id
+    character(len=*), intent(in) :: name
+    integer, intent(out), optional :: ierror
+    logical, intent(in), optional :: coupled
+    integer, intent(in), optional :: commworld, world
+    character(len=*), intent(in), optional :: config, directory
+    integer :: rc
+    call init_comp_core(comp_id, name, rc, coupled, commworld, world, config, directory)
+    call give(rc, ierror)
+  end subroutine estuary_init_comp
+
+  subroutine init_comp_core(comp_id, name, ierror, coupled, commworld, world, config, directory)
     integer, intent(out) :: comp_id
     character(len=*), intent(in) :: name
     integer, intent(out) :: ierror
-    integer, intent(in), optional :: world
+    logical, intent(in), optional :: coupled
+    integer, intent(in), optional :: commworld, world
     character(len=*), intent(in), optional :: config, directory
     character(kind=c_char), allocatable, target :: cfg(:), dir(:)
     type(c_ptr) :: pcfg, pdir, c
     type(comp_entry), allocatable :: grown(:)
     integer(c_int) :: has_world, fworld
+    logical :: cpl
     integer :: slot
     comp_id = 0
     ierror = c_result(est_f_mpi_init())
     if (ierror /= 0) then
       ierror = fail(ierror, 'estuary_init_comp: MPI is finalised or MPI_Init failed')
+      return
+    end if
+    if (present(commworld) .and. present(world)) then
+      ierror = fail(estuary_err_argument, 'estuary_init_comp: give the world as commworld or as world, not both')
       return
     end if
     pcfg = c_null_ptr
@@ -616,7 +650,14 @@ contains
       has_world = 1
       fworld = int(world, c_int)
     end if
-    ierror = c_result(est_f_comp_new(c_str(name), has_world, fworld, pcfg, pdir, c))
+    if (present(commworld)) then
+      has_world = 1
+      fworld = int(commworld, c_int)
+    end if
+    ! OASIS's coupled = .false.: the component is left out of the coupled ones' world.
+    cpl = .true.
+    if (present(coupled)) cpl = coupled
+    ierror = c_result(est_f_comp_new_coupled(c_str(name), has_world, fworld, pcfg, pdir, merge(1_c_int, 0_c_int, cpl), c))
     if (ierror /= 0) return
     if (.not. allocated(comps)) allocate (comps(4))
     slot = 0
@@ -630,10 +671,12 @@ contains
     end if
     comps(slot)%ptr = c
     comps(slot)%name = trim(name)
+    comps(slot)%coupled = cpl
     if (allocated(comps(slot)%vars)) deallocate (comps(slot)%vars)
     allocate (comps(slot)%vars(0))
     comp_id = slot
-  end subroutine estuary_init_comp
+    oasis_comp = slot  ! the component of the OASIS-shaped calls (those without a component id)
+  end subroutine init_comp_core
 
   !> oasis_get_localcomm: the component's communicator (a Fortran MPI handle).
   subroutine estuary_get_localcomm(comp_id, local_comm, ierror)
@@ -851,6 +894,7 @@ contains
     if (ierror == 0) ierror = rc
     comps(comp_id)%ptr = c_null_ptr
     deallocate (comps(comp_id)%vars)
+    if (oasis_comp == comp_id) oasis_comp = 0
     do k = 1, size(comps)
       if (c_associated(comps(k)%ptr)) return
     end do
@@ -858,24 +902,40 @@ contains
     if (ierror == 0) ierror = rc
   end subroutine estuary_terminate
 
-  !> oasis_abort: prints the message (with the component's name) and aborts the whole run
-  !> (MPI_Abort on MPI_COMM_WORLD with errorcode, default 1).
-  subroutine estuary_abort(comp_id, message, errorcode)
-    integer, intent(in) :: comp_id
-    character(len=*), intent(in) :: message
-    integer, intent(in), optional :: errorcode
-    character(len=:), allocatable :: who
+  !> oasis_abort: prints the message (with the component's name) to stderr and to the
+  !> component's log, and aborts the whole run (MPI_Abort on MPI_COMM_WORLD with errorcode,
+  !> default 1). OASIS's arguments too: estuary_abort(comp_id, routine, message [, file, line,
+  !> rcode]) (then `message` is the calling routine; rcode is errorcode), every one optional.
+  subroutine estuary_abort(comp_id, message, cd_message, file, line, rcode, errorcode)
+    integer, intent(in), optional :: comp_id
+    character(len=*), intent(in), optional :: message, cd_message, file
+    integer, intent(in), optional :: line, rcode, errorcode
+    character(len=:), allocatable :: who, text
     integer(c_int) :: code
-    who = 'component id ' // int_text(int(comp_id, int64))
-    if (allocated(comps)) then
+    who = 'component (unknown)'
+    if (present(comp_id)) who = 'component id ' // int_text(int(comp_id, int64))
+    if (allocated(comps) .and. present(comp_id)) then
       if (comp_id >= 1 .and. comp_id <= size(comps)) then
         if (allocated(comps(comp_id)%name)) who = 'component ' // comps(comp_id)%name
       end if
     end if
+    text = ''
+    if (present(message)) text = trim(message)
+    if (present(cd_message)) then
+      if (len(text) > 0) text = text // ': '
+      text = text // trim(cd_message)
+    end if
+    if (present(file)) then
+      text = text // ' (' // trim(file)
+      if (present(line)) text = text // ':' // int_text(int(line, int64))
+      text = text // ')'
+    end if
     code = 1
+    if (present(rcode)) code = int(rcode, c_int)
     if (present(errorcode)) code = int(errorcode, c_int)
-    write (error_unit, '(a)') 'estuary_abort: ' // who // ': ' // trim(message)
+    write (error_unit, '(a)') 'estuary_abort: ' // who // ': ' // text
     flush (error_unit)
+    call log_error('abort: ' // text)
     call est_f_abort(code)
     error stop 1
   end subroutine estuary_abort
@@ -894,11 +954,12 @@ contains
   !> only, or first, component of this process). The caller frees cplcomm (MPI_Comm_free).
   subroutine estuary_create_couplcomm(icpl, allcomm, cplcomm, ierror, comp_id)
     integer, intent(in) :: icpl, allcomm
-    integer, intent(out) :: cplcomm, ierror
+    integer, intent(out) :: cplcomm
+    integer, intent(out), optional :: ierror  ! OASIS's kinfo: without it a failure aborts
     integer, intent(in), optional :: comp_id
     type(c_ptr) :: c
     integer(c_int) :: comm
-    integer :: id, k
+    integer :: id, k, rc
     cplcomm = -1
     id = 0
     if (present(comp_id)) then
@@ -911,10 +972,11 @@ contains
         end if
       end do
     end if
-    ierror = comp_of(id, 'estuary_create_couplcomm', c)
-    if (ierror /= 0) return
-    ierror = c_result(est_f_comp_create_couplcomm(c, int(icpl, c_int), int(allcomm, c_int), comm))
-    if (ierror == 0) cplcomm = int(comm)
+    rc = comp_of(id, 'estuary_create_couplcomm', c)
+    ! As OASIS's: also the component's coupling communicator (estuary_set_couplcomm).
+    if (rc == 0) rc = c_result(est_f_comp_create_couplcomm(c, int(icpl, c_int), int(allcomm, c_int), comm))
+    if (rc == 0) cplcomm = int(comm)
+    call give(rc, ierror)
   end subroutine estuary_create_couplcomm
 
   !> After estuary_enddef: the run length of the configuration ($RUNTIME), seconds.
@@ -1805,5 +1867,8 @@ contains
     integer(c_int) :: rc
     rc = est_io_reader_free(reader%ptr)
   end subroutine estuary_io_reader_free
+
+  ! The OASIS-shaped calls (declared in estuary_oasis_decl.inc).
+  include 'estuary_oasis_body.inc'
 
 end module estuary

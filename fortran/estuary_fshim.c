@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "estuary.h"
@@ -100,4 +101,44 @@ int est_f_io_model_comm(est_io io, MPI_Fint* comm) {
 
 int est_f_io_reader_open(const char* path, MPI_Fint comm, est_io_reader* out) {
   return est_io_reader_open(path, comm == -1 ? MPI_COMM_WORLD : MPI_Comm_f2c(comm), out);
+}
+
+/* ---- OASIS3-MCT's coupling communicator and communicators between components, with Fortran
+ * handles (the OASIS-shaped calls of estuary.f90, fortran/estuary_oasis_body.inc) ---- */
+
+int est_f_comp_set_couplcomm(est_comp c, MPI_Fint comm) { return est_comp_set_couplcomm(c, MPI_Comm_f2c(comm)); }
+
+int est_f_comp_coupling_comm(est_comp c, MPI_Fint* comm) {
+  MPI_Comm out = MPI_COMM_NULL;
+  const int rc = est_comp_coupling_comm(c, &out);
+  if (rc == EST_OK && comm != NULL) *comm = MPI_Comm_c2f(out);
+  return rc;
+}
+
+/* inter = 1: est_comp_get_intercomm, else est_comp_get_intracomm. */
+int est_f_comp_get_intercomm(est_comp c, int inter, const char* other, MPI_Fint* newcomm) {
+  MPI_Comm out = MPI_COMM_NULL;
+  const int rc = inter ? est_comp_get_intercomm(c, other, &out) : est_comp_get_intracomm(c, other, &out);
+  if (newcomm != NULL) *newcomm = MPI_Comm_c2f(out);
+  return rc;
+}
+
+/* names: n NUL-terminated names one after the other (Fortran cannot pass an array of char*). */
+int est_f_comp_get_multi_intracomm(est_comp c, int n, const char* names, MPI_Fint* newcomm, int* root_ranks) {
+  const char** list = n > 0 ? malloc(sizeof(const char*) * (size_t)n) : NULL;
+  for (int i = 0; list != NULL && i < n; ++i) {
+    list[i] = names;
+    names += strlen(names) + 1;
+  }
+  MPI_Comm out = MPI_COMM_NULL;
+  const int rc = est_comp_get_multi_intracomm(c, n, list, &out, root_ranks);  /* n < 0: its error */
+  free(list);
+  if (newcomm != NULL) *newcomm = MPI_Comm_c2f(out);
+  return rc;
+}
+
+/* est_comp_new_coupled with a Fortran communicator (OASIS's oasis_init_comp `coupled`). */
+int est_f_comp_new_coupled(const char* name, int has_world, MPI_Fint world, const char* config,
+                           const char* directory, int coupled, est_comp* out) {
+  return est_comp_new_coupled(name, has_world ? MPI_Comm_f2c(world) : MPI_COMM_WORLD, config, directory, coupled, out);
 }

@@ -129,6 +129,7 @@ int est_comp_free(est_comp* c); /* sets *c to NULL; NULL is accepted; terminates
 /* oasis_create_couplcomm: the coupling communicator of the ranks of `local` (usually the
  * component's communicator) that take part in the coupling. Collective over local: ranks with
  * coupled != 0 get a new communicator (ranks in the order of local), the others MPI_COMM_NULL.
+ * As OASIS's, it is also the component's coupling communicator (est_comp_set_couplcomm below).
  * The caller frees it (MPI_Comm_free). */
 int est_comp_create_couplcomm(est_comp c, int coupled, MPI_Comm local, MPI_Comm* couplcomm);
 /* oasis_abort: prints "estuary abort: component NAME: message" to stderr and calls
@@ -139,6 +140,57 @@ int est_comp_abort(est_comp c, const char* message, int errorcode);
  * CONSERV the source's global integral of the last exchange (Component::last_source_integral). */
 int est_comp_runtime(est_comp c, double* runtime);
 int est_comp_last_source_integral(est_comp c, int var, double* integral);
+
+/* ---- OASIS3-MCT's run-time queries and communicators (estuary::Component's; OASIS's names
+ * and semantics; docs/user-guide.md lists every OASIS call next to estuary's) ----
+ * Every est_comp_* function that fails also writes its message (est_last_error()) to the
+ * component's log, estuary.NAME.log, from whichever rank failed. */
+/* est_comp_new with OASIS's oasis_init_comp `coupled` flag: coupled = 0, the component takes no
+ * part in the coupling (left out of the others' world; enddef, put and get do nothing). Every
+ * rank of the world gives the flag, the same on every rank of a component. */
+int est_comp_new_coupled(const char* name, MPI_Comm world, const char* config, const char* directory, int coupled,
+                         est_comp* out);
+/* OASIS's parameter values (mod_oasis_parameters; OASIS_Success of its C bindings). */
+#define EST_OASIS_OK 0
+#define EST_OASIS_SUCCESS 0
+#define EST_OASIS_VAR_UNCPL (-1)
+#define EST_OASIS_NOTDEF (-2)
+#define EST_OASIS_OUT 20
+#define EST_OASIS_IN 21
+#define EST_OASIS_INOUT 2
+#define EST_OASIS_REAL 4
+#define EST_OASIS_DOUBLE 8
+/* oasis_set_couplcomm: local, before enddef, on every rank of the component: the ranks that
+ * take part in the coupling are those of couplcomm (MPI_COMM_NULL on the others), a
+ * communicator of the component's ranks. est_comp_create_couplcomm calls it, as OASIS's does.
+ * Ranks left out define no fields; the queries and communicators below fail there. */
+int est_comp_set_couplcomm(est_comp c, MPI_Comm couplcomm);
+/* The handle given to set_couplcomm (OASIS's oasis_get_localcomm after it), else est_comp_comm's. */
+int est_comp_coupling_comm(est_comp c, MPI_Comm* couplcomm);
+/* oasis_put_inquire, after enddef: the info code a put of var at time would return. */
+int est_comp_put_inquire(est_comp c, int var, double time, est_info* info);
+/* oasis_get_ncpl, after enddef: the number of couplings (namcouple entries) of var. */
+int est_comp_get_ncpl(est_comp c, int var, int* ncpl);
+/* oasis_get_freqs, after enddef: their periods (seconds) into periods[0 .. ncpl-1], in the
+ * configuration's order. kinout: the field's direction, EST_OASIS_OUT / EST_OASIS_IN (or
+ * EST_OUT / EST_IN); ncpl must be est_comp_get_ncpl's. */
+int est_comp_get_freqs(est_comp c, int var, int kinout, int ncpl, double* periods);
+/* oasis_get_intercomm / oasis_get_intracomm, after enddef, collective over the coupling ranks
+ * of both components: a new communicator the caller frees. */
+int est_comp_get_intercomm(est_comp c, const char* other, MPI_Comm* newcomm);
+int est_comp_get_intracomm(est_comp c, const char* other, MPI_Comm* newcomm);
+/* oasis_get_multi_intracomm, after enddef, collective over the coupling ranks of the n
+ * components named (this one included; "" entries skipped): root_ranks[i] (may be NULL) gets
+ * the rank of names[i]'s root in the new communicator (-1 for ""). */
+int est_comp_get_multi_intracomm(est_comp c, int n, const char* const* names, MPI_Comm* newcomm, int* root_ranks);
+/* oasis_get_debug / oasis_set_debug (initially $NLOGPRT; kept, not used by estuary's log). */
+int est_comp_get_debug(est_comp c, int* level);
+int est_comp_set_debug(est_comp c, int level);
+/* The global size OASIS infers for an oasis_def_partition without ig_size: the largest index
+ * end of the ig_paral arrays over the coupling ranks (collective over est_comp_coupling_comm). */
+int est_comp_partition_global_size(est_comp c, const int64_t* ig_paral, int64_t len, int64_t* global_size);
+/* Appends "error on rank R: message" to the component's log (for errors found by a binding). */
+int est_comp_log_error(est_comp c, const char* message);
 
 /* ---- grid recipes (estuary::GridGen): any rank's share of a generated grid ---------------
  * kind: "lonlat" (n1 x n2 cells), "gaussian" (n1 longitudes x n2 latitudes), "reduced_gaussian"

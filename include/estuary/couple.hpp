@@ -61,6 +61,20 @@ enum class Info : int {
 };
 const char* name_of(Info i);  // "Sent", "Recvd", ... as OASIS names them
 
+// ---- OASIS3-MCT's parameter values (mod_oasis_parameters), for code ported from OASIS: the
+// directions of oasis_def_var (kinout), its types, its return codes. ----
+namespace oasis {
+inline constexpr int Ok = 0;          // OASIS_Ok
+inline constexpr int Success = 0;     // OASIS_Success (OASIS's C bindings)
+inline constexpr int Var_Uncpl = -1;  // OASIS_Var_Uncpl
+inline constexpr int NotDef = -2;     // OASIS_NotDef
+inline constexpr int Out = 20;        // OASIS_Out
+inline constexpr int In = 21;         // OASIS_In
+inline constexpr int InOut = 2;       // OASIS_InOut
+inline constexpr int Real = 4;        // OASIS_Real
+inline constexpr int Double = 8;      // OASIS_Double
+}  // namespace oasis
+
 enum class Direction { in, out };
 
 struct ComponentOptions {
@@ -76,6 +90,11 @@ struct ComponentOptions {
   // nothing (no lagged first transfer); put and get throw. Logs and generated weights still go
   // to `directory`.
   bool setup_only = false;
+  // OASIS's oasis_init_comp(..., coupled = .false.): the component takes no part in the coupling.
+  // It is left out of the world of the coupled components (every rank of the world says whether
+  // it couples, the same on every rank of a component), its enddef reads no configuration, and
+  // its puts and gets do nothing (Info::ok).
+  bool coupled = true;
 };
 
 // oasis_partition (OASIS ig_paral arrays as a Decomp) is in estuary/oasis_partition.hpp, included
@@ -158,6 +177,57 @@ class Component {
   // points) of the last get of this field (of its first bundle member), 0 before any; for
   // diagnostics such as the demo's conservation error.
   double last_source_integral(int var) const;
+
+  // ---- OASIS3-MCT's run-time queries, coupling communicator and communicators between
+  // components (oasis_put_inquire, oasis_get_ncpl, oasis_get_freqs, oasis_set_couplcomm,
+  // oasis_get_intercomm, oasis_get_intracomm, oasis_get_multi_intracomm, oasis_get/set_debug),
+  // with OASIS's semantics; docs/user-guide.md lists every OASIS call next to estuary's. ----
+
+  // oasis_set_couplcomm. Local, before enddef, on every rank of the component or on none: the
+  // ranks of the component that take part in the coupling are those of `couplcomm` (a
+  // communicator of this component's ranks, e.g. from create_couplcomm); the others pass
+  // MPI_COMM_NULL. Ranks outside it define no fields, and the queries and communicators below
+  // refuse to run there (OASIS aborts). Only this rank's membership and its rank in couplcomm
+  // are kept: enddef makes estuary's own copy, so the caller may free couplcomm at any time.
+  void set_couplcomm(MPI_Comm couplcomm);
+  // The handle given to set_couplcomm (what OASIS's oasis_get_localcomm returns after
+  // oasis_set_couplcomm; it may have been freed since), or comm() when it was never called.
+  MPI_Comm coupling_comm() const;
+  bool coupling_rank() const;  // false on the ranks set_couplcomm left out
+
+  // oasis_put_inquire. Local, after enddef, on an output field: the info code a put of `var` at
+  // `time` would return (Info::sent, loctrans, torest, output, sentout, torestout or ok), without
+  // putting anything (estuary's put and put_inquire share the decision).
+  Info put_inquire(int var, double time) const;
+  // oasis_get_ncpl. Local, after enddef: the number of configured couplings (namcouple entries)
+  // field `var` takes part in (0: it is not coupled).
+  int get_ncpl(int var) const;
+  // oasis_get_freqs. Local, after enddef: their coupling periods (seconds), in the
+  // configuration's order; `direction` must be the field's own (OASIS's kinout).
+  std::vector<double> get_freqs(int var, Direction direction) const;
+
+  // oasis_get_intercomm. After enddef, collective over the coupling ranks of this component and
+  // of component `other`: an intercommunicator between them (local group: this component's
+  // coupling ranks in their coupling communicator's order). The caller frees it.
+  MPI_Comm get_intercomm(const std::string& other) const;
+  // oasis_get_intracomm: the same ranks merged into one intracommunicator; the component whose
+  // first rank comes first in the world comes first (OASIS leaves the order to MPI).
+  MPI_Comm get_intracomm(const std::string& other) const;
+  // oasis_get_multi_intracomm. After enddef, collective over the coupling ranks of the
+  // components named (this one among them; blank names are skipped): one intracommunicator of
+  // them all, components in the order of their first world rank, each in its coupling
+  // communicator's order. root_ranks (if given) gets, per name, the rank of that component's
+  // root in the new communicator (-1 for a blank name). The caller frees it.
+  MPI_Comm get_multi_intracomm(const std::vector<std::string>& names, std::vector<int>* root_ranks = nullptr) const;
+
+  // oasis_get_debug / oasis_set_debug: the debug level, initially the configuration's $NLOGPRT
+  // (0 before enddef and for YAML). Kept and returned; estuary's log does not depend on it.
+  int debug_level() const;
+  void set_debug_level(int level);
+
+  // Appends "error on rank R: message" to the component's log (estuary.NAME.log) from any rank:
+  // the C and Fortran APIs record there every error they return through ierror.
+  void log_error(const std::string& message) const;
 
   struct Impl;
 

@@ -25,6 +25,10 @@ Differences from pyOASIS:
  - ``Component(name, coupled=True, communicator=None, config="", directory="")``: ``config`` is
    the namcouple or YAML file (default: $ESTUARY_CONFIG, estuary.yaml, namcouple),
    ``directory`` where restarts and logs go.
+ - OASIS3-MCT's queries and communicators have pyOASIS's names: ``Var.put_inquire``,
+   ``Var.cpl_freqs`` (and ``Var.ncpl``), ``Component.set_couplcomm``, ``get_intercomm``,
+   ``get_intracomm``, ``get_multi_intracomm``, ``debug_level``; ``OASIS_REAL``,
+   ``OASIS_DOUBLE``, ``OASIS_SUCCESS`` are OASIS's values.
 """
 from __future__ import annotations
 
@@ -59,6 +63,14 @@ class OasisParameters(enum.IntEnum):
     OASIS_INPUT = 11
     OASIS_RECVOUT = 12
     OASIS_FROMRESTOUT = 13
+    OASIS_WAITGROUP = 14
+
+
+# OASIS's other parameter values (OASIS_Success of its C bindings; the types of oasis_def_var):
+# plain ints, outside OasisParameters, whose values would alias its info codes.
+OASIS_SUCCESS = 0
+OASIS_REAL = 4
+OASIS_DOUBLE = 8
 
 
 class OASIS:
@@ -78,6 +90,9 @@ class OASIS:
     Input = OasisParameters.OASIS_INPUT
     RecvOut = OasisParameters.OASIS_RECVOUT
     FromRestOut = OasisParameters.OASIS_FROMRESTOUT
+    Success = OASIS_SUCCESS
+    Real = OASIS_REAL
+    Double = OASIS_DOUBLE
 
 
 _current: "Component | None" = None  # the last component created on this rank
@@ -97,12 +112,13 @@ class Component:
     def __init__(self, name: str, coupled: bool = True, communicator=None, config: str = "",
                  directory: str = ""):
         global _current
-        if not coupled:
-            raise _estuary.Error("estuary: uncoupled components (coupled=False) are not supported "
-                                 f"(component {name})")
         self.name = name
         self.communicator = communicator if communicator is not None else MPI.COMM_WORLD
-        self._c = _estuary.Component(name, config=config, directory=directory, world=self.communicator)
+        # coupled=False (OASIS's): the component is left out of the coupled ones' world; its
+        # enddef, puts and gets do nothing. Every rank of the world says whether it couples.
+        self.coupled = bool(coupled)
+        self._c = _estuary.Component(name, config=config, directory=directory, world=self.communicator,
+                                     coupled=self.coupled)
         self._terminated = False
         self.partitions: list[Partition] = []
         self.variables: list[Var] = []
@@ -155,7 +171,47 @@ class Component:
         if comm == MPI.COMM_NULL:
             raise _estuary.Error(f"estuary: create_couplcomm of component {self.name}: allcomm is MPI.COMM_NULL")
         self.couplcomm = comm.Split(0 if coupled else MPI.UNDEFINED, comm.rank)
+        # As OASIS's oasis_create_couplcomm: also the component's coupling communicator.
+        self._c.set_couplcomm(self.couplcomm)
         return self.couplcomm
+
+    # ---- OASIS3-MCT's coupling communicator, communicators between components, debug level
+    # (pyOASIS's names; Component.native has the same calls with estuary's) ----
+
+    def set_couplcomm(self, couplcomm) -> None:
+        """oasis_set_couplcomm, before enddef on every rank of the component: the ranks that take
+        part in the coupling are those of ``couplcomm`` (``MPI.COMM_NULL`` on the others). Ranks
+        left out define no variables; the queries and communicators below fail there."""
+        self._c.set_couplcomm(couplcomm)
+        self.couplcomm = couplcomm
+
+    def get_intercomm(self, compname: str) -> MPI.Intercomm:
+        """oasis_get_intercomm, after enddef, collective over the coupling ranks of this component
+        and of ``compname``: a new intercommunicator between them (the caller may Free it)."""
+        return MPI.Intercomm(MPI.Comm.f2py(self._c.get_intercomm(compname)))
+
+    def get_intracomm(self, compname: str) -> MPI.Intracomm:
+        """oasis_get_intracomm: the same ranks in one new intracommunicator (the component whose
+        first rank comes first in the world comes first)."""
+        return self._c.get_intracomm(compname)
+
+    def get_multi_intracomm(self, complist):
+        """oasis_get_multi_intracomm, after enddef, collective over the coupling ranks of the
+        components of ``complist`` (this one among them): ``(intracommunicator, {name: rank of
+        its root in it})``, components in the order of their first world rank."""
+        names = list(complist)
+        comm, roots = self._c.get_multi_intracomm(names)
+        return comm, dict(zip(names, roots))
+
+    @property
+    def debug_level(self) -> int:
+        """oasis_get_debug / oasis_set_debug: initially the configuration's $NLOGPRT (after enddef);
+        kept, estuary's log does not depend on it."""
+        return self._c.debug_level()
+
+    @debug_level.setter
+    def debug_level(self, level: int) -> None:
+        self._c.set_debug_level(int(level))
 
     def abort(self, message: str = "", errorcode: int = 1):
         """oasis_abort: prints ``estuary abort: component NAME: message`` to stderr and ends the
@@ -318,6 +374,31 @@ class Var:
 
     def get_name(self) -> str:
         return self.name
+
+    # ---- OASIS3-MCT's run-time queries (pyOASIS's names) ----
+
+    def put_inquire(self, time) -> OasisParameters:
+        """oasis_put_inquire, after enddef: the info code a put at ``time`` would return
+        (OASIS.Sent, OASIS.LocTrans, OASIS.ToRest, ...), without putting."""
+        if self.direction != OasisParameters.OASIS_OUT:
+            raise _estuary.Error(f"estuary: put_inquire of {self.name}, an input field (OASIS_IN)")
+        return OasisParameters(self._comp._c.put_inquire(self.id, float(time)))
+
+    def get_freqs(self):
+        """oasis_get_freqs, after enddef: the periods (seconds) of the couplings the variable takes
+        part in, in the configuration's order (integers when they are whole seconds, as OASIS's)."""
+        freqs = np.asarray(self._comp._c.get_freqs(self.id, self.direction == OasisParameters.OASIS_OUT))
+        return freqs.astype(np.int64) if np.all(freqs == np.round(freqs)) else freqs
+
+    @property
+    def cpl_freqs(self):
+        """pyOASIS's name of get_freqs(); len(cpl_freqs) is oasis_get_ncpl."""
+        return self.get_freqs()
+
+    @property
+    def ncpl(self) -> int:
+        """oasis_get_ncpl: the number of couplings the variable takes part in."""
+        return self._comp._c.get_ncpl(self.id)
 
     def __repr__(self):
         return f"estuary.couple.Var({self.name!r}, {self.direction.name})"

@@ -921,16 +921,18 @@ NB_MODULE(_estuary, m) {
       .def(
           "__init__",
           [](estuary::Component* self, const std::string& name, const std::string& config, const std::string& directory,
-             PyComm world, bool setup_only) {
+             PyComm world, bool setup_only, bool coupled) {
             estuary::ComponentOptions o;
             o.config = config;
             o.directory = directory;
             o.world = world.comm;
             o.setup_only = setup_only;
+            o.coupled = coupled;  // OASIS's coupled flag (ComponentOptions::coupled)
             nb::gil_scoped_release release;
             new (self) estuary::Component(name, o);
           },
-          "name"_a, "config"_a = "", "directory"_a = "", "world"_a = nb::none(), "setup_only"_a = false)
+          "name"_a, "config"_a = "", "directory"_a = "", "world"_a = nb::none(), "setup_only"_a = false,
+          "coupled"_a = true)
       .def_prop_ro("name", &estuary::Component::name)
       .def_prop_ro("comm", [](const estuary::Component& c) { return PyComm{c.comm()}; })
       .def("def_partition", &estuary::Component::def_partition, "decomp"_a, "name"_a = "")
@@ -1019,6 +1021,70 @@ NB_MODULE(_estuary, m) {
         }
         return out;
       });
+
+  // ---- OASIS3-MCT's run-time queries and communicators (Component::put_inquire ...;
+  // estuary/couple.py gives them pyOASIS's names). Added to the class after its definition. ----
+  {
+    const nb::handle cls = nb::type<estuary::Component>();
+    using C = estuary::Component;
+    nb::cpp_function_def<C>(
+        [](C& c, PyComm comm) { c.set_couplcomm(comm.comm); }, nb::scope(cls), nb::name("set_couplcomm"),
+        nb::is_method(), "couplcomm"_a,
+        "oasis_set_couplcomm: before enddef, the component's ranks that couple are those of couplcomm "
+        "(MPI.COMM_NULL on the others).");
+    nb::cpp_function_def<C>([](const C& c) { return PyComm{c.coupling_comm()}; }, nb::scope(cls),
+                            nb::name("coupling_comm"), nb::is_method(),
+                            "The communicator given to set_couplcomm, else the component's.");
+    nb::cpp_function_def<C>([](const C& c) { return c.coupling_rank(); }, nb::scope(cls), nb::name("coupling_rank"),
+                            nb::is_method(), "False on the ranks set_couplcomm left out.");
+    nb::cpp_function_def<C>([](const C& c, int var, double time) { return static_cast<int>(c.put_inquire(var, time)); },
+                            nb::scope(cls), nb::name("put_inquire"), nb::is_method(), "var"_a, "time"_a,
+                            "oasis_put_inquire: the info code a put at `time` would return.");
+    nb::cpp_function_def<C>([](const C& c, int var) { return c.get_ncpl(var); }, nb::scope(cls), nb::name("get_ncpl"),
+                            nb::is_method(), "var"_a, "oasis_get_ncpl: the couplings the field takes part in.");
+    nb::cpp_function_def<C>(
+        [](const C& c, int var, bool out) {
+          return c.get_freqs(var, out ? estuary::Direction::out : estuary::Direction::in);
+        },
+        nb::scope(cls), nb::name("get_freqs"), nb::is_method(), "var"_a, "out"_a,
+        "oasis_get_freqs: their periods (seconds), in the configuration's order.");
+    // Collective over the coupling ranks of the components concerned: without the GIL. The
+    // intercommunicator goes back as a Fortran handle (couple.py makes an MPI.Intercomm of it).
+    nb::cpp_function_def<C>(
+        [](const C& c, const std::string& other) {
+          MPI_Comm out = MPI_COMM_NULL;
+          {
+            nb::gil_scoped_release release;
+            out = c.get_intercomm(other);
+          }
+          return static_cast<int>(MPI_Comm_c2f(out));
+        },
+        nb::scope(cls), nb::name("get_intercomm"), nb::is_method(), "other"_a,
+        "oasis_get_intercomm: the Fortran handle of a new intercommunicator with component `other`.");
+    nb::cpp_function_def<C>(
+        [](const C& c, const std::string& other) {
+          nb::gil_scoped_release release;
+          return PyComm{c.get_intracomm(other)};
+        },
+        nb::scope(cls), nb::name("get_intracomm"), nb::is_method(), "other"_a,
+        "oasis_get_intracomm: a new intracommunicator with component `other` (the caller may Free it).");
+    nb::cpp_function_def<C>(
+        [](const C& c, const std::vector<std::string>& names) {
+          std::vector<int> roots;
+          MPI_Comm out = MPI_COMM_NULL;
+          {
+            nb::gil_scoped_release release;
+            out = c.get_multi_intracomm(names, &roots);
+          }
+          return std::make_pair(PyComm{out}, roots);
+        },
+        nb::scope(cls), nb::name("get_multi_intracomm"), nb::is_method(), "names"_a,
+        "oasis_get_multi_intracomm: (new intracommunicator, each name's root rank in it).");
+    nb::cpp_function_def<C>([](const C& c) { return c.debug_level(); }, nb::scope(cls), nb::name("debug_level"),
+                            nb::is_method(), "oasis_get_debug.");
+    nb::cpp_function_def<C>([](C& c, int level) { c.set_debug_level(level); }, nb::scope(cls),
+                            nb::name("set_debug_level"), nb::is_method(), "level"_a, "oasis_set_debug.");
+  }
 
   m.def(
       "read_coupling_config",

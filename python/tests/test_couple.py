@@ -281,3 +281,118 @@ def test_non_utf8_config_is_an_estuary_error_naming_file_and_line():
         f.write(b" $RUNTIME\n 86400\n $END\n $STRINGS\n A\xe9 B 1 3600 0 in.nc INPUT\n $END\n")
     with pytest.raises(estuary.Error, match=r"not UTF-8 \(0xE9\) at column 3 \(" + re.escape(nam + ":5") + r"\)"):
         estuary.read_coupling_config(nam)
+
+
+def test_oasis_queries_and_communicators(comm, shared_dir):
+    """OASIS3-MCT's run-time queries and communicators with pyOASIS's names: Var.put_inquire
+    (checked against every put and the namcouple), Var.cpl_freqs / ncpl, Component.debug_level,
+    set_couplcomm, and (on 2 ranks or more) get_intercomm, get_intracomm, get_multi_intracomm."""
+    from mpi4py import MPI
+
+    is_src, is_dst, name, index, count = layout(comm)
+    runtime = 14400
+    text = (f" $NFIELDS\n 2\n $END\n $RUNTIME\n {runtime}\n $END\n $NLOGPRT\n 4\n $END\n $NNOREST\n T\n $END\n"
+            f" $STRINGS\nA_Q O_Q 1 3600 1 qrst.nc EXPORTED\n{NS} 1 {NS} 1 agrd ogrd LAG=1200\nR 0 R 0\n"
+            "LOCTRANS\nAVERAGE\nA_Q A_Q 1 7200 1 qrst2.nc OUTPUT\nagrd agrd\nLOCTRANS\nINSTANT\n $END\n")
+    if comm.rank == 0:
+        (shared_dir / "namcouple").write_text(text)
+    comm.Barrier()
+    comp = pyoasis.Component(name, config=str(shared_dir / "namcouple"), directory=str(shared_dir))
+    local = comp.localcomm
+    foreign = None
+    if comm.size > 1:  # a communicator with another component's ranks is refused
+        try:
+            comp.set_couplcomm(MPI.COMM_WORLD)
+        except estuary.Error as e:
+            foreign = str(e)
+    comp.set_couplcomm(local)  # every rank couples
+    lo, hi = local.rank * NS // local.size, (local.rank + 1) * NS // local.size
+    part = pyoasis.ApplePartition(lo, hi - lo, global_size=NS)
+    out_var = pyoasis.Var("A_Q", part, OASIS.OUT) if is_src else None
+    in_var = pyoasis.Var("O_Q", part, OASIS.IN) if is_dst else None
+    comp.enddef()
+    debug = [comp.debug_level]
+    comp.debug_level = 6
+    debug.append(comp.debug_level)
+    inter_size = intra_members = multi = None
+    if comm.size > 1:
+        other = "ocn" if name == "atm" else "atm"
+        inter = comp.get_intercomm(other)
+        inter_size = (inter.Is_inter(), inter.Get_remote_size())
+        inter.Free()
+        intra = comp.get_intracomm(other)
+        intra_members = intra.allgather(comm.rank)
+        intra.Free()
+        mcomm, roots = comp.get_multi_intracomm([other, name])
+        multi = (mcomm.size, roots)
+        mcomm.Free()
+    puts, gets = [], []
+    for t in range(0, runtime, 1200):
+        if out_var is not None:
+            predicted = out_var.put_inquire(t)
+            puts.append((t, predicted, out_var.put(t, np.arange(lo, hi, dtype=np.float64) + t)))
+        if in_var is not None:
+            g = np.full(hi - lo, -1.0)
+            gets.append((t, in_var.get(t, g), g))
+    freqs_out = list(out_var.cpl_freqs) if out_var is not None else None
+    freqs_in = list(in_var.cpl_freqs) if in_var is not None else None
+    ncpl = (out_var.ncpl if out_var is not None else None, in_var.ncpl if in_var is not None else None)
+    comp.terminate()
+
+    assert OASIS.Sent == 4 and pyoasis.OASIS_REAL == 4 and pyoasis.OASIS_DOUBLE == 8 and pyoasis.OASIS_SUCCESS == 0
+    if comm.size > 1:
+        assert foreign is not None and "outside component" in foreign, foreign
+    assert debug == [4, 6]  # $NLOGPRT, then the level set
+    if out_var is not None:
+        assert freqs_out == [3600, 7200] and ncpl[0] == 2
+        for t, predicted, info in puts:
+            a = t + 1200  # A_Q -> O_Q: LAG 1200, AVERAGE; A_Q -> file: every 7200 s (OUTPUT)
+            first = OASIS.LocTrans if a % 3600 else (OASIS.ToRest if a >= runtime else OASIS.Sent)
+            want = first if first != OASIS.LocTrans else (OASIS.Output if t % 7200 == 0 else OASIS.LocTrans)
+            assert predicted == want and info == want, (t, predicted, info, want)
+    if in_var is not None:
+        assert freqs_in == [3600] and ncpl[1] == 1
+        for t, info, g in gets:
+            assert info == (OASIS.FromRest if t == 0 else OASIS.Recvd if t % 3600 == 0 else OASIS.Ok), (t, info)
+            if info != OASIS.Ok:  # the mean of the puts one period back, one step late; zeros first
+                np.testing.assert_array_equal(g, 0.0 if t == 0 else np.arange(lo, hi) + t - 2400.0)
+    if comm.size > 1:
+        h = comm.size // 2
+        assert inter_size == (True, comm.size - h if name == "atm" else h)
+        assert intra_members == list(range(comm.size))  # atm (world rank 0) first
+        assert multi == (comm.size, {"atm": 0, "ocn": h})
+
+
+def test_uncoupled_component(comm, shared_dir):
+    """OASIS's coupled=False: the last rank (on 2 ranks or more) is a component that takes no part
+    in the coupling; the others couple among themselves without it (their collectives leave it
+    out), and its enddef, puts and gets do nothing."""
+    idle = comm.size > 1 and comm.rank == comm.size - 1
+    text = (" $NFIELDS\n 1\n $END\n $RUNTIME\n 7200\n $END\n $STRINGS\n"
+            f"A_U O_U 1 3600 1 urst.nc EXPORTED\n{NS} 1 {NS} 1 ugrd ugrd\nR 0 R 0\nLOCTRANS\nINSTANT\n $END\n")
+    if comm.rank == 0:
+        (shared_dir / "namcouple").write_text(text)
+    comm.Barrier()
+    comp = pyoasis.Component("idle" if idle else "solo", coupled=not idle, config=str(shared_dir / "namcouple"),
+                             directory=str(shared_dir))
+    local = comp.localcomm
+    lo, hi = local.rank * NS // local.size, (local.rank + 1) * NS // local.size
+    part = pyoasis.ApplePartition(lo, hi - lo, global_size=NS)
+    out_var = pyoasis.Var("A_U", part, OASIS.OUT)
+    in_var = pyoasis.Var("O_U", part, OASIS.IN)
+    comp.enddef()
+    infos = []
+    for t in (0, 3600):
+        infos.append(out_var.put(t, np.arange(lo, hi, dtype=np.float64) + t))
+        g = np.full(hi - lo, -1.0)
+        infos.append(in_var.get(t, g))
+        infos.append(g.copy())
+    comp.terminate()
+    assert local.size == (1 if idle else max(comm.size - 1, 1))
+    for k, t in enumerate((0, 3600)):
+        put_info, get_info, g = infos[3 * k:3 * k + 3]
+        if idle:
+            assert put_info == OASIS.Ok and get_info == OASIS.Ok and (g == -1.0).all()
+        else:
+            assert put_info == OASIS.Sent and get_info == OASIS.Recvd
+            np.testing.assert_array_equal(g, np.arange(lo, hi) + t)

@@ -2,6 +2,7 @@
 // C++ classes, exceptions turned into error codes (see estuary_c.cpp). Built with the couple part.
 #include "estuary.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,6 +20,20 @@ using namespace estuary::capi;
 struct est_comp_s {
   std::unique_ptr<estuary::Component> comp;
 };
+
+namespace {
+// Every est_comp_* failure is also written to the component's log, from the rank that failed:
+// the C and Fortran callers get an error code, the log keeps its cause.
+int logged(est_comp c, int rc) noexcept {
+  if (rc != EST_OK && c != nullptr && c->comp) {
+    try {
+      c->comp->log_error(last_error);
+    } catch (...) {
+    }
+  }
+  return rc;
+}
+}  // namespace
 
 extern "C" {
 
@@ -40,38 +55,38 @@ int est_comp_new(const char* name, MPI_Comm world, const char* config, const cha
 }
 
 int est_comp_comm(est_comp c, MPI_Comm* local) {
-  return guarded("est_comp_comm", EST_ERR_ARGUMENT, [&] {
+  return logged(c, guarded("est_comp_comm", EST_ERR_ARGUMENT, [&] {
     require(c, "c");
     require(local, "local");
     *local = c->comp->comm();
-  });
+  }));
 }
 
 int est_comp_def_partition(est_comp c, const int64_t* ig_paral, int64_t len, int64_t global_size, const char* name,
                            int* id) {
-  return guarded("est_comp_def_partition", EST_ERR_COUPLE, [&] {
+  return logged(c, guarded("est_comp_def_partition", EST_ERR_COUPLE, [&] {
     require(c, "c");
     require(ig_paral, "ig_paral");
     require(id, "id");
     require_count(len, "len");
     *id = c->comp->def_partition(estuary::oasis_partition({ig_paral, static_cast<std::size_t>(len)}, global_size),
                                  name ? name : "");
-  });
+  }));
 }
 
 int est_comp_def_partition_decomp(est_comp c, est_decomp d, const char* name, int* id) {
-  return guarded("est_comp_def_partition_decomp", EST_ERR_COUPLE, [&] {
+  return logged(c, guarded("est_comp_def_partition_decomp", EST_ERR_COUPLE, [&] {
     require(c, "c");
     require(d, "d");
     require(id, "id");
     *id = c->comp->def_partition(d->decomp, name ? name : "");
-  });
+  }));
 }
 
 int est_comp_def_grid(est_comp c, const char* name, int partition, int64_t nx, int64_t ny, const double* lon,
                       const double* lat, int ncorner, const double* corner_lon, const double* corner_lat,
                       const int32_t* mask, const double* area) {
-  return guarded("est_comp_def_grid", EST_ERR_COUPLE, [&] {
+  return logged(c, guarded("est_comp_def_grid", EST_ERR_COUPLE, [&] {
     require(c, "c");
     require(name, "name");
     if (ncorner < 0) throw std::invalid_argument("argument 'ncorner' is negative");
@@ -100,52 +115,52 @@ int est_comp_def_grid(est_comp c, const char* name, int partition, int64_t nx, i
     if (mask) g.mask.assign(mask, mask + un);
     if (area) g.area.assign(area, area + un);
     c->comp->def_grid(name, partition, std::move(g));
-  });
+  }));
 }
 
 int est_comp_def_var(est_comp c, const char* name, int partition, est_direction direction, int bundle, int* id) {
-  return guarded("est_comp_def_var", EST_ERR_COUPLE, [&] {
+  return logged(c, guarded("est_comp_def_var", EST_ERR_COUPLE, [&] {
     require(c, "c");
     require(name, "name");
     require(id, "id");
     const int d = enum_value(direction);
     if (d != EST_IN && d != EST_OUT) throw std::invalid_argument("argument 'direction' is neither EST_IN nor EST_OUT");
     *id = c->comp->def_var(name, partition, d == EST_OUT ? estuary::Direction::out : estuary::Direction::in, bundle);
-  });
+  }));
 }
 
 int est_comp_enddef(est_comp c) {
-  return guarded("est_comp_enddef", EST_ERR_COUPLE, [&] {
+  return logged(c, guarded("est_comp_enddef", EST_ERR_COUPLE, [&] {
     require(c, "c");
     c->comp->enddef();
-  });
+  }));
 }
 
 int est_comp_put(est_comp c, int var, double time, const double* values, int64_t n, est_info* info) {
-  return guarded("est_comp_put", EST_ERR_COUPLE, [&] {
+  return logged(c, guarded("est_comp_put", EST_ERR_COUPLE, [&] {
     require(c, "c");
     require_count(n, "n");
     if (n > 0) require(values, "values");
     const estuary::Info i = c->comp->put(var, time, {values, static_cast<std::size_t>(n)});
     if (info) *info = static_cast<est_info>(static_cast<int>(i));
-  });
+  }));
 }
 
 int est_comp_get(est_comp c, int var, double time, double* values, int64_t n, est_info* info) {
-  return guarded("est_comp_get", EST_ERR_COUPLE, [&] {
+  return logged(c, guarded("est_comp_get", EST_ERR_COUPLE, [&] {
     require(c, "c");
     require_count(n, "n");
     if (n > 0) require(values, "values");
     const estuary::Info i = c->comp->get(var, time, {values, static_cast<std::size_t>(n)});
     if (info) *info = static_cast<est_info>(static_cast<int>(i));
-  });
+  }));
 }
 
 int est_comp_terminate(est_comp c) {
-  return guarded("est_comp_terminate", EST_ERR_COUPLE, [&] {
+  return logged(c, guarded("est_comp_terminate", EST_ERR_COUPLE, [&] {
     require(c, "c");
     c->comp->terminate();
-  });
+  }));
 }
 
 int est_comp_free(est_comp* c) {
@@ -160,7 +175,7 @@ int est_comp_free(est_comp* c) {
 
 int est_comp_create_couplcomm(est_comp c, int coupled, MPI_Comm local, MPI_Comm* couplcomm) {
   if (couplcomm != nullptr) *couplcomm = MPI_COMM_NULL;
-  return guarded("est_comp_create_couplcomm", EST_ERR_MPI, [&] {
+  return logged(c, guarded("est_comp_create_couplcomm", EST_ERR_MPI, [&] {
     require(c, "c");
     require(couplcomm, "couplcomm");
     if (local == MPI_COMM_NULL) throw std::invalid_argument("argument 'local' is MPI_COMM_NULL");
@@ -168,7 +183,18 @@ int est_comp_create_couplcomm(est_comp c, int coupled, MPI_Comm local, MPI_Comm*
     MPI_Comm_rank(local, &rank);
     if (MPI_Comm_split(local, coupled ? 0 : MPI_UNDEFINED, rank, couplcomm) != MPI_SUCCESS)
       throw estuary::MpiError("MPI_Comm_split failed (component \"" + c->comp->name() + "\")", "");
-  });
+    // As OASIS's oasis_create_couplcomm, which calls oasis_set_couplcomm: the new communicator
+    // is also the component's coupling communicator.
+    try {
+      c->comp->set_couplcomm(*couplcomm);
+    } catch (const estuary::MpiError&) {
+      if (*couplcomm != MPI_COMM_NULL) MPI_Comm_free(couplcomm);
+      throw;
+    } catch (const estuary::Error& e) {  // e.g. `local` holds ranks of other components
+      if (*couplcomm != MPI_COMM_NULL) MPI_Comm_free(couplcomm);
+      throw std::invalid_argument(e.what());
+    }
+  }));
 }
 
 int est_comp_abort(est_comp c, const char* message, int errorcode) {
@@ -178,6 +204,10 @@ int est_comp_abort(est_comp c, const char* message, int errorcode) {
   } catch (...) {
   }
   std::fprintf(stderr, "%s: %s\n", who.c_str(), message ? message : "");
+  try {  // OASIS writes the abort to the component's debug file too
+    if (c != nullptr && c->comp) c->comp->log_error(std::string("abort: ") + (message ? message : ""));
+  } catch (...) {
+  }
   std::fflush(stdout);
   std::fflush(stderr);
   int up = 0, down = 0;
@@ -189,19 +219,19 @@ int est_comp_abort(est_comp c, const char* message, int errorcode) {
 }
 
 int est_comp_runtime(est_comp c, double* runtime) {
-  return guarded("est_comp_runtime", EST_ERR_COUPLE, [&] {
+  return logged(c, guarded("est_comp_runtime", EST_ERR_COUPLE, [&] {
     require(c, "c");
     require(runtime, "runtime");
     *runtime = static_cast<double>(c->comp->setup().runtime);
-  });
+  }));
 }
 
 int est_comp_last_source_integral(est_comp c, int var, double* integral) {
-  return guarded("est_comp_last_source_integral", EST_ERR_COUPLE, [&] {
+  return logged(c, guarded("est_comp_last_source_integral", EST_ERR_COUPLE, [&] {
     require(c, "c");
     require(integral, "integral");
     *integral = c->comp->last_source_integral(var);
-  });
+  }));
 }
 
 // ---- grid recipes -----------------------------------------------------------------------------
@@ -266,6 +296,165 @@ int est_grid_gen_make(const char* kind, int64_t n1, int64_t n2, int land, est_de
       else
         copy(g.mask, mask);
     }
+  });
+}
+
+// ---- OASIS3-MCT's run-time queries and communicators (estuary.h) ---------------------------
+
+int est_comp_new_coupled(const char* name, MPI_Comm world, const char* config, const char* directory, int coupled,
+                         est_comp* out) {
+  clear_out(out);
+  return guarded("est_comp_new_coupled", EST_ERR_COUPLE, [&] {
+    require(name, "name");
+    require(out, "out");
+    estuary::ComponentOptions o;
+    o.world = world;
+    if (config) o.config = config;
+    if (directory) o.directory = directory;
+    o.coupled = coupled != 0;
+    auto c = std::make_unique<est_comp_s>();
+    c->comp = std::make_unique<estuary::Component>(name, o);
+    *out = c.release();
+  });
+}
+
+int est_comp_set_couplcomm(est_comp c, MPI_Comm couplcomm) {
+  return logged(c, guarded("est_comp_set_couplcomm", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    c->comp->set_couplcomm(couplcomm);
+  }));
+}
+
+int est_comp_coupling_comm(est_comp c, MPI_Comm* couplcomm) {
+  return logged(c, guarded("est_comp_coupling_comm", EST_ERR_ARGUMENT, [&] {
+    require(c, "c");
+    require(couplcomm, "couplcomm");
+    *couplcomm = c->comp->coupling_comm();
+  }));
+}
+
+int est_comp_put_inquire(est_comp c, int var, double time, est_info* info) {
+  return logged(c, guarded("est_comp_put_inquire", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(info, "info");
+    *info = static_cast<est_info>(static_cast<int>(c->comp->put_inquire(var, time)));
+  }));
+}
+
+int est_comp_get_ncpl(est_comp c, int var, int* ncpl) {
+  return logged(c, guarded("est_comp_get_ncpl", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(ncpl, "ncpl");
+    *ncpl = c->comp->get_ncpl(var);
+  }));
+}
+
+int est_comp_get_freqs(est_comp c, int var, int kinout, int ncpl, double* periods) {
+  return logged(c, guarded("est_comp_get_freqs", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    // OASIS's OASIS_Out / OASIS_In, or estuary's EST_OUT / EST_IN.
+    if (kinout != EST_OASIS_OUT && kinout != EST_OASIS_IN && kinout != EST_OUT && kinout != EST_IN)
+      throw std::invalid_argument("argument 'kinout' = " + std::to_string(kinout) +
+                                  " is neither EST_OASIS_OUT (20) nor EST_OASIS_IN (21) (nor EST_OUT, EST_IN)");
+    const bool out = kinout == EST_OASIS_OUT || kinout == EST_OUT;
+    const std::vector<double> p = c->comp->get_freqs(var, out ? estuary::Direction::out : estuary::Direction::in);
+    if (ncpl != static_cast<int>(p.size()))  // OASIS aborts on it: the caller's array is of the wrong size
+      throw std::invalid_argument("argument 'ncpl' = " + std::to_string(ncpl) + ", but variable " + std::to_string(var) +
+                                  " takes part in " + std::to_string(p.size()) + " couplings (est_comp_get_ncpl)");
+    if (ncpl > 0) require(periods, "periods");
+    std::copy(p.begin(), p.end(), periods);
+  }));
+}
+
+int est_comp_get_intercomm(est_comp c, const char* other, MPI_Comm* newcomm) {
+  if (newcomm != nullptr) *newcomm = MPI_COMM_NULL;
+  return logged(c, guarded("est_comp_get_intercomm", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(other, "other");
+    require(newcomm, "newcomm");
+    *newcomm = c->comp->get_intercomm(other);
+  }));
+}
+
+int est_comp_get_intracomm(est_comp c, const char* other, MPI_Comm* newcomm) {
+  if (newcomm != nullptr) *newcomm = MPI_COMM_NULL;
+  return logged(c, guarded("est_comp_get_intracomm", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(other, "other");
+    require(newcomm, "newcomm");
+    *newcomm = c->comp->get_intracomm(other);
+  }));
+}
+
+int est_comp_get_multi_intracomm(est_comp c, int n, const char* const* names, MPI_Comm* newcomm, int* root_ranks) {
+  if (newcomm != nullptr) *newcomm = MPI_COMM_NULL;
+  return logged(c, guarded("est_comp_get_multi_intracomm", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(newcomm, "newcomm");
+    require_count(n, "n");
+    if (n > 0) require(names, "names");
+    std::vector<std::string> list;
+    for (int i = 0; i < n; ++i) list.emplace_back(names[i] ? names[i] : "");
+    std::vector<int> roots;
+    *newcomm = c->comp->get_multi_intracomm(list, &roots);
+    if (root_ranks) std::copy(roots.begin(), roots.end(), root_ranks);
+  }));
+}
+
+int est_comp_get_debug(est_comp c, int* level) {
+  return logged(c, guarded("est_comp_get_debug", EST_ERR_ARGUMENT, [&] {
+    require(c, "c");
+    require(level, "level");
+    *level = c->comp->debug_level();
+  }));
+}
+
+int est_comp_set_debug(est_comp c, int level) {
+  return logged(c, guarded("est_comp_set_debug", EST_ERR_ARGUMENT, [&] {
+    require(c, "c");
+    c->comp->set_debug_level(level);
+  }));
+}
+
+int est_comp_partition_global_size(est_comp c, const int64_t* ig_paral, int64_t len, int64_t* global_size) {
+  return logged(c, guarded("est_comp_partition_global_size", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(global_size, "global_size");
+    require_count(len, "len");
+    if (len > 0) require(ig_paral, "ig_paral");
+    // This rank's largest index end (0 for an empty partition), as MCT finds OASIS's global size.
+    const auto at = [&](int64_t i) { return i < len ? ig_paral[i] : 0; };
+    int64_t end = 0;
+    switch (len > 0 ? ig_paral[0] : 0) {
+      case 0: end = at(2); break;                                       // serial {0, 0, n}
+      case 1: end = at(2) > 0 ? at(1) + at(2) : 0; break;               // apple {1, offset, n}
+      case 2:                                                           // box {2, offset, nx, ny, ldx}
+        end = at(2) > 0 && at(3) > 0 ? at(1) + (at(3) - 1) * at(4) + at(2) : 0;
+        break;
+      case 3:                                                           // orange {3, nseg, off, n, ...}
+        for (int64_t k = 0; k < at(1); ++k)
+          if (at(3 + 2 * k) > 0) end = std::max(end, at(2 + 2 * k) + at(3 + 2 * k));
+        break;
+      case 4:                                                           // points {4, n, i1, ...}
+        for (int64_t k = 0; k < at(1); ++k) end = std::max(end, at(2 + k) + 1);
+        break;
+      default:
+        throw std::invalid_argument("ig_paral(1) = " + std::to_string(ig_paral[0]) +
+                                    " is not an OASIS partition (0 serial, 1 apple, 2 box, 3 orange, 4 points)");
+    }
+    const MPI_Comm comm = c->comp->coupling_comm();
+    if (comm != MPI_COMM_NULL &&
+        MPI_Allreduce(MPI_IN_PLACE, &end, 1, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS)
+      throw estuary::MpiError("MPI_Allreduce failed", "component " + c->comp->name());
+    *global_size = end;
+  }));
+}
+
+int est_comp_log_error(est_comp c, const char* message) {
+  return guarded("est_comp_log_error", EST_ERR_ARGUMENT, [&] {
+    require(c, "c");
+    require(message, "message");
+    c->comp->log_error(message);
   });
 }
 

@@ -60,6 +60,13 @@ bool lagged(const CouplingConfig& c) {
   return c.lag > 0 && (c.status == FieldStatus::exported || c.status == FieldStatus::expout);
 }
 
+// The info code of a put to several couplings: the first action (sent, output, restart...);
+// LocTrans over Ok when none acts (an accumulation is not "nothing done").
+Info strongest(Info so_far, Info next) {
+  if (so_far != Info::ok && so_far != Info::loctrans) return so_far;
+  return next == Info::ok ? so_far : next;
+}
+
 std::string path_in(const std::string& dir, const std::string& file) {
   if (dir.empty() || file.empty() || file[0] == '/') return file;
   return dir + "/" + file;
@@ -99,11 +106,34 @@ struct Component::Impl {
   std::vector<std::unique_ptr<Coupling>> couplings;
   std::string log_path;
 
+  // ---- OASIS's coupling communicator, queries and communicators between components
+  // (set_couplcomm ... get_multi_intracomm, at the end of this file) ----
+  std::vector<std::string> world_names;  // the component of every world rank (constructor)
+  bool couplcomm_set = false;            // set_couplcomm was called
+  bool coupling = true;                  // this rank takes part in the coupling
+  MPI_Comm user_couplcomm = MPI_COMM_NULL;  // as given to set_couplcomm (not owned)
+  int couplcomm_rank = 0, couplcomm_size = 0;  // this rank's place in it when it was given
+  MPI_Comm cpl = MPI_COMM_NULL;   // enddef: this component's coupling ranks (owned)
+  MPI_Comm peer = MPI_COMM_NULL;  // enddef: a duplicate of the world for MPI_Intercomm_create
+  // enddef: the components in the order of their first world rank, the world rank of each
+  // one's coupling root (rank 0 of its coupling communicator; -1: none) and coupling size.
+  std::vector<std::string> comp_order;
+  std::vector<int> comp_root, comp_size;
+  int debug = -1;  // set_debug_level; -1: the configuration's $NLOGPRT
+  MPI_Comm own_world = MPI_COMM_NULL;  // ComponentOptions::coupled: the coupled or uncoupled ranks
+  void oasis_enddef();
+  void require_coupling(const char* routine) const;
+  const Var& var_of(int var, const char* routine) const;
+  int comp_index(const std::string& comp, const char* routine) const;
+
   ~Impl() {
     int fin = 0;
     MPI_Finalized(&fin);
     if (!fin && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
     if (!fin && term != MPI_COMM_NULL) MPI_Comm_free(&term);
+    if (!fin && cpl != MPI_COMM_NULL) MPI_Comm_free(&cpl);
+    if (!fin && peer != MPI_COMM_NULL) MPI_Comm_free(&peer);
+    if (!fin && own_world != MPI_COMM_NULL) MPI_Comm_free(&own_world);
   }
   std::string where() const { return "component " + name + ", " + detail::world_rank_label(); }
   void log(const std::string& line) const {
@@ -133,6 +163,28 @@ Component::Component(const std::string& name, ComponentOptions options) : impl_(
   m.name = name;
   m.opt = std::move(options);
   m.world = m.opt.world;
+  // OASIS's uncoupled components (ComponentOptions::coupled): when any rank of the world does
+  // not couple, the coupled and the uncoupled ranks become two worlds, so that the coupled
+  // components' collectives leave the others out.
+  {
+    const int mine = m.opt.coupled ? 1 : 0;
+    int all = 0;
+    check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, m.world), "MPI_Allreduce");
+    if (!all) {
+      const std::vector<std::string> who = allgather_strings(name + (mine ? "+" : "-"), m.world);
+      detail::agree(m.world, [&] {
+        for (const std::string& w : who)
+          if (w.substr(0, w.size() - 1) == name && w.back() != (mine ? '+' : '-'))
+            throw Error("component " + name + " is coupled on some ranks and not on others", detail::world_rank_label(),
+                        "give every rank of a component the same `coupled`");
+      });
+      int r = 0;
+      MPI_Comm_rank(m.world, &r);
+      check_mpi(MPI_Comm_split(m.world, mine, r, &m.own_world), "MPI_Comm_split");
+      m.world = m.own_world;
+    }
+  }
+  m.coupling = m.opt.coupled;
   MPI_Comm_rank(m.world, &m.wrank);
   MPI_Comm_size(m.world, &m.wsize);
   const std::vector<std::string> names = allgather_strings(name, m.world);
@@ -144,6 +196,15 @@ Component::Component(const std::string& name, ComponentOptions options) : impl_(
   check_mpi(MPI_Comm_split(m.world, color, m.wrank, &m.comm), "MPI_Comm_split");
   check_mpi(MPI_Comm_dup(m.world, &m.term), "MPI_Comm_dup");
   MPI_Comm_rank(m.comm, &m.crank);
+  m.world_names = names;
+  // The log starts here, not at enddef: errors of the definitions are recorded in it too
+  // (log_error). Every rank waits for the root's removal of the previous run's log.
+  m.log_path = path_in(m.opt.directory, "estuary." + m.name + ".log");
+  if (m.crank == 0) {
+    std::error_code ec;
+    std::filesystem::remove(m.log_path, ec);
+  }
+  check_mpi(MPI_Barrier(m.comm), "MPI_Barrier");
 }
 
 Component::~Component() {
@@ -235,12 +296,15 @@ void Component::Impl::read_config() {
 void Component::enddef() {
   Impl& m = *impl_;
   if (m.defined) throw Error("enddef called twice", m.where());
+  if (!m.opt.coupled) {  // OASIS: an uncoupled component's enddef does nothing
+    m.defined = true;
+    return;
+  }
   m.read_config();
-  m.log_path = path_in(m.opt.directory, "estuary." + m.name + ".log");
-  if (m.crank == 0) std::filesystem::remove(m.log_path);
   m.log("estuary coupler: component " + m.name + ", configuration " + m.setup.path + ", run length " +
         detail::time_str(m.setup.runtime) + " s");
   for (const std::string& n : m.setup.notes) m.log("note: " + n);
+  m.oasis_enddef();  // the coupling ranks (set_couplcomm) and the table of components
 
   // Every rank's definitions, so that every rank can match every coupling alike.
   std::ostringstream mine;
@@ -758,6 +822,7 @@ void Component::Impl::write_restarts() {
 
 Info Component::put(int var, double time, std::span<const double> values) {
   Impl& m = *impl_;
+  if (!m.opt.coupled) return Info::ok;  // OASIS: nothing to do for an uncoupled component
   if (!m.defined || m.terminated) throw Error("put before enddef or after terminate", m.where());
   if (m.opt.setup_only)
     throw Error("put on a component set up only to be inspected", m.where(), "construct it without setup_only");
@@ -767,7 +832,7 @@ Info Component::put(int var, double time, std::span<const double> values) {
   for (auto [c, k] : m.vars[static_cast<std::size_t>(var)].uses) {
     const double t0 = MPI_Wtime();
     const Info i = c->put(k, time, values);
-    if (info == Info::ok || info == Info::loctrans) info = i;  // several targets: the strongest action
+    info = strongest(info, i);  // several targets: the strongest action
     c->src_timers.puts += 1;
     c->src_timers.put_s += MPI_Wtime() - t0;
   }
@@ -776,6 +841,7 @@ Info Component::put(int var, double time, std::span<const double> values) {
 
 Info Component::get(int var, double time, std::span<double> values) {
   Impl& m = *impl_;
+  if (!m.opt.coupled) return Info::ok;
   if (!m.defined || m.terminated) throw Error("get before enddef or after terminate", m.where());
   if (m.opt.setup_only)
     throw Error("get on a component set up only to be inspected", m.where(), "construct it without setup_only");
@@ -892,6 +958,251 @@ void Component::terminate() {
   }
   m.couplings.clear();
   detail::agree_within(m.term, terminate_limit, "terminate of component " + m.name, [] {});
+}
+
+// ---- OASIS3-MCT's coupling communicator, run-time queries and communicators between
+// components (oasis_set_couplcomm, oasis_put_inquire, oasis_get_ncpl, oasis_get_freqs,
+// oasis_get_intercomm, oasis_get_intracomm, oasis_get_multi_intracomm, oasis_get/set_debug) ----
+
+void Component::set_couplcomm(MPI_Comm couplcomm) {
+  Impl& m = *impl_;
+  if (!m.opt.coupled) return;  // OASIS: nothing to do for an uncoupled component
+  if (m.defined)
+    throw Error("set_couplcomm after enddef", m.where(), "declare the coupling ranks before enddef, as OASIS requires");
+  int rank = 0, size = 0;
+  if (couplcomm != MPI_COMM_NULL) {
+    int inter = 0;
+    check_mpi(MPI_Comm_test_inter(couplcomm, &inter), "MPI_Comm_test_inter");
+    if (inter) throw Error("set_couplcomm with an intercommunicator", m.where(), "give an intracommunicator of this component's ranks");
+    // Every member must be a rank of this component: the coupling ranks are a subset of it.
+    MPI_Group g = MPI_GROUP_NULL, cg = MPI_GROUP_NULL;
+    check_mpi(MPI_Comm_group(couplcomm, &g), "MPI_Comm_group");
+    check_mpi(MPI_Comm_group(m.comm, &cg), "MPI_Comm_group");
+    MPI_Group_size(g, &size);
+    std::vector<int> in(static_cast<std::size_t>(size)), out(static_cast<std::size_t>(size));
+    for (int i = 0; i < size; ++i) in[static_cast<std::size_t>(i)] = i;
+    check_mpi(MPI_Group_translate_ranks(g, size, in.data(), cg, out.data()), "MPI_Group_translate_ranks");
+    MPI_Group_free(&g);
+    MPI_Group_free(&cg);
+    const int foreign = static_cast<int>(std::count(out.begin(), out.end(), MPI_UNDEFINED));
+    if (foreign > 0)
+      throw Error("set_couplcomm with a communicator of " + std::to_string(size) + " ranks, " + std::to_string(foreign) +
+                      " of them outside component " + m.name,
+                  m.where(), "give a communicator of this component's ranks (create_couplcomm splits its local communicator)");
+    check_mpi(MPI_Comm_rank(couplcomm, &rank), "MPI_Comm_rank");
+  }
+  m.couplcomm_set = true;
+  m.coupling = couplcomm != MPI_COMM_NULL;
+  m.user_couplcomm = couplcomm;
+  m.couplcomm_rank = rank;
+  m.couplcomm_size = size;
+}
+
+MPI_Comm Component::coupling_comm() const { return impl_->couplcomm_set ? impl_->user_couplcomm : impl_->comm; }
+bool Component::coupling_rank() const { return impl_->coupling; }
+
+// enddef's part, collective over the world: checks the coupling ranks, makes their
+// communicator and the table of every component's coupling root and size.
+void Component::Impl::oasis_enddef() {
+  int set[2] = {couplcomm_set ? 1 : 0, couplcomm_set ? 1 : 0};  // min, max over the component
+  set[1] = -set[1];
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, set, 2, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  const bool mixed = set[0] != -set[1];
+  detail::agree(world, [&] {
+    if (mixed)
+      throw Error("set_couplcomm was called on some ranks of component " + name + " and not on others", "enddef, " + where(),
+                  "call it (or create_couplcomm) on every rank of the component, with MPI_COMM_NULL on the ranks that do not couple");
+    if (!coupling && !vars.empty())
+      throw Error("field " + vars.front().name + " is defined on a rank outside the coupling communicator (set_couplcomm)",
+                  "enddef, " + where(), "define the fields on the coupling ranks only");
+  });
+  check_mpi(MPI_Comm_split(comm, coupling ? 0 : MPI_UNDEFINED, couplcomm_set ? couplcomm_rank : crank, &cpl),
+            "MPI_Comm_split");
+  int csize = 0;
+  if (cpl != MPI_COMM_NULL) MPI_Comm_size(cpl, &csize);
+  detail::agree(world, [&] {
+    if (couplcomm_set && coupling && csize != couplcomm_size)
+      throw Error("the communicator given to set_couplcomm has " + std::to_string(couplcomm_size) + " ranks, but " +
+                      std::to_string(csize) + " ranks of component " + name + " gave one",
+                  "enddef, " + where(), "give every coupling rank the same communicator (MPI_COMM_NULL on the others)");
+  });
+  int crank_cpl = -1;
+  if (cpl != MPI_COMM_NULL) MPI_Comm_rank(cpl, &crank_cpl);
+  std::vector<int> all(static_cast<std::size_t>(wsize));
+  check_mpi(MPI_Allgather(&crank_cpl, 1, MPI_INT, all.data(), 1, MPI_INT, world), "MPI_Allgather");
+  comp_order.clear();
+  for (const std::string& n : world_names)
+    if (std::find(comp_order.begin(), comp_order.end(), n) == comp_order.end()) comp_order.push_back(n);
+  comp_root.assign(comp_order.size(), -1);
+  comp_size.assign(comp_order.size(), 0);
+  for (int r = 0; r < wsize; ++r) {
+    const auto i = static_cast<std::size_t>(
+        std::find(comp_order.begin(), comp_order.end(), world_names[static_cast<std::size_t>(r)]) - comp_order.begin());
+    if (all[static_cast<std::size_t>(r)] >= 0) ++comp_size[i];
+    if (all[static_cast<std::size_t>(r)] == 0) comp_root[i] = r;
+  }
+  if (peer == MPI_COMM_NULL) check_mpi(MPI_Comm_dup(world, &peer), "MPI_Comm_dup");
+  if (couplcomm_set)
+    log("coupling communicator (set_couplcomm): " + std::to_string(comp_size[static_cast<std::size_t>(
+                                                        std::find(comp_order.begin(), comp_order.end(), name) -
+                                                        comp_order.begin())]) +
+        " of the component's ranks take part in the coupling");
+}
+
+void Component::Impl::require_coupling(const char* routine) const {
+  if (!defined) throw Error(std::string(routine) + " before enddef", where(), "call it after enddef, as OASIS requires");
+  if (!opt.coupled)
+    throw Error(std::string(routine) + " on an uncoupled component (ComponentOptions::coupled)", where());
+  if (!coupling)
+    throw Error(std::string(routine) + " on a rank outside the coupling communicator (set_couplcomm)", where(),
+                "call it on the coupling ranks only (OASIS aborts there too)");
+}
+
+const Component::Impl::Var& Component::Impl::var_of(int var, const char* routine) const {
+  if (var < 0 || var >= static_cast<int>(vars.size()))
+    throw Error(std::string(routine) + " of variable id " + std::to_string(var) + ", which this rank did not define", where(),
+                "pass an id returned by def_var on this rank");
+  return vars[static_cast<std::size_t>(var)];
+}
+
+int Component::Impl::comp_index(const std::string& comp, const char* routine) const {
+  const auto it = std::find(comp_order.begin(), comp_order.end(), comp);
+  if (it == comp_order.end()) {
+    std::string known;
+    for (const std::string& n : comp_order) known += (known.empty() ? "" : ", ") + n;
+    throw Error(std::string(routine) + ": no component \"" + comp + "\" in this run", where(), "components: " + known);
+  }
+  const int i = static_cast<int>(it - comp_order.begin());
+  if (comp_root[static_cast<std::size_t>(i)] < 0)
+    throw Error(std::string(routine) + ": component " + comp + " has no coupling ranks", where(),
+                "its set_couplcomm left every rank out");
+  return i;
+}
+
+Info Component::put_inquire(int var, double time) const {
+  const Impl& m = *impl_;
+  m.require_coupling("put_inquire");
+  const Impl::Var& v = m.var_of(var, "put_inquire");
+  if (v.dir != Direction::out)
+    throw Error("put_inquire of field " + v.name + ", an input field", m.where(), "inquire about output fields only (as OASIS)");
+  Info info = Info::ok;
+  for (auto [c, k] : v.uses) {
+    info = strongest(info, c->put_inquire(k, time));  // several targets: as put combines them
+  }
+  return info;
+}
+
+int Component::get_ncpl(int var) const {
+  impl_->require_coupling("get_ncpl");
+  return static_cast<int>(get_freqs(var, impl_->var_of(var, "get_ncpl").dir).size());
+}
+
+std::vector<double> Component::get_freqs(int var, Direction direction) const {
+  const Impl& m = *impl_;
+  m.require_coupling("get_freqs");
+  const Impl::Var& v = m.var_of(var, "get_freqs");
+  if (v.dir != direction)
+    throw Error("get_freqs of field " + v.name + " as an " + (direction == Direction::out ? "output" : "input") +
+                    " field: it is an " + (v.dir == Direction::out ? "output" : "input") + " field",
+                m.where(), "pass the direction the field was defined with (OASIS_Out or OASIS_In)");
+  std::vector<double> periods;
+  std::vector<const Coupling*> seen;  // a coupling once, whatever the positions the field takes in it
+  for (auto [c, k] : v.uses)
+    if (std::find(seen.begin(), seen.end(), c) == seen.end()) {
+      seen.push_back(c);
+      periods.push_back(c->cfg->period);
+    }
+  return periods;
+}
+
+MPI_Comm Component::get_intercomm(const std::string& other) const {
+  const Impl& m = *impl_;
+  m.require_coupling("get_intercomm");
+  const int me = m.comp_index(m.name, "get_intercomm"), o = m.comp_index(other, "get_intercomm");
+  if (me == o)
+    throw Error("get_intercomm: \"" + other + "\" is this component", m.where(), "name another component");
+  // A tag per pair of components: leaders of different pairs never mix their messages.
+  const int n = static_cast<int>(m.comp_order.size());
+  const int tag = 1000 + std::min(me, o) * n + std::max(me, o);
+  MPI_Comm out = MPI_COMM_NULL;
+  check_mpi(MPI_Intercomm_create(m.cpl, 0, m.peer, m.comp_root[static_cast<std::size_t>(o)], tag, &out),
+            "MPI_Intercomm_create");
+  return out;
+}
+
+MPI_Comm Component::get_intracomm(const std::string& other) const {
+  MPI_Comm inter = get_intercomm(other), out = MPI_COMM_NULL;
+  const Impl& m = *impl_;
+  const bool high = m.comp_index(m.name, "get_intracomm") > m.comp_index(other, "get_intracomm");
+  check_mpi(MPI_Intercomm_merge(inter, high ? 1 : 0, &out), "MPI_Intercomm_merge");
+  MPI_Comm_free(&inter);
+  return out;
+}
+
+MPI_Comm Component::get_multi_intracomm(const std::vector<std::string>& names, std::vector<int>* root_ranks) const {
+  const Impl& m = *impl_;
+  const char* routine = "get_multi_intracomm";
+  m.require_coupling(routine);
+  const int me = m.comp_index(m.name, routine);
+  std::vector<int> members;  // component indices
+  bool mine = false;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const std::string& n = names[k];
+    if (n.find_first_not_of(' ') == std::string::npos) continue;  // blank: skipped, as OASIS
+    for (std::size_t j = k + 1; j < names.size(); ++j)
+      if (names[j] == n) throw Error(std::string(routine) + ": component " + n + " named twice", m.where());
+    const int i = m.comp_index(n, routine);
+    mine = mine || i == me;
+    members.push_back(i);
+  }
+  if (!mine)
+    throw Error(std::string(routine) + ": the names do not include this component, " + m.name, m.where(),
+                "list every component of the new communicator, this one included (as OASIS)");
+  if (members.size() < 2)
+    throw Error(std::string(routine) + ": fewer than two components named", m.where(), "name this component and at least one other");
+  std::sort(members.begin(), members.end());
+  // As OASIS: the group grows one component at a time, in the components' order; the group so
+  // far (led by the first component's root) meets the next component, and the merge puts it
+  // last. Components not yet in the group wait for their turn.
+  MPI_Comm group = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_dup(m.cpl, &group), "MPI_Comm_dup");
+  for (std::size_t k = 1; k < members.size(); ++k) {
+    const int n = members[k];
+    if (me > n) continue;
+    const int remote = me == n ? m.comp_root[static_cast<std::size_t>(members.front())] : m.comp_root[static_cast<std::size_t>(n)];
+    MPI_Comm inter = MPI_COMM_NULL;
+    check_mpi(MPI_Intercomm_create(group, 0, m.peer, remote, 20000 + n, &inter), "MPI_Intercomm_create");
+    MPI_Comm_free(&group);
+    check_mpi(MPI_Intercomm_merge(inter, me == n ? 1 : 0, &group), "MPI_Intercomm_merge");
+    MPI_Comm_free(&inter);
+  }
+  if (root_ranks) {
+    root_ranks->assign(names.size(), -1);
+    int at = 0;
+    for (int i : members) {
+      for (std::size_t k = 0; k < names.size(); ++k)
+        if (names[k] == m.comp_order[static_cast<std::size_t>(i)]) (*root_ranks)[k] = at;
+      at += m.comp_size[static_cast<std::size_t>(i)];
+    }
+  }
+  return group;
+}
+
+int Component::debug_level() const { return impl_->debug >= 0 ? impl_->debug : impl_->setup.log_level; }
+
+void Component::set_debug_level(int level) {
+  if (level < 0) throw Error("set_debug_level(" + std::to_string(level) + ")", impl_->where(), "give a level of 0 or more");
+  impl_->debug = level;
+}
+
+void Component::log_error(const std::string& message) const {
+  const Impl& m = *impl_;
+  if (m.log_path.empty()) return;
+  // Any rank appends its own line (the log's other lines come from the component's root).
+  if (std::FILE* f = std::fopen(m.log_path.c_str(), "a")) {
+    std::fprintf(f, "error on %s: %s\n", detail::world_rank_label().c_str(), message.c_str());
+    std::fclose(f);
+  }
 }
 
 }  // namespace estuary

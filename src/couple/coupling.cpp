@@ -85,7 +85,7 @@ Info Coupling::put(int k, double t, std::span<const double> values) {
     }
     ++c;
   }
-  if (!action) return lt == LocTrans::instant ? Info::ok : Info::loctrans;
+  if (!action) return put_inquire(k, t);
 
   if (!std::any_of(ready.begin(), ready.end(), [](char r) { return r != 0; })) action_time = a;
   else if (action_time != a)
@@ -108,9 +108,7 @@ Info Coupling::put(int k, double t, std::span<const double> values) {
 
   const bool out = cfg->status == FieldStatus::expout || cfg->status == FieldStatus::output;
   const bool to_restart = a >= setup->runtime;
-  Info info = cfg->status == FieldStatus::output ? Info::output
-              : to_restart                        ? (out ? Info::torestout : Info::torest)
-                                                  : (out ? Info::sentout : Info::sent);
+  const Info info = put_inquire(k, t);
   if (std::all_of(ready.begin(), ready.end(), [](char r) { return r != 0; })) {
     std::fill(ready.begin(), ready.end(), 0);
     if (out) write_output(true, a - cfg->lag, pending);
@@ -123,6 +121,16 @@ Info Coupling::put(int k, double t, std::span<const double> values) {
     }
   }
   return info;
+}
+
+Info Coupling::put_inquire(int, double t) const {
+  const LocTrans lt = cfg->loctrans.value_or(LocTrans::instant);
+  const double a = t + cfg->lag;
+  if (!(a >= 0 && is_multiple(a, cfg->period))) return lt == LocTrans::instant ? Info::ok : Info::loctrans;
+  const bool out = cfg->status == FieldStatus::expout || cfg->status == FieldStatus::output;
+  if (cfg->status == FieldStatus::output) return Info::output;
+  if (a >= setup->runtime) return out ? Info::torestout : Info::torest;  // kept for the next run
+  return out ? Info::sentout : Info::sent;
 }
 
 // The source side of an action: wait for the previous one, transform, announce, send.

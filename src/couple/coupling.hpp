@@ -103,6 +103,9 @@ struct Coupling {
   // Put of position k at time t; returns the info code.
   Info put(int k, double t, std::span<const double> values);
   Info get(int k, double t, std::span<double> values);
+  // What put(k, t, ...) would return, without doing anything (oasis_put_inquire): put takes its
+  // info code from here too, so the two cannot disagree.
+  Info put_inquire(int k, double t) const;
   // Source side at enddef, for a lag > 0: the action of time 0 with the restart record of the
   // previous run (or zeros when there is none: the caller checked $NNOREST).
   void send_initial(const std::vector<double>& record);
