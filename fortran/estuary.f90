@@ -495,6 +495,88 @@ module estuary
   ! id) that make a model written for OASIS build here after renaming oasis_ to estuary_.
   include 'estuary_oasis_decl.inc'
 
+  ! ---- OASIS grid files (oasis_start_grids_writing ... oasis_terminate_grids_writing) ----
+  !> OASIS3-MCT's grid-writing calls, with the component id first and ierror after the data:
+  !> estuary_start_grids_writing(comp_id, flag, ierror); estuary_write_grid(comp_id, cgrid, nx,
+  !> ny, lon, lat, ierror [, part_id]); estuary_write_corner(comp_id, cgrid, nx, ny, nc, clo,
+  !> cla, ierror [, part_id]); estuary_write_mask(comp_id, cgrid, nx, ny, mask, ierror
+  !> [, part_id]); estuary_write_area(comp_id, cgrid, nx, ny, area, ierror [, part_id]);
+  !> estuary_terminate_grids_writing(comp_id, ierror). Arrays are OASIS's: (nx, ny) for the
+  !> whole grid (part_id absent, one rank), or this rank's (lnx, lny) points of partition part_id
+  !> (every rank of it); corners (nx, ny, nc) or (lnx, lny, nc); real(8) or real(4); the mask is
+  !> integer with OASIS's convention, 1 = MASKED. grids.nc, masks.nc and areas.nc are written at
+  !> estuary_enddef (docs/user-guide.md, "OASIS grid files").
+  public :: estuary_start_grids_writing, estuary_write_grid, estuary_write_corner, estuary_write_mask, &
+            estuary_write_area, estuary_terminate_grids_writing
+  interface estuary_write_grid
+    module procedure write_grid_r8, write_grid_r4
+  end interface estuary_write_grid
+  interface estuary_write_corner
+    module procedure write_corner_r8, write_corner_r4
+  end interface estuary_write_corner
+  interface estuary_write_area
+    module procedure write_area_r8, write_area_r4
+  end interface estuary_write_area
+  interface
+    function est_comp_start_grids_writing(c, flag) bind(c, name='est_comp_start_grids_writing') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int), intent(out) :: flag
+      integer(c_int) :: rc
+    end function est_comp_start_grids_writing
+    function est_comp_write_grid(c, name, nx, ny, lon, lat, n, partition) &
+        bind(c, name='est_comp_write_grid') result(rc)
+      import :: c_int, c_int64_t, c_char, c_ptr, c_double
+      type(c_ptr), value :: c
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int64_t), value :: nx, ny
+      real(c_double), intent(in) :: lon(*), lat(*)
+      integer(c_int64_t), value :: n
+      integer(c_int), value :: partition
+      integer(c_int) :: rc
+    end function est_comp_write_grid
+    function est_comp_write_corner(c, name, nx, ny, nc, clo, cla, n, partition) &
+        bind(c, name='est_comp_write_corner') result(rc)
+      import :: c_int, c_int64_t, c_char, c_ptr, c_double
+      type(c_ptr), value :: c
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int64_t), value :: nx, ny
+      integer(c_int), value :: nc
+      real(c_double), intent(in) :: clo(*), cla(*)
+      integer(c_int64_t), value :: n
+      integer(c_int), value :: partition
+      integer(c_int) :: rc
+    end function est_comp_write_corner
+    function est_comp_write_mask(c, name, nx, ny, mask, n, partition) &
+        bind(c, name='est_comp_write_mask') result(rc)
+      import :: c_int, c_int32_t, c_int64_t, c_char, c_ptr
+      type(c_ptr), value :: c
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int64_t), value :: nx, ny
+      integer(c_int32_t), intent(in) :: mask(*)
+      integer(c_int64_t), value :: n
+      integer(c_int), value :: partition
+      integer(c_int) :: rc
+    end function est_comp_write_mask
+    function est_comp_write_area(c, name, nx, ny, area, n, partition) &
+        bind(c, name='est_comp_write_area') result(rc)
+      import :: c_int, c_int64_t, c_char, c_ptr, c_double
+      type(c_ptr), value :: c
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int64_t), value :: nx, ny
+      real(c_double), intent(in) :: area(*)
+      integer(c_int64_t), value :: n
+      integer(c_int), value :: partition
+      integer(c_int) :: rc
+    end function est_comp_write_area
+    function est_comp_terminate_grids_writing(c) bind(c, name='est_comp_terminate_grids_writing') result(rc)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int) :: rc
+    end function est_comp_terminate_grids_writing
+  end interface
+  ! ---- end of OASIS grid files ----
+
 contains
 
   ! ---- helpers ----
@@ -1077,6 +1159,169 @@ contains
     ierror = c_result(est_comp_def_grid(c, c_str(name), int(part_id, c_int), int(nx, c_int64_t), int(ny, c_int64_t), &
                                         lon, lat, ncorner, pclo, pcla, pmask, parea))
   end subroutine estuary_def_grid
+
+  ! ---- OASIS grid files: the grid-writing calls (see the interfaces above) ----
+
+  !> oasis_start_grids_writing: flag is always 1 (grids are always written, at estuary_enddef).
+  subroutine estuary_start_grids_writing(comp_id, flag, ierror)
+    integer, intent(in) :: comp_id
+    integer, intent(out) :: flag, ierror
+    type(c_ptr) :: c
+    integer(c_int) :: f
+    flag = 0
+    ierror = comp_of(comp_id, 'estuary_start_grids_writing', c)
+    if (ierror /= 0) return
+    ierror = c_result(est_comp_start_grids_writing(c, f))
+    if (ierror == 0) flag = int(f)
+  end subroutine estuary_start_grids_writing
+
+  !> oasis_terminate_grids_writing.
+  subroutine estuary_terminate_grids_writing(comp_id, ierror)
+    integer, intent(in) :: comp_id
+    integer, intent(out) :: ierror
+    type(c_ptr) :: c
+    ierror = comp_of(comp_id, 'estuary_terminate_grids_writing', c)
+    if (ierror /= 0) return
+    ierror = c_result(est_comp_terminate_grids_writing(c))
+  end subroutine estuary_terminate_grids_writing
+
+  !> The C API's partition: part_id, or -1 (the whole grid) when absent.
+  integer(c_int) function grid_partition(part_id)
+    integer, intent(in), optional :: part_id
+    grid_partition = -1
+    if (present(part_id)) grid_partition = int(part_id, c_int)
+  end function grid_partition
+
+  !> oasis_write_grid: centres (degrees), (nx, ny) or this rank's points of part_id.
+  subroutine write_grid_r8(comp_id, cgrid, nx, ny, lon, lat, ierror, part_id)
+    integer, intent(in) :: comp_id, nx, ny
+    character(len=*), intent(in) :: cgrid
+    real(real64), intent(in) :: lon(:, :), lat(:, :)
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: part_id
+    call write_grid_core(comp_id, cgrid, nx, ny, real(reshape(lon, [size(lon)]), c_double), &
+                         real(reshape(lat, [size(lat)]), c_double), ierror, part_id)
+  end subroutine write_grid_r8
+
+  subroutine write_grid_r4(comp_id, cgrid, nx, ny, lon, lat, ierror, part_id)
+    integer, intent(in) :: comp_id, nx, ny
+    character(len=*), intent(in) :: cgrid
+    real(real32), intent(in) :: lon(:, :), lat(:, :)
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: part_id
+    call write_grid_core(comp_id, cgrid, nx, ny, real(reshape(lon, [size(lon)]), c_double), &
+                         real(reshape(lat, [size(lat)]), c_double), ierror, part_id)
+  end subroutine write_grid_r4
+
+  subroutine write_grid_core(comp_id, cgrid, nx, ny, lon, lat, ierror, part_id)
+    integer, intent(in) :: comp_id, nx, ny
+    character(len=*), intent(in) :: cgrid
+    real(c_double), intent(in) :: lon(:), lat(:)
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: part_id
+    character(len=*), parameter :: routine = 'estuary_write_grid'
+    type(c_ptr) :: c
+    ierror = comp_of(comp_id, routine, c)
+    if (ierror /= 0) return
+    if (size(lon) /= size(lat)) then
+      ierror = fail(estuary_err_argument, routine // ': grid "' // trim(cgrid) // '": lon has ' // &
+                    int_text(size(lon, kind=int64)) // ' points, lat ' // int_text(size(lat, kind=int64)))
+      return
+    end if
+    ierror = c_result(est_comp_write_grid(c, c_str(cgrid), int(nx, c_int64_t), int(ny, c_int64_t), lon, lat, &
+                                          size(lon, kind=c_int64_t), grid_partition(part_id)))
+  end subroutine write_grid_core
+
+  !> oasis_write_corner: corners (degrees, counter-clockwise), (nx, ny, nc) or this rank's
+  !> (lnx, lny, nc) points of part_id.
+  subroutine write_corner_r8(comp_id, cgrid, nx, ny, nc, clo, cla, ierror, part_id)
+    integer, intent(in) :: comp_id, nx, ny, nc
+    character(len=*), intent(in) :: cgrid
+    real(real64), intent(in) :: clo(:, :, :), cla(:, :, :)
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: part_id
+    call write_corner_core(comp_id, cgrid, nx, ny, nc, real(reshape(clo, [size(clo)]), c_double), &
+                           real(reshape(cla, [size(cla)]), c_double), ierror, part_id)
+  end subroutine write_corner_r8
+
+  subroutine write_corner_r4(comp_id, cgrid, nx, ny, nc, clo, cla, ierror, part_id)
+    integer, intent(in) :: comp_id, nx, ny, nc
+    character(len=*), intent(in) :: cgrid
+    real(real32), intent(in) :: clo(:, :, :), cla(:, :, :)
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: part_id
+    call write_corner_core(comp_id, cgrid, nx, ny, nc, real(reshape(clo, [size(clo)]), c_double), &
+                           real(reshape(cla, [size(cla)]), c_double), ierror, part_id)
+  end subroutine write_corner_r4
+
+  subroutine write_corner_core(comp_id, cgrid, nx, ny, nc, clo, cla, ierror, part_id)
+    integer, intent(in) :: comp_id, nx, ny, nc
+    character(len=*), intent(in) :: cgrid
+    real(c_double), intent(in) :: clo(:), cla(:)
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: part_id
+    character(len=*), parameter :: routine = 'estuary_write_corner'
+    type(c_ptr) :: c
+    ierror = comp_of(comp_id, routine, c)
+    if (ierror /= 0) return
+    if (size(clo) /= size(cla)) then
+      ierror = fail(estuary_err_argument, routine // ': grid "' // trim(cgrid) // '": clo has ' // &
+                    int_text(size(clo, kind=int64)) // ' values, cla ' // int_text(size(cla, kind=int64)))
+      return
+    end if
+    ierror = c_result(est_comp_write_corner(c, c_str(cgrid), int(nx, c_int64_t), int(ny, c_int64_t), int(nc, c_int), &
+                                            clo, cla, size(clo, kind=c_int64_t), grid_partition(part_id)))
+  end subroutine write_corner_core
+
+  !> oasis_write_mask: integer, OASIS's convention (1 = masked, 0 = valid).
+  subroutine estuary_write_mask(comp_id, cgrid, nx, ny, mask, ierror, part_id)
+    integer, intent(in) :: comp_id, nx, ny
+    character(len=*), intent(in) :: cgrid
+    integer, intent(in) :: mask(:, :)
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: part_id
+    type(c_ptr) :: c
+    integer(c_int32_t), allocatable :: m(:)
+    ierror = comp_of(comp_id, 'estuary_write_mask', c)
+    if (ierror /= 0) return
+    m = int(reshape(mask, [size(mask)]), c_int32_t)
+    ierror = c_result(est_comp_write_mask(c, c_str(cgrid), int(nx, c_int64_t), int(ny, c_int64_t), m, &
+                                          size(m, kind=c_int64_t), grid_partition(part_id)))
+  end subroutine estuary_write_mask
+
+  !> oasis_write_area: cell areas (m^2 or rad^2, as the model has them).
+  subroutine write_area_r8(comp_id, cgrid, nx, ny, area, ierror, part_id)
+    integer, intent(in) :: comp_id, nx, ny
+    character(len=*), intent(in) :: cgrid
+    real(real64), intent(in) :: area(:, :)
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: part_id
+    call write_area_core(comp_id, cgrid, nx, ny, real(reshape(area, [size(area)]), c_double), ierror, part_id)
+  end subroutine write_area_r8
+
+  subroutine write_area_r4(comp_id, cgrid, nx, ny, area, ierror, part_id)
+    integer, intent(in) :: comp_id, nx, ny
+    character(len=*), intent(in) :: cgrid
+    real(real32), intent(in) :: area(:, :)
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: part_id
+    call write_area_core(comp_id, cgrid, nx, ny, real(reshape(area, [size(area)]), c_double), ierror, part_id)
+  end subroutine write_area_r4
+
+  subroutine write_area_core(comp_id, cgrid, nx, ny, area, ierror, part_id)
+    integer, intent(in) :: comp_id, nx, ny
+    character(len=*), intent(in) :: cgrid
+    real(c_double), intent(in) :: area(:)
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: part_id
+    type(c_ptr) :: c
+    ierror = comp_of(comp_id, 'estuary_write_area', c)
+    if (ierror /= 0) return
+    ierror = c_result(est_comp_write_area(c, c_str(cgrid), int(nx, c_int64_t), int(ny, c_int64_t), area, &
+                                          size(area, kind=c_int64_t), grid_partition(part_id)))
+  end subroutine write_area_core
+
+  ! ---- end of OASIS grid files ----
 
   !> The global size, shape (nx, ny; ny = 1 for 1-D kinds) and corners per cell of one of
   !> estuary's generated grids (kinds as estuary_grid_gen).

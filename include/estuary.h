@@ -207,6 +207,27 @@ int est_grid_gen_make(const char* kind, int64_t n1, int64_t n2, int land, est_de
 /* A decomposition from an OASIS ig_paral array (as est_comp_def_partition reads it). */
 int est_decomp_new_oasis(const int64_t* ig_paral, int64_t len, int64_t global_size, est_decomp* out);
 
+/* ---- OASIS grid files (grids.nc, masks.nc, areas.nc; Component::write_grid ...) ----------
+ * OASIS3-MCT's grid-writing calls, between est_comp_start_grids_writing and
+ * est_comp_terminate_grids_writing; the files are written at est_comp_enddef (every component
+ * together, each file by one rank, a variable only when the file lacks it). partition -1: this
+ * rank gives the whole grid (nx * ny values, x fastest); else a partition id: this rank's points
+ * in the partition's local order. n: the values in each array (corners: points * nc, point
+ * fastest, corner slowest, as a Fortran (nx, ny, nc) array). mask: OASIS's convention, 1 =
+ * MASKED, 0 = valid. A SCRIPR or CONSERV coupling whose grid no rank gave with
+ * est_comp_def_grid reads it from these files at est_comp_enddef. */
+int est_comp_start_grids_writing(est_comp c, int* flag); /* flag: always 1, as OASIS's */
+int est_comp_write_grid(est_comp c, const char* name, int64_t nx, int64_t ny, const double* lon, const double* lat,
+                        int64_t n, int partition);
+int est_comp_write_corner(est_comp c, const char* name, int64_t nx, int64_t ny, int nc, const double* clo,
+                          const double* cla, int64_t n, int partition);
+int est_comp_write_mask(est_comp c, const char* name, int64_t nx, int64_t ny, const int32_t* mask, int64_t n,
+                        int partition);
+int est_comp_write_area(est_comp c, const char* name, int64_t nx, int64_t ny, const double* area, int64_t n,
+                        int partition);
+int est_comp_terminate_grids_writing(est_comp c);
+/* ---- end of OASIS grid files ---- */
+
 /* ---- I/O (estuary::io): model fields to CF netCDF files, and back ------------------------
  * est_io_open (collective over comm; the `output:` section of a YAML file, docs/io.md)
  * -> server ranks (est_io_is_server): est_io_serve, then est_io_free

@@ -153,6 +153,30 @@ class Component {
   // corners, mask, area optional; dims {nx, ny} or {n}). Needed for SCRIPR (centres, mask)
   // and CONSERV (area, mask).
   void def_grid(const std::string& name, int partition, Grid grid);
+  // ---- OASIS grid files (grids.nc, masks.nc, areas.nc; src/couple/grid_writing.cpp) ----
+  // OASIS3-MCT's grid-writing calls, for models that describe their grids that way instead of
+  // (or besides) def_grid. Local calls between start_grids_writing and terminate_grids_writing;
+  // the files are written at enddef (collective over the world, all components together, each
+  // file by one rank) in the run folder (ComponentOptions::directory), a variable only when the
+  // file lacks it (OASIS never overwrites grid fields). A SCRIPR or CONSERV coupling whose grid
+  // no rank gave with def_grid reads it from these files at enddef, as OASIS does.
+  // Either one rank gives the whole grid (partition -1, OASIS's classic call: nx * ny values,
+  // x fastest) or every rank holding points of a partition gives its points (partition id, as
+  // OASIS 4/5's partid: the partition's size values in its local order). Corners: nc values per
+  // point, point fastest and corner slowest (a Fortran (nx, ny, nc) or (npts, nc) array).
+  // Masks use OASIS's convention: 1 = MASKED, 0 = valid (def_grid's Grid::mask is the reverse).
+  // Areas as the model has them (m^2 or rad^2; see estuary/grid_files.hpp for the reading).
+  bool start_grids_writing();  // OASIS's flag: always true (grids are always written)
+  void write_grid(const std::string& name, std::int64_t nx, std::int64_t ny, std::span<const double> lon,
+                  std::span<const double> lat, int partition = -1);
+  void write_corner(const std::string& name, std::int64_t nx, std::int64_t ny, int nc, std::span<const double> clo,
+                    std::span<const double> cla, int partition = -1);
+  void write_mask(const std::string& name, std::int64_t nx, std::int64_t ny, std::span<const std::int32_t> mask,
+                  int partition = -1);
+  void write_area(const std::string& name, std::int64_t nx, std::int64_t ny, std::span<const double> area,
+                  int partition = -1);
+  void terminate_grids_writing();
+  // ---- end of OASIS grid files ----
   // Local: a coupling field on a partition; `bundle` values per point (a bundle moves as one
   // field with an extra, slowest dimension: value (point i, member b) at b*size + i).
   int def_var(const std::string& name, int partition, Direction direction, int bundle = 1);

@@ -13,6 +13,7 @@
 #include "estuary/couple_config.hpp"
 #include "estuary/globalsum.hpp"
 #include "estuary/grid.hpp"
+#include "estuary/grid_files.hpp"
 #include "estuary/oasis_partition.hpp"
 #include "estuary/plan.hpp"
 #include "estuary/redist.hpp"

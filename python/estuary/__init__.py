@@ -29,6 +29,8 @@ import sys
 _NATIVE = ("Error", "MpiError", "Decomp", "gen", "Redist", "Remap", "Grid", "GridGen", "write_weights",
            "read_weights", "distance_weights", "bilinear_weights", "bicubic_weights", "conservative_weights", "oasis_partition", "schedule_names",
            "info_name", "read_coupling_config")
+# Grid files (SCRIP, OASIS grids.nc/masks.nc/areas.nc): estuary/grid_files.hpp.
+_NATIVE += ("grid_file_info", "oasis_grid_names", "read_grid_file")
 _IO = ("Output", "Reader")  # from estuary.io (the I/O server)
 _COUPLE = ("Component", "SerialPartition", "ApplePartition", "BoxPartition", "OrangePartition",
            "PointsPartition", "Var", "OasisParameters", "OASIS", "abort")
@@ -109,4 +111,5 @@ __all__ = [
     "info_name", "couple", "Component", "SerialPartition", "ApplePartition", "BoxPartition",
     "OrangePartition", "PointsPartition", "Var", "OasisParameters", "OASIS", "abort", "io", "Output", "Reader",
     "abort_on_exception",
+    "grid_file_info", "oasis_grid_names", "read_grid_file",
 ]

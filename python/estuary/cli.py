@@ -3,6 +3,8 @@
     estuary demo [--ranks 4] [--dir DIR] [--binary PATH] [--dry-run] [--json]
     estuary weights --src lonlat:12x6 --dst gaussian:16x8 [--method distance|bilinear|bicubic|conservative|conservative2]
                     [--neighbors 4] [--land] --out w.nc [--ranks P] [--json]
+                    (--src/--dst also FILE[:GRID]: a SCRIP grid file, or an OASIS grids.nc with masks.nc
+                     and areas.nc next to it, GRID its grid prefix)
     estuary inspect plan --src block --dst cyclic --n N --ranks P [--algorithm p2p] [--json]
     estuary inspect schedule --src block --dst cyclic --n N --ranks P [--algorithm butterfly]
                              [--png F.png | --no-png] [--json]
@@ -146,7 +148,9 @@ def cmd_demo(args, argv) -> int:
 # ---- weights ----
 
 GRID_HELP = ("grid recipes: lonlat:NLONxNLAT, gaussian:NLONxNLAT, reduced_gaussian:N, tripolar:NXxNY, "
-             "cubed_sphere:N, t799, orca025")
+             "cubed_sphere:N, t799, orca025; or grid files FILE[:GRID]: a SCRIP grid file, or an OASIS "
+             "grids.nc (masks.nc and areas.nc next to it are read too; GRID: the grid prefix, needed when "
+             "the file holds several grids)")
 
 
 def grid_gen(spec: str, land: bool = False):
@@ -169,6 +173,41 @@ def grid_gen(spec: str, land: bool = False):
     return g.with_land() if land else g
 
 
+class FileGrid:
+    """A grid file as `estuary weights` uses a recipe: its size, and any rank's share (make)."""
+
+    def __init__(self, spec: str, path: str, grid: str, comm, corners: bool):
+        import estuary
+
+        self.spec, self.path, self.comm, self.corners = spec, path, comm, corners
+        self.info = estuary.grid_file_info(path, grid)
+        self.size = self.info["size"]
+        if corners and not self.info["ncorner"]:
+            raise estuary.Error(f"estuary: the grid file {spec} has no cell corners, which the conservative "
+                                "methods need")
+
+    def make(self, part):
+        import estuary
+
+        return estuary.read_grid_file(self.path, self.info["name"], part, self.comm, corners=self.corners)
+
+
+def grid_source(spec: str, land: bool, comm, corners: bool):
+    """A GridGen for a recipe, a FileGrid for FILE or FILE:GRID (a file that exists)."""
+    import estuary
+
+    path, grid = spec, ""
+    if not os.path.isfile(path) and ":" in spec:
+        head, _, tail = spec.rpartition(":")
+        if os.path.isfile(head):
+            path, grid = head, tail
+    if not os.path.isfile(path):
+        return grid_gen(spec, land)
+    if land:
+        raise estuary.Error(f"estuary: --land applies to grid recipes, not to the grid file {spec}")
+    return FileGrid(spec, path, grid, comm, corners)
+
+
 def cmd_weights(args, argv) -> int:
     code = _needs_ranks(args, argv)
     if code is not None:
@@ -180,21 +219,24 @@ def cmd_weights(args, argv) -> int:
     comm = MPI.COMM_WORLD
     t0 = MPI.Wtime()
     try:
-        src = grid_gen(args.src, args.land)
-        dst = grid_gen(args.dst, args.land)
+        corners = args.method.startswith("conservative")
+        src = grid_source(args.src, args.land, comm, corners)
+        dst = grid_source(args.dst, args.land, comm, corners)
         dpart = estuary.gen.block(dst.size, comm.rank, comm.size)
         spart = estuary.gen.block(src.size, comm.rank, comm.size)
         dgrid = dst.make(dpart)
         sgrid = src.make(spart)
+        # A recipe builds any source point where it is needed; a file's grid is read in shares.
+        sarg = sgrid if isinstance(src, FileGrid) else src
         norm, frac = "none", None
         if args.method == "distance":
-            rows, cols, w = estuary.distance_weights(src, dgrid, comm, neighbors=args.neighbors)
+            rows, cols, w = estuary.distance_weights(sarg, dgrid, comm, neighbors=args.neighbors)
             method = "Distance weighted avg of nearest neighbors"
         elif args.method == "bilinear":
-            rows, cols, w = estuary.bilinear_weights(src, dgrid, comm)
+            rows, cols, w = estuary.bilinear_weights(sarg, dgrid, comm)
             method = "Bilinear remapping"
         elif args.method == "bicubic":  # CDO's genbic: 4 weights a link (value, 3 gradients)
-            (rows, cols, w), columns, _ = estuary.bicubic_weights(src, dgrid, comm)
+            (rows, cols, w), columns, _ = estuary.bicubic_weights(sgrid, dgrid, comm)
             method = "Bicubic remapping"
         else:  # conservative: first or second order, CDO's normalisation names
             order = 2 if args.method == "conservative2" else 1
@@ -322,8 +364,8 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
 
     w = sub.add_parser("weights", help="generate a SCRIP weight file", epilog=GRID_HELP)
-    w.add_argument("--src", required=True, help="source grid recipe")
-    w.add_argument("--dst", required=True, help="destination grid recipe")
+    w.add_argument("--src", required=True, help="source grid: a recipe, or FILE[:GRID] (SCRIP or OASIS grids.nc)")
+    w.add_argument("--dst", required=True, help="destination grid: a recipe, or FILE[:GRID]")
     w.add_argument("--method", choices=["distance", "bilinear", "bicubic", "conservative", "conservative2"], default="distance",
                    help="distance: cdo gendis; bilinear: cdo genbil; bicubic: cdo genbic (4 weights a link: "
                         "value and 3 source gradients); conservative: first order (cdo gencon); conservative2: "

@@ -338,6 +338,76 @@ class PointsPartition(Partition):
         return int(ig[2:].max()) + 1 if len(ig) > 2 else 0
 
 
+# ---- OASIS grid files (pyOASIS's Grid: grids.nc, masks.nc, areas.nc written at enddef) ----
+
+class Grid:
+    """pyOASIS's ``Grid``: a grid described with OASIS's grid-writing calls, written into
+    grids.nc, masks.nc and areas.nc of the run folder at ``enddef`` (every component together,
+    a variable only when the file lacks it). A SCRIPR or CONSERV coupling whose grid was not
+    given with ``Component.def_grid`` reads it from these files, as OASIS does.
+
+        grid = Grid("torc", nx, ny, lon, lat, partition)   # partition None: the whole grid
+        grid.set_corners(clo, cla)                          # (nx, ny, nc)
+        grid.set_mask(mask)                                 # OASIS's convention: 1 = MASKED
+        grid.set_area(area)
+        grid.write()
+
+    Arrays are indexed as OASIS's Fortran ones, ``[i, j]`` and ``[i, j, corner]`` (x index
+    first), whatever their memory order; with a partition they hold this rank's points: a 1-D
+    array in the partition's local order, or a box partition's ``(local_nx, local_ny)``."""
+
+    def __init__(self, cgrid: str, nx_global: int, ny_global: int, lon, lat, partition: Partition | None = None,
+                 component: Component | None = None):
+        self.name = cgrid
+        self.nx, self.ny = int(nx_global), int(ny_global)
+        self.partition = partition
+        self.component = partition.component if partition is not None else _component(component)
+        self._lon, self._lat = self._flat(lon), self._flat(lat)
+        self._corners = self._mask = self._area = None
+
+    @staticmethod
+    def _flat(a, dtype=np.float64):
+        # OASIS's order: the first index fastest (Fortran order), as pyOASIS hands it to OASIS.
+        return np.ascontiguousarray(np.ravel(np.asarray(a, dtype=dtype), order="F"))
+
+    @property
+    def _part(self) -> int:
+        return -1 if self.partition is None else self.partition.id
+
+    def set_corners(self, clo, cla) -> None:
+        clo, cla = np.asarray(clo), np.asarray(cla)
+        if clo.ndim < 2 or clo.shape != cla.shape:
+            raise _estuary.Error(f"estuary: grid {self.name}: corners must be two (nx, ny, nc) or (npts, nc) arrays "
+                                 f"of one shape, not {clo.shape} and {cla.shape}")
+        self._corners = (int(clo.shape[-1]), self._flat(clo), self._flat(cla))
+
+    def set_mask(self, mask, companion=None) -> None:
+        """OASIS's convention: 1 = masked (land), 0 = valid. (``companion`` is not used.)"""
+        self._mask = self._flat(mask, np.int32)
+
+    def set_area(self, area) -> None:
+        self._area = self._flat(area)
+
+    def write(self) -> None:
+        """Local: start_grids_writing, the pieces given, terminate_grids_writing."""
+        c = self.component.native
+        c.start_grids_writing()
+        c.write_grid(self.name, self.nx, self.ny, self._lon, self._lat, self._part)
+        if self._corners is not None:
+            nc, clo, cla = self._corners
+            c.write_corner(self.name, self.nx, self.ny, nc, clo, cla, self._part)
+        if self._mask is not None:
+            c.write_mask(self.name, self.nx, self.ny, self._mask, self._part)
+        if self._area is not None:
+            c.write_area(self.name, self.nx, self.ny, self._area, self._part)
+        c.terminate_grids_writing()
+
+    def __repr__(self):
+        return f"estuary.couple.Grid({self.name!r}, {self.nx}, {self.ny})"
+
+# ---- end of OASIS grid files ----
+
+
 class Var:
     """A coupling field on a partition: ``Var(name, partition, OASIS.OUT, bundle_size=1)``.
 
@@ -402,3 +472,4 @@ class Var:
 
     def __repr__(self):
         return f"estuary.couple.Var({self.name!r}, {self.direction.name})"
+

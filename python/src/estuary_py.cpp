@@ -45,6 +45,7 @@
 #include "estuary/decomp_gen.hpp"
 #include "estuary/error.hpp"
 #include "estuary/grid.hpp"
+#include "estuary/grid_files.hpp"  // OASIS grid files
 #include "estuary/io.hpp"
 #include "estuary/plan.hpp"
 #include "estuary/redist.hpp"
@@ -862,14 +863,11 @@ NB_MODULE(_estuary, m) {
 
   m.def(
       "bicubic_weights",
-      [](const estuary::GridGen& src, const estuary::Grid& dst, PyComm comm) {
+      [](const estuary::Grid& src, const estuary::Grid& dst, PyComm comm) {
         estuary::BicubicWeights b;
         {
           nb::gil_scoped_release release;
-          int p = 1, r = 0;
-          MPI_Comm_size(comm.comm, &p);
-          MPI_Comm_rank(comm.comm, &r);
-          b = estuary::bicubic_weights(src.make(estuary::gen::block(src.size(), r, p)), dst, comm.comm);
+          b = estuary::bicubic_weights(src, dst, comm.comm);
         }
         std::vector<double> flat;
         flat.reserve(4 * b.columns.size());
@@ -881,7 +879,8 @@ NB_MODULE(_estuary, m) {
         return nb::make_tuple(links_to_py(std::move(b.value)), cols, links_to_py(std::move(b.links)));
       },
       "src"_a, "dst"_a, "comm"_a = nb::none(),
-      "Collective: bicubic weights (CDO genbic) for the dst points this rank holds: ((rows, cols, value "
+      "Collective: bicubic weights (CDO genbic) for the dst points this rank holds, from each rank's share "
+      "of the source grid (an estuary.Grid): ((rows, cols, value "
       "weights), the 4 weight columns as an (n, 4) array, (rows, cols, weights) folded with CDO's "
       "source gradients).");
 
@@ -1085,6 +1084,105 @@ NB_MODULE(_estuary, m) {
     nb::cpp_function_def<C>([](C& c, int level) { c.set_debug_level(level); }, nb::scope(cls),
                             nb::name("set_debug_level"), nb::is_method(), "level"_a, "oasis_set_debug.");
   }
+
+  // ---- OASIS grid files (grids.nc, masks.nc, areas.nc) and SCRIP grid files ----
+  // The grid-writing calls are added to Component here, apart from its class definition above.
+  // Arrays are 1-D in OASIS's order (x fastest; corners point fastest, corner slowest):
+  // estuary.couple.Grid flattens pyOASIS-style (nx, ny) and (nx, ny, nc) arrays so.
+  {
+    using MaskArray = nb::ndarray<const std::int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+    const nb::handle comp_cls = nb::type<estuary::Component>();
+    nb::cpp_function_def([](estuary::Component& c) { return c.start_grids_writing(); }, nb::scope(comp_cls),
+                         nb::name("start_grids_writing"), nb::is_method(),
+                         "OASIS's oasis_start_grids_writing (local); returns 1.");
+    nb::cpp_function_def(
+        [](estuary::Component& c, const std::string& name, i64 nx, i64 ny, InArray lon, InArray lat, int partition) {
+          c.write_grid(name, nx, ny, span_of(lon), span_of(lat), partition);
+        },
+        nb::scope(comp_cls), nb::name("write_grid"), nb::is_method(), "name"_a, "nx"_a, "ny"_a, "lon"_a, "lat"_a,
+        "partition"_a = -1, "oasis_write_grid: centres, nx*ny values x fastest (partition -1) or the partition's points.");
+    nb::cpp_function_def(
+        [](estuary::Component& c, const std::string& name, i64 nx, i64 ny, int nc, InArray clo, InArray cla,
+           int partition) { c.write_corner(name, nx, ny, nc, span_of(clo), span_of(cla), partition); },
+        nb::scope(comp_cls), nb::name("write_corner"), nb::is_method(), "name"_a, "nx"_a, "ny"_a, "nc"_a, "clo"_a,
+        "cla"_a, "partition"_a = -1, "oasis_write_corner: corners, point fastest and corner slowest.");
+    nb::cpp_function_def(
+        [](estuary::Component& c, const std::string& name, i64 nx, i64 ny, MaskArray mask, int partition) {
+          c.write_mask(name, nx, ny, {mask.data(), mask.size()}, partition);
+        },
+        nb::scope(comp_cls), nb::name("write_mask"), nb::is_method(), "name"_a, "nx"_a, "ny"_a, "mask"_a,
+        "partition"_a = -1, "oasis_write_mask: int32, OASIS's convention (1 = masked).");
+    nb::cpp_function_def(
+        [](estuary::Component& c, const std::string& name, i64 nx, i64 ny, InArray area, int partition) {
+          c.write_area(name, nx, ny, span_of(area), partition);
+        },
+        nb::scope(comp_cls), nb::name("write_area"), nb::is_method(), "name"_a, "nx"_a, "ny"_a, "area"_a,
+        "partition"_a = -1, "oasis_write_area: cell areas (m^2 or rad^2).");
+    nb::cpp_function_def([](estuary::Component& c) { c.terminate_grids_writing(); }, nb::scope(comp_cls),
+                         nb::name("terminate_grids_writing"), nb::is_method(),
+                         "OASIS's oasis_terminate_grids_writing (local); the files are written at enddef.");
+
+    m.def(
+        "grid_file_info",
+        [](const std::string& path, const std::string& grid) {
+          const estuary::GridFileInfo i = estuary::grid_file_info(path, grid);
+          nb::dict d;
+          d["format"] = i.format;
+          d["name"] = i.name;
+          d["dims"] = i.dims;
+          d["size"] = i.size;
+          d["ncorner"] = i.ncorner;
+          d["mask"] = i.mask;
+          d["area"] = i.area;
+          return d;
+        },
+        "path"_a, "grid"_a = "",
+        "Local: a SCRIP or OASIS grid file's description (format, name, dims, size, ncorner, mask, area).");
+    m.def("oasis_grid_names", &estuary::oasis_grid_names, "path"_a, "The grid prefixes of an OASIS grids.nc.");
+    m.def(
+        "read_grid_file",
+        [](const std::string& path, const std::string& grid, const estuary::Decomp& part, PyComm comm, bool corners,
+           bool mask, bool area) {
+          estuary::GridFileNeeds needs;
+          needs.corners = corners;
+          needs.mask = mask;
+          needs.area = area;
+          nb::gil_scoped_release release;
+          return estuary::read_grid_file(path, grid, part, comm.comm, needs);
+        },
+        "path"_a, "grid"_a, "part"_a, "comm"_a = nb::none(), "corners"_a = false, "mask"_a = false, "area"_a = false,
+        "Collective: part's points of the grid in a SCRIP file or an OASIS grids.nc (masks.nc, areas.nc next to "
+        "it; grid: the prefix, '' for the only one). corners/mask/area: required (else estuary.Error).");
+    m.def(
+        "distance_weights",
+        [](const estuary::Grid& src, const estuary::Grid& dst, PyComm comm, int neighbors) {
+          estuary::DistanceWeightOptions o;
+          o.neighbors = neighbors;
+          estuary::Links l;
+          {
+            nb::gil_scoped_release release;
+            l = estuary::distance_weights(src, dst, comm.comm, o);
+          }
+          return links_to_py(std::move(l));
+        },
+        "src"_a, "dst"_a, "comm"_a = nb::none(), "neighbors"_a = 4,
+        "Collective: as above with each rank's share of the source grid (an estuary.Grid).");
+    m.def(
+        "bilinear_weights",
+        [](const estuary::Grid& src, const estuary::Grid& dst, PyComm comm, bool extrapolate) {
+          estuary::BilinearWeightOptions o;
+          o.extrapolate = extrapolate;
+          estuary::Links l;
+          {
+            nb::gil_scoped_release release;
+            l = estuary::bilinear_weights(src, dst, comm.comm, o);
+          }
+          return links_to_py(std::move(l));
+        },
+        "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = true,
+        "Collective: as above with each rank's share of the source grid (an estuary.Grid).");
+  }
+  // ---- end of OASIS grid files ----
 
   m.def(
       "read_coupling_config",

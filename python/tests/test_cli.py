@@ -250,6 +250,87 @@ def test_weights_bad_grid(tmp_path):
     assert bad.returncode != 0 and "lonlat:12" in bad.stderr
 
 
+# ---- OASIS grid files: `estuary weights --src grids.nc:GRID` ----
+
+def _oasis_files_by_a_script(d, nx, ny):
+    """grids.nc, masks.nc, areas.nc as a user's script makes them (netCDF4): its own dimension
+    names, float32 centres and corners, a mask of doubles (1 = masked), two grids in the file;
+    and the SCRIP file of grid "tgrd" with the same values (double, grid_imask 1 = valid)."""
+    import netCDF4
+    i = np.arange(nx)[:, None] + np.zeros((1, ny))
+    j = np.arange(ny)[None, :] + np.zeros((nx, 1))
+    dx, dy = 360.0 / nx, 160.0 / ny
+    lon = (5.0 + (i + 0.5) * dx + 2.0 * np.sin(j)).astype(np.float32).astype(float)  # curvilinear
+    lat = (-80.0 + (j + 0.5) * dy + 1.5 * np.cos(i)).astype(np.float32).astype(float)
+    clo = np.stack([lon - dx / 2, lon + dx / 2, lon + dx / 2, lon - dx / 2], axis=2).astype(np.float32).astype(float)
+    cla = np.stack([lat - dy / 2, lat - dy / 2, lat + dy / 2, lat + dy / 2], axis=2).astype(np.float32).astype(float)
+    mask = ((i + 2 * j) % 5 == 0).astype(float)
+    with netCDF4.Dataset(d / "grids.nc", "w") as f:
+        f.createDimension("nxt", nx)
+        f.createDimension("nyt", ny)
+        f.createDimension("nct", 4)
+        f.createDimension("n_other", 5)
+        f.createVariable("tgrd.lon", "f4", ("nyt", "nxt"))[:] = lon.T
+        f.createVariable("tgrd.lat", "f4", ("nyt", "nxt"))[:] = lat.T
+        f.createVariable("tgrd.clo", "f4", ("nct", "nyt", "nxt"))[:] = np.transpose(clo, (2, 1, 0))
+        f.createVariable("tgrd.cla", "f4", ("nct", "nyt", "nxt"))[:] = np.transpose(cla, (2, 1, 0))
+        f.createVariable("othr.lon", "f8", ("n_other",))[:] = np.arange(5.0)
+        f.createVariable("othr.lat", "f8", ("n_other",))[:] = np.zeros(5)
+    with netCDF4.Dataset(d / "masks.nc", "w") as f:
+        f.createDimension("nxt", nx)
+        f.createDimension("nyt", ny)
+        f.createVariable("tgrd.msk", "f8", ("nyt", "nxt"))[:] = mask.T
+    n = nx * ny
+    with netCDF4.Dataset(d / "tgrd_scrip.nc", "w") as f:
+        f.createDimension("grid_size", n)
+        f.createDimension("grid_corners", 4)
+        f.createDimension("grid_rank", 2)
+        f.createVariable("grid_dims", "i4", ("grid_rank",))[:] = [nx, ny]
+        for name, a in (("grid_center_lon", lon), ("grid_center_lat", lat)):
+            v = f.createVariable(name, "f8", ("grid_size",))
+            v.units = "degrees"
+            v[:] = a.ravel(order="F")
+        for name, a in (("grid_corner_lon", clo), ("grid_corner_lat", cla)):
+            v = f.createVariable(name, "f8", ("grid_size", "grid_corners"))
+            v.units = "degrees"
+            v[:] = a.reshape(n, 4, order="F")
+        f.createVariable("grid_imask", "i4", ("grid_size",))[:] = (1 - mask.ravel(order="F")).astype(np.int32)
+
+
+@pytest.mark.parametrize("method", ["distance", "conservative"])
+def test_weights_from_oasis_grids_file_equal_scrip(tmp_path, method):
+    import netCDF4
+    _oasis_files_by_a_script(tmp_path, 14, 9)
+    outs = []
+    for src in (f"{tmp_path}/grids.nc:tgrd", f"{tmp_path}/tgrd_scrip.nc"):
+        out = tmp_path / f"w{len(outs)}.nc"
+        rec = json.loads(estuary_cli("weights", "--src", src, "--dst", "lonlat:10x6", "--method", method,
+                                     "--out", str(out), "--ranks", "2", "--json").stdout)
+        assert rec["src_size"] == 14 * 9 and rec["links"] > 0
+        outs.append(out)
+    with netCDF4.Dataset(outs[0]) as a, netCDF4.Dataset(outs[1]) as b:
+        for v in ("src_address", "dst_address", "remap_matrix", "src_grid_imask"):
+            np.testing.assert_array_equal(a[v][:], b[v][:], err_msg=v)
+        assert 0 < int((a["src_grid_imask"][:] == 0).sum()) < 14 * 9  # the mask was read, 1 = masked
+    # The other direction: the OASIS grid as the destination.
+    rec = json.loads(estuary_cli("weights", "--src", "lonlat:10x6", "--dst", f"{tmp_path}/grids.nc:tgrd",
+                                 "--method", method, "--out", str(tmp_path / "w_dst.nc"), "--json").stdout)
+    assert rec["dst_size"] == 14 * 9
+
+
+def test_weights_oasis_grids_file_errors(tmp_path):
+    _oasis_files_by_a_script(tmp_path, 6, 4)
+    two = estuary_cli("weights", "--src", f"{tmp_path}/grids.nc", "--dst", "lonlat:7x5", "--out",
+                      str(tmp_path / "w.nc"), check=False)
+    assert two.returncode != 0 and "several grids (othr, tgrd)" in two.stderr and "FILE:GRID" in two.stderr
+    nocorners = estuary_cli("weights", "--src", f"{tmp_path}/grids.nc:othr", "--dst", "lonlat:7x5", "--method",
+                            "conservative", "--out", str(tmp_path / "w.nc"), check=False)
+    assert nocorners.returncode != 0 and "no cell corners" in nocorners.stderr
+    missing = estuary_cli("weights", "--src", f"{tmp_path}/grids.nc:nope", "--dst", "lonlat:7x5", "--out",
+                          str(tmp_path / "w.nc"), check=False)
+    assert missing.returncode != 0 and "nope.lon" in missing.stderr
+
+
 def test_demo_dry_run_and_missing_binary(tmp_path):
     toy = os.environ.get("ESTUARY_TOY_ATM_OCN")
     if toy:

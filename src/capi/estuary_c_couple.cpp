@@ -118,6 +118,77 @@ int est_comp_def_grid(est_comp c, const char* name, int partition, int64_t nx, i
   }));
 }
 
+// ---- OASIS grid files (Component::start_grids_writing ... terminate_grids_writing) -----------
+
+int est_comp_start_grids_writing(est_comp c, int* flag) {
+  return guarded("est_comp_start_grids_writing", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    const bool f = c->comp->start_grids_writing();
+    if (flag) *flag = f ? 1 : 0;
+  });
+}
+
+int est_comp_write_grid(est_comp c, const char* name, int64_t nx, int64_t ny, const double* lon, const double* lat,
+                        int64_t n, int partition) {
+  return guarded("est_comp_write_grid", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(name, "name");
+    require_count(n, "n");
+    if (n > 0) {
+      require(lon, "lon");
+      require(lat, "lat");
+    }
+    const auto un = static_cast<std::size_t>(n);
+    c->comp->write_grid(name, nx, ny, {lon, un}, {lat, un}, partition);
+  });
+}
+
+int est_comp_write_corner(est_comp c, const char* name, int64_t nx, int64_t ny, int nc, const double* clo,
+                          const double* cla, int64_t n, int partition) {
+  return guarded("est_comp_write_corner", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(name, "name");
+    require_count(n, "n");
+    if (n > 0) {
+      require(clo, "clo");
+      require(cla, "cla");
+    }
+    const auto un = static_cast<std::size_t>(n);
+    c->comp->write_corner(name, nx, ny, nc, {clo, un}, {cla, un}, partition);
+  });
+}
+
+int est_comp_write_mask(est_comp c, const char* name, int64_t nx, int64_t ny, const int32_t* mask, int64_t n,
+                        int partition) {
+  return guarded("est_comp_write_mask", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(name, "name");
+    require_count(n, "n");
+    if (n > 0) require(mask, "mask");
+    c->comp->write_mask(name, nx, ny, {mask, static_cast<std::size_t>(n)}, partition);
+  });
+}
+
+int est_comp_write_area(est_comp c, const char* name, int64_t nx, int64_t ny, const double* area, int64_t n,
+                        int partition) {
+  return guarded("est_comp_write_area", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(name, "name");
+    require_count(n, "n");
+    if (n > 0) require(area, "area");
+    c->comp->write_area(name, nx, ny, {area, static_cast<std::size_t>(n)}, partition);
+  });
+}
+
+int est_comp_terminate_grids_writing(est_comp c) {
+  return guarded("est_comp_terminate_grids_writing", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    c->comp->terminate_grids_writing();
+  });
+}
+
+// ---- end of OASIS grid files ------------------------------------------------------------------
+
 int est_comp_def_var(est_comp c, const char* name, int partition, est_direction direction, int bundle, int* id) {
   return logged(c, guarded("est_comp_def_var", EST_ERR_COUPLE, [&] {
     require(c, "c");

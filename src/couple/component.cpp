@@ -13,8 +13,10 @@
 #include "common/mpi_util.hpp"
 #include "couple/couple_io.hpp"
 #include "couple/coupling.hpp"
+#include "couple/grid_writing.hpp"  // OASIS grid files
 #include "estuary/couple.hpp"
 #include "estuary/error.hpp"
+#include "estuary/grid_files.hpp"  // OASIS grid files
 #include "estuary/weightgen.hpp"
 
 namespace estuary {
@@ -105,6 +107,8 @@ struct Component::Impl {
   bool defined = false, terminated = false;
   std::vector<std::unique_ptr<Coupling>> couplings;
   std::string log_path;
+  // OASIS grid files: the pieces given by write_grid ... until enddef writes them.
+  detail::GridWriting grid_writing;
 
   // ---- OASIS's coupling communicator, queries and communicators between components
   // (set_couplcomm ... get_multi_intracomm, at the end of this file) ----
@@ -257,6 +261,53 @@ void Component::def_grid(const std::string& name, int partition, Grid grid) {
   m.grids.push_back({name, partition, std::move(grid)});
 }
 
+// ---- OASIS grid files (src/couple/grid_writing.cpp): the calls, checked and kept until enddef ----
+namespace {
+void add_grid_piece(Component::Impl& m, detail::GridPieceData d) {
+  if (m.defined)
+    throw Error("grid writing after enddef", m.where(), "write grids before enddef, which writes the files");
+  detail::GridWritingPartition p;
+  if (d.partition >= 0 && d.partition < static_cast<int>(m.parts.size()))
+    p = {m.parts[static_cast<std::size_t>(d.partition)].name, &m.parts[static_cast<std::size_t>(d.partition)].decomp};
+  m.grid_writing.add(std::move(d), p, m.where());
+}
+}  // namespace
+
+bool Component::start_grids_writing() {
+  if (impl_->defined)
+    throw Error("start_grids_writing after enddef", impl_->where(), "write grids before enddef, which writes the files");
+  return impl_->grid_writing.start(impl_->where());
+}
+
+void Component::write_grid(const std::string& name, std::int64_t nx, std::int64_t ny, std::span<const double> lon,
+                           std::span<const double> lat, int partition) {
+  add_grid_piece(*impl_, {name, detail::GridPiece::grid, nx, ny, 0, partition, {lon.begin(), lon.end()},
+                          {lat.begin(), lat.end()}});
+}
+
+void Component::write_corner(const std::string& name, std::int64_t nx, std::int64_t ny, int nc,
+                             std::span<const double> clo, std::span<const double> cla, int partition) {
+  add_grid_piece(*impl_, {name, detail::GridPiece::corner, nx, ny, nc, partition, {clo.begin(), clo.end()},
+                          {cla.begin(), cla.end()}});
+}
+
+void Component::write_mask(const std::string& name, std::int64_t nx, std::int64_t ny,
+                           std::span<const std::int32_t> mask, int partition) {
+  add_grid_piece(*impl_, {name, detail::GridPiece::mask, nx, ny, 0, partition, {mask.begin(), mask.end()}, {}});
+}
+
+void Component::write_area(const std::string& name, std::int64_t nx, std::int64_t ny, std::span<const double> area,
+                           int partition) {
+  add_grid_piece(*impl_, {name, detail::GridPiece::area, nx, ny, 0, partition, {area.begin(), area.end()}, {}});
+}
+
+void Component::terminate_grids_writing() {
+  if (impl_->defined)
+    throw Error("terminate_grids_writing after enddef", impl_->where(), "write grids before enddef, which writes the files");
+  impl_->grid_writing.terminate(impl_->where());
+}
+// ---- end of OASIS grid files ----
+
 int Component::def_var(const std::string& name, int partition, Direction direction, int bundle) {
   Impl& m = *impl_;
   if (m.defined) throw Error("def_var after enddef", m.where(), "define everything before enddef");
@@ -305,6 +356,16 @@ void Component::enddef() {
         detail::time_str(m.setup.runtime) + " s");
   for (const std::string& n : m.setup.notes) m.log("note: " + n);
   m.oasis_enddef();  // the coupling ranks (set_couplcomm) and the table of components
+
+  // ---- OASIS grid files: every component's write_grid ... pieces are written (collective
+  // over the world) before any coupling below reads grids from the files.
+  for (const std::string& line : m.grid_writing.write_files(m.name, m.opt.directory, m.world, [&m](int p) {
+         if (p < 0 || p >= static_cast<int>(m.parts.size())) return detail::GridWritingPartition{};
+         const Impl::Part& part = m.parts[static_cast<std::size_t>(p)];
+         return detail::GridWritingPartition{part.name, &part.decomp};
+       }))
+    m.log(line);
+  // ---- end of OASIS grid files ----
 
   // Every rank's definitions, so that every rank can match every coupling alike.
   std::ostringstream mine;
@@ -545,6 +606,26 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
     const bool holds = source ? c.is_src : c.is_dst;
     const GridDef* g = holds ? grid(ref.name, part) : nullptr;
     int missing = holds && !g ? 1 : 0;
+    // ---- OASIS grid files: a grid that no rank gave with def_grid is read from grids.nc,
+    // masks.nc and areas.nc in the run folder, as OASIS3-MCT reads them for SCRIPR and CONSERV
+    // (masks always, corners for SCRIPR CONSERV, areas for CONSERV).
+    int given = g ? 1 : 0;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &given, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
+    if (!given) {
+      GridFileNeeds needs;
+      needs.mask = true;
+      needs.corners = cfg.scripr && cfg.scripr->method == "CONSERV";
+      needs.area = static_cast<bool>(cfg.conserv);
+      needs.context = here + ", " + (source ? "source" : "target") + " grid";
+      const OasisGridFiles files = OasisGridFiles::in(opt.directory);
+      Grid out = read_oasis_grid(files, ref.name, holds ? parts[static_cast<std::size_t>(part)].decomp : Decomp::empty(global),
+                                 c.comm, needs);
+      out.global_size = global;
+      if (holds) log("coupling " + c.label + ": grid " + ref.name + " read from " + files.grids + ", " + files.masks +
+                     (out.area.empty() ? "" : ", " + files.areas) + " (no def_grid)");
+      return out;
+    }
+    // ---- end of OASIS grid files ----
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &missing, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
     if (missing)
       throw Error("grid " + ref.name + " is not defined on the partition of " +

@@ -141,6 +141,8 @@ void NcFile::put_att(const std::string& name, const std::string& text, int varid
 
 void NcFile::enddef() { nc_check(nc_enddef(id_), path_, "leaving define mode"); }
 
+void NcFile::redef() { nc_check(nc_redef(id_), path_, "entering define mode"); }
+
 void in_turns(MPI_Comm comm, const std::function<void()>& body) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);

@@ -51,6 +51,8 @@ class NcFile {
   int def_var(const std::string& name, int nc_type, const std::vector<int>& dims);
   void put_att(const std::string& name, const std::string& text, int varid = -1);
   void enddef();
+  // Back to define mode in a file opened for writing (to add dimensions or variables).
+  void redef();
 
  private:
   NcFile(std::string path, int id) : path_(std::move(path)), id_(id) {}
