@@ -218,10 +218,6 @@ def analyse(run: dict[str, dict]) -> dict:
 
 # ---- text ----
 
-def _s(v: float) -> str:
-    return f"{v:9.3f}"
-
-
 def report(a: dict) -> str:
     L = []
     L.append("Load balance (LUCIA): seconds of wall clock from the common start (end of enddef)")

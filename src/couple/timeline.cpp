@@ -21,13 +21,13 @@
 #include "couple/timeline.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <string_view>
 #include <system_error>
 
@@ -39,8 +39,10 @@ namespace estuary::detail {
 
 namespace {
 
-// Events of the first block at least and of any block at most (64 bytes each: 16 kB to 4 MiB).
-constexpr std::size_t kMinBlock = 256;
+// Events of the first block at least and of any block at most (64 bytes each: 256 kB to 4 MiB).
+// A new block costs its zeroing (memset speed, ~0.5 ms for 4 MiB here, more when the kernel is
+// slow to fault pages in): spread over its events, a few ns each, but paid at one call.
+constexpr std::size_t kMinBlock = 4096;
 constexpr std::size_t kMaxBlock = std::size_t{1} << 16;
 // Events a rank keeps unless ESTUARY_TIMELINE_MAX_EVENTS says otherwise (256 MiB); later ones
 // are counted as dropped (the file says how many), as LUCIA stops at its limit.
@@ -173,7 +175,9 @@ Timeline::Timeline(const std::string& component, const CouplingSetup& setup,
     const std::size_t sides = (c.is_src ? 1u : 0u) + (c.is_dst ? 1u : 0u);
     expected += static_cast<std::size_t>(std::min(times, 1e7)) * cfg.src_fields.size() * sides;
   }
-  next_block_ = std::clamp(expected, kMinBlock, kMaxBlock);
+  // Models often call get and put every step, not only at coupling times: room for 4 calls per
+  // coupling time before the run needs a second block.
+  next_block_ = std::clamp(4 * expected, kMinBlock, kMaxBlock);
   grow();  // the first block now, zeroed, so that its pages are not faulted in during the run
 }
 
