@@ -207,12 +207,15 @@ def analyse(run: dict[str, dict]) -> dict:
     if wall > 0 and years > 0:
         out["sypd"] = years / (wall / 86400.0)     # simulated years per wall-clock day
         out["chpsy"] = total_ranks * (wall / 3600.0) / years  # core hours per simulated year
-    # The component the others wait for: the one least blocked on its partners.
+    # The component the others wait for: the one least blocked on its partners, when it is
+    # blocked clearly less (under half as much, and by more than 5% of the run) than the most.
     coupled = [c for c in comps if c["blocked_on"]]
     if len(coupled) > 1:
         slow = min(coupled, key=lambda c: c["blocked_pct"])
         fast = max(coupled, key=lambda c: c["blocked_pct"])
-        out["bottleneck"] = slow["component"] if fast["blocked_pct"] - slow["blocked_pct"] > 5.0 else None
+        out["blocked_pct_range"] = [slow["blocked_pct"], fast["blocked_pct"]]
+        clear = fast["blocked_pct"] - slow["blocked_pct"] > 5.0 and slow["blocked_pct"] < 0.5 * fast["blocked_pct"]
+        out["bottleneck"] = slow["component"] if clear else None
     return out
 
 
@@ -259,7 +262,12 @@ def report(a: dict) -> str:
         L.append(f"the others wait for {a['bottleneck']}: it is the slowest component; more ranks for it, or fewer "
                  "for the components waiting on it, balance the run")
     elif "bottleneck" in a:
-        L.append("balanced: no component waits more than 5% of the run longer than another")
+        lo, hi = a["blocked_pct_range"]
+        if hi <= 5.0:
+            L.append("balanced: no component is blocked on its partners more than 5% of its run")
+        else:
+            L.append(f"no single bottleneck: every component is blocked on the others a comparable share of its run "
+                     f"({lo:.0f}-{hi:.0f}%): the exchanges themselves, not one component, set the pace")
     return "\n".join(L)
 
 
