@@ -24,10 +24,12 @@ test: build
 test-core:
 	JOBS=$(JOBS) scripts/test-core build-core
 
-# The coupled toy: atmosphere (reduced Gaussian) and ocean (tripolar) on 2 ranks each; its log
-# and restart files stay in $(BUILD)/demo_run.
+# The coupled toy: atmosphere (reduced Gaussian) and ocean (tripolar) on 2 ranks each; its log,
+# restart and timeline files stay in $(BUILD)/demo_run, where `estuary timeline` then prints the
+# load balance (LUCIA) and draws timeline_<component>.png and timeline_trace.json (Perfetto).
 demo: build
 	$(MPIRUN) -n 4 $(BUILD)/examples/toy_atm_ocn $(BUILD)/demo_run
+	PYTHONPATH=$(CURDIR)/python python3 -m estuary timeline $(BUILD)/demo_run
 
 bench: build
 	scripts/bench $(BUILD)

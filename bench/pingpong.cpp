@@ -6,6 +6,7 @@
 //   mpirun -n 4 build/bench/pingpong [--grids full|small] [--iterations 10] [--warmup 2]
 //                                    [--fields 10] [--order bfb|sum] [--atm-ranks P/2]
 //                                    [--splits P/2] [--cases all|name,name,...] [--dir DIR]
+//                                    [--timeline off|on|both] [--timeline-reps 3] [--noop-calls 50000]
 //
 // Ranks [0, a) are the component "atm" (T799), ranks [a, P) "ocn" (ORCA025); each holds a
 // contiguous block of its grid. Weights: generated once over all ranks with estuary's
@@ -45,6 +46,19 @@
 // The 1f-src/dst/larger/smaller cases run once per atm rank count in --splits (the shapes of
 // Table 1); the others on --atm-ranks ranks (Table 2).
 //
+// --timeline (the coupling timeline, docs/user-guide.md "Timeline (LUCIA)"): off (default), on
+// (every case records it: `timeline: true` in the case's YAML), or both: every case runs
+// --timeline-reps times without and with the recording, alternately (so that a drift of the
+// machine's load falls on both alike), and a summary line per case gives the medians (and the
+// fastest runs: pipo_best_*) and the overheads of the ping-pong (pipo_s) and of its CPU time
+// (cpu_s), and the recording's own cost per call: after the ping-pongs every rank makes
+// --noop-calls gets that do nothing (past the run's end; with the recording each is an event),
+// timed in chunks of 1000 of which the fastest counts (noop_call_ns) and over all of them, the
+// timeline's new blocks of memory and the machine's other jobs included (noop_call_mean_ns);
+// times the calls of a ping-pong, against the ping-pong: record_share_pct and
+// record_share_mean_pct. ESTUARY_TIMELINE is unset for the comparison.
+// Timeline files are written into DIR at each case's terminate.
+//
 // Per case, one JSON line: init_s (Component constructor to the end of enddef, slowest rank),
 // enddef_s, heap_peak_mb (peak of estuary's C++ heap during the case above what the benchmark
 // held before it: bench/heap_meter; the largest over ranks, and per rank), vm_hwm_mb (the
@@ -58,6 +72,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -103,6 +118,7 @@ struct Env {
   std::string w_a2o, w_o2a;  // weight file names, relative to dir
   int fields = 10, iterations = 10, warmup = 2;
   std::string order = "bfb";
+  int noop_calls = 50000;  // timeline: gets that do nothing, timed per call
 };
 
 std::string two(int k) {
@@ -133,12 +149,14 @@ struct Case {
   bool scripr = false;  // weights generated at enddef
   std::string loc_a2o = "src", loc_o2a = "src";
   std::string location;  // the case's location word
+  bool timeline = false;  // record the coupling timeline
 };
 
 // The configuration of a case: couplings atm -> ocn and ocn -> atm.
 std::string config(const Env& e, const Case& c, double runtime) {
   std::ostringstream y;
-  y << "# bench/pingpong case " << c.name << "\nruntime: " << static_cast<long>(runtime) << "\ntimeout: 600\ncouplings:\n";
+  y << "# bench/pingpong case " << c.name << "\nruntime: " << static_cast<long>(runtime) << "\ntimeout: 600\n"
+    << (c.timeline ? "timeline: true\n" : "") << "couplings:\n";
   const auto coupling = [&](const std::vector<std::string>& src, const std::vector<std::string>& dst, bool a2o) {
     const std::string sc = a2o ? "atm" : "ocn", dc = a2o ? "ocn" : "atm";
     const std::string sg = a2o ? "tgrid" : "ogrid", dg = a2o ? "ogrid" : "tgrid";
@@ -176,6 +194,9 @@ std::vector<double> max_over_ranks(std::vector<double> v) {
 
 struct Result {
   double pipo = 0, map_a2o = 0, map_o2a = 0, cpu = 0;
+  double noop_ns = 0;       // one get that does nothing, slowest rank (fastest chunk of 1000)
+  double noop_mean_ns = 0;  // the same over all of them
+  int calls = 0;       // puts and gets of one ping-pong on a rank (the most on any rank)
 };
 
 // Minor page faults of the process so far.
@@ -212,7 +233,8 @@ Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
         send[static_cast<std::size_t>(f) * n + i] = 273.15 + f + 20 * std::sin(1e-4 * static_cast<double>(idx[i]) + f);
   }
   const int total_steps = e.warmup + 2 * e.iterations;
-  const std::string cfg_path = e.dir + "/" + c.name + "_a" + std::to_string(c.atm_ranks) + ".yaml";
+  const std::string cfg_path =
+      e.dir + "/" + c.name + "_a" + std::to_string(c.atm_ranks) + (c.timeline ? "_timeline" : "") + ".yaml";
   if (e.rank == 0) std::ofstream(cfg_path) << config(e, c, (total_steps + 1) * kDt);
   estuary::Grid grid;  // only for SCRIPR (centres and mask)
   if (c.scripr) grid = g.make(part);
@@ -316,7 +338,26 @@ Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
     step_cpu.push_back(med(8 + k));
     step_faults.push_back(med(12 + k));
   }
-  Result res{pipo, bench::median(a2o), bench::median(o2a), step_cpu[0] + step_cpu[1] + step_cpu[2] + step_cpu[3]};
+  // Gets that do nothing (past the run's end): the cost of a call, with the timeline's event.
+  // Timed in chunks of 1000, the fastest chunk counting on each rank: a rank descheduled for a
+  // while (4 ranks share 2 cores here) would otherwise add its wait to the per-call cost.
+  const double runtime_end = (total_steps + 1) * kDt;
+  MPI_Barrier(MPI_COMM_WORLD);
+  constexpr int kChunk = 1000;
+  double best = 1e30;
+  const double all0 = MPI_Wtime();
+  for (int k = 0; k < e.noop_calls;) {
+    const int n = std::min(kChunk, e.noop_calls - k);
+    const double n0 = MPI_Wtime();
+    for (int j = 0; j < n; ++j, ++k) comp.get(in[0], runtime_end + 0.5 * (k + 1), span_of(recv, 0));
+    best = std::min(best, (MPI_Wtime() - n0) / n);
+  }
+  const double noop_ns = bench::max_over_ranks(1e9 * best, MPI_COMM_WORLD);
+  // And over all the calls (the timeline's new blocks included, and whatever else ran meanwhile).
+  const double noop_mean_ns = bench::max_over_ranks(1e9 * (MPI_Wtime() - all0) / e.noop_calls, MPI_COMM_WORLD);
+  const int calls = static_cast<int>(bench::max_over_ranks(static_cast<double>(out.size() + in.size()), MPI_COMM_WORLD));
+  Result res{pipo, bench::median(a2o), bench::median(o2a), step_cpu[0] + step_cpu[1] + step_cpu[2] + step_cpu[3], noop_ns,
+             noop_mean_ns, calls};
   // Checksum of everything atm got back at the last ping-pong: the wrapping sum of the values'
   // bit patterns, which does not depend on the order or the decomposition (bfb results are
   // bit-identical for any split, so every bfb case with the same fields prints the same).
@@ -335,7 +376,7 @@ Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
   std::vector<double> heaps(static_cast<std::size_t>(e.ranks));
   MPI_Gather(&heap_peak, 1, MPI_DOUBLE, heaps.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   const double hwm = bench::max_over_ranks(bench::proc_status_mb("VmHWM:"), MPI_COMM_WORLD);
-  if (c.name == "1f-src") reference[c.atm_ranks] = res;
+  if (c.name == "1f-src" && !c.timeline) reference[c.atm_ranks] = res;
   if (e.rank == 0) {
     bench::Json j;
     j.add("bench", "pingpong").add("case", c.name).add("grid_atm", e.gt.name()).add("grid_ocn", e.go.name())
@@ -344,19 +385,20 @@ Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
         .add("bundle", c.bundle).add("location", c.location)
         .add("location_a2o", c.scripr ? "dst" : c.loc_a2o).add("location_o2a", c.scripr ? "dst" : c.loc_o2a)
         .add("order", c.scripr ? "bfb" : e.order).add("weights", c.scripr ? "scripr_enddef" : "mapping_file")
-        .add("iterations", e.iterations)
+        .add("iterations", e.iterations).add("timeline", c.timeline ? "on" : "off")
         .add("pipo_s", res.pipo).add("pipo_mean_s", pipo_mean).add("pipo_barrier_s", bench::median(bar))
         .add("map_a2o_s", res.map_a2o).add("map_o2a_s", res.map_o2a).add("map_s", res.map_a2o + res.map_o2a)
         .add("steps_s", list(step_wall)).add("steps_cpu_s", list(step_cpu))
         .add("steps_minflt", list(step_faults, 6)).add("cpu_s", res.cpu)
         .add("init_s", init_s).add("enddef_s", enddef_s)
         .add("heap_peak_mb", *std::max_element(heaps.begin(), heaps.end())).add("heap_peak_mb_ranks", list(heaps))
-        .add("vm_hwm_mb", hwm);
+        .add("vm_hwm_mb", hwm).add("noop_call_ns", noop_ns).add("noop_call_mean_ns", noop_mean_ns)
+        .add("calls_per_pipo", calls);
     char hex[24];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(checksum));
     j.add("checksum", std::string(hex));
     const auto ref = reference.find(c.atm_ranks);
-    if (c.name != "1f-src" && ref != reference.end() && ref->second.pipo > 0) {
+    if (c.name != "1f-src" && !c.timeline && ref != reference.end() && ref->second.pipo > 0) {
       j.add("pipo_ratio_to_1f", res.pipo / ref->second.pipo)
           .add("map_ratio_to_1f", (res.map_a2o + res.map_o2a) / (ref->second.map_a2o + ref->second.map_o2a))
           .add("cpu_ratio_to_1f", res.cpu / ref->second.cpu);
@@ -422,6 +464,12 @@ int main(int argc, char** argv) {
     e.iterations = static_cast<int>(std::max<i64>(1, args.num("iterations", 10)));
     e.warmup = static_cast<int>(std::max<i64>(0, args.num("warmup", 2)));
     e.order = args.str("order", "bfb");
+    e.noop_calls = static_cast<int>(std::max<i64>(1, args.num("noop-calls", 50000)));
+    const std::string timeline = args.str("timeline", "off");
+    if (timeline != "off" && timeline != "on" && timeline != "both") throw std::runtime_error("--timeline off|on|both");
+    const int timeline_reps = static_cast<int>(std::max<i64>(1, args.num("timeline-reps", 3)));
+    // The comparison is of the configuration's switch: the environment's must not override it.
+    if (args.str("timeline", "").size()) unsetenv("ESTUARY_TIMELINE");
     if (e.order != "bfb" && e.order != "sum") throw std::runtime_error("--order bfb|sum");
     e.w_a2o = "rmp_" + e.gt.name() + "_to_" + e.go.name() + "_dis5.nc";
     e.w_o2a = "rmp_" + e.go.name() + "_to_" + e.gt.name() + "_dis5.nc";
@@ -472,7 +520,54 @@ int main(int argc, char** argv) {
     if (want("1f-scripr")) cases.push_back({"1f-scripr", atm_ranks, 1, 1, false, true, "dst", "dst", "dst"});
 
     std::map<int, Result> reference;
-    for (const Case& c : cases) run_case(e, c, reference);
+    if (timeline != "both") {
+      for (Case c : cases) {
+        c.timeline = timeline == "on";
+        run_case(e, c, reference);
+      }
+    } else {
+      // Each case off and on, alternately, timeline_reps times; then the medians and overheads.
+      for (Case c : cases) {
+        std::vector<Result> runs[2];
+        for (int r = 0; r < timeline_reps; ++r)
+          for (int on = 0; on < 2; ++on) {
+            c.timeline = on == 1;
+            runs[on].push_back(run_case(e, c, reference));
+          }
+        const auto med = [&](int on, double Result::*m) {
+          std::vector<double> v;
+          for (const Result& x : runs[on]) v.push_back(x.*m);
+          return bench::median(v);
+        };
+        // The fastest run of each kind too: on a shared machine the other jobs only ever add time.
+        const auto best = [&](int on, double Result::*m) {
+          double v = 1e300;
+          for (const Result& x : runs[on]) v = std::min(v, x.*m);
+          return v;
+        };
+        const double pipo0 = med(0, &Result::pipo), pipo1 = med(1, &Result::pipo);
+        const double cpu0 = med(0, &Result::cpu), cpu1 = med(1, &Result::cpu);
+        const double ns0 = med(0, &Result::noop_ns), ns1 = med(1, &Result::noop_ns);
+        const double mean0 = med(0, &Result::noop_mean_ns), mean1 = med(1, &Result::noop_mean_ns);
+        const int calls = runs[0].front().calls;
+        if (rank == 0) {
+          bench::Json j;
+          j.add("bench", "pingpong").add("case", c.name).add("summary", "timeline").add("ranks", ranks)
+              .add("atm_ranks", c.atm_ranks).add("reps", timeline_reps)
+              .add("pipo_off_s", pipo0).add("pipo_on_s", pipo1).add("pipo_overhead_pct", 100 * (pipo1 / pipo0 - 1))
+              .add("pipo_best_off_s", best(0, &Result::pipo)).add("pipo_best_on_s", best(1, &Result::pipo))
+              .add("pipo_best_overhead_pct", 100 * (best(1, &Result::pipo) / best(0, &Result::pipo) - 1))
+              .add("cpu_off_s", cpu0).add("cpu_on_s", cpu1).add("cpu_overhead_pct", 100 * (cpu1 / cpu0 - 1))
+              .add("noop_call_ns_off", ns0).add("noop_call_ns_on", ns1).add("record_ns", ns1 - ns0)
+              .add("noop_call_mean_ns_off", mean0).add("noop_call_mean_ns_on", mean1)
+              .add("record_mean_ns", mean1 - mean0)
+              .add("calls_per_pipo", calls)
+              .add("record_share_pct", 100 * std::max(0.0, ns1 - ns0) * 1e-9 * calls / pipo0)
+              .add("record_share_mean_pct", 100 * std::max(0.0, mean1 - mean0) * 1e-9 * calls / pipo0);
+          std::cout << j.str() << std::endl;
+        }
+      }
+    }
     MPI_Finalize();
     return 0;
   } catch (const std::exception& ex) {

@@ -272,6 +272,30 @@ TEST_F(ConfigTest, EnvironmentOverridesTheTimeout) {
   EXPECT_THROW(read_namcouple(kData + "/namcouple"), Error);
 }
 
+// The timeline switch (docs/user-guide.md "Timeline (LUCIA)"): YAML `timeline`, and in a
+// namcouple a negative timer level under $NLOGPRT, as OASIS3-MCT turns LUCIA on.
+TEST_F(ConfigTest, TimelineSwitch) {
+  const std::string base = "runtime: 3600\ncouplings:\n  - source: {field: A, grid: ga}\n"
+                           "    target: {field: B, grid: gb}\n    period: 3600\n";
+  EXPECT_FALSE(read_coupling_yaml(write("none.yaml", base)).timeline);
+  EXPECT_TRUE(read_coupling_yaml(write("on.yaml", "timeline: true\n" + base)).timeline);
+  EXPECT_FALSE(read_coupling_yaml(write("off.yaml", "timeline: false\n" + base)).timeline);
+  const std::string bad = write("bad.yaml", "timeline: maybe\n" + base);
+  expect_error(read_coupling_yaml, bad, bad + ":1", "timeline");
+  const auto nam = [&](const std::string& name, const std::string& levels) {
+    return read_namcouple(write(name, " $NFIELDS\n 1\n $END\n $RUNTIME\n 3600\n $END\n $NLOGPRT\n " + levels +
+                                          "\n $END\n $STRINGS\nA B 1 3600 0 r.nc EXPORTED\nga gb\nR 0 R 0\n $END\n"));
+  };
+  const CouplingSetup lucia = nam("lucia", "1 -1"), timers = nam("timers", "1 3"), one = nam("one", "2");
+  EXPECT_TRUE(lucia.timeline);
+  EXPECT_EQ(lucia.timer_level, 0);  // OASIS: LUCIA instead of the timer files
+  EXPECT_EQ(lucia.log_level, 1);
+  EXPECT_FALSE(timers.timeline);
+  EXPECT_EQ(timers.timer_level, 3);
+  EXPECT_FALSE(one.timeline);
+  EXPECT_FALSE(lucia == timers);  // the switch is part of the set-up
+}
+
 TEST_F(ConfigTest, ReadCouplingConfigPicksTheFormat) {
   auto copy = [&](const std::string& from, const std::string& to) {
     std::ifstream in(kData + "/" + from);

@@ -128,7 +128,7 @@ struct CouplingSetup {
   std::string path;          // the file read
   double runtime = 0.0;      // $RUNTIME, seconds (> 0)
   int log_level = 0;         // $NLOGPRT (first number)
-  int timer_level = 0;       // $NLOGPRT (second number)
+  int timer_level = 0;       // $NLOGPRT (second number; a negative one is read as 0 with timeline on)
   int nfields = -1;          // $NFIELDS (-1 for YAML, which has none)
   bool no_restart = false;   // $NNOREST T: fields without a restart file start from zero
   std::string map_decomposition;  // $NMAPDEC (e.g. "decomp_1d"), accepted, recorded
@@ -137,6 +137,10 @@ struct CouplingSetup {
   // stopped as deadlocked. YAML "timeout"; namcouple has none: the default, which the
   // environment variable ESTUARY_COUPLE_TIMEOUT overrides in both cases.
   double timeout = 600.0;
+  // Record the coupling timeline (docs/user-guide.md "Timeline (LUCIA)"): YAML "timeline: true";
+  // namcouple: a negative second number of $NLOGPRT, as OASIS3-MCT turns LUCIA on. The
+  // environment variable ESTUARY_TIMELINE=1 or 0 overrides both at enddef.
+  bool timeline = false;
   std::vector<CouplingConfig> couplings;
   // Notes for the log: obsolete namcouple blocks accepted and ignored, and the like.
   std::vector<std::string> notes;

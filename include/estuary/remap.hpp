@@ -92,6 +92,10 @@ class Remap {
 
   const RemapOptions& options() const;
   RemapStats stats() const;
+  // Seconds this rank has spent in the Remap's data movement (its exchanges' run, start and
+  // finish: packing, messages, waiting for them, unpacking), cumulative; the rest of run,
+  // start and finish is the products. The coupler's timeline tells the two apart with it.
+  double move_seconds() const;
 
   // The exchanges run() executes, in order, for inspection (`estuary inspect schedule
   // --config`): "gather" moves source values to the ranks holding the links, "after" moves

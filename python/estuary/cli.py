@@ -13,6 +13,7 @@
     estuary bench NAME [--ranks 1,2,4] [--out F.jsonl] [--json] [--binary PATH] [BENCH ARGS...]
     estuary simulate transposition|halo|allreduce|coupling --ranks 16,64 [--topology T] [--routing R]
                      [--algorithm A] [--bandwidth GB/s] [--latency ns] [--json] [--plot F.png] [--matrix F.png]
+    estuary timeline RUN_DIR [--out DIR] [--json] [--no-png] [--no-trace] [--all-calls]
 
 Commands that need P ranks run their work under `mpirun -n P` (started here when this process
 is not already an MPI rank), on MPI_COMM_WORLD of that run; rank 0 prints. This process does
@@ -406,6 +407,11 @@ def parser() -> argparse.ArgumentParser:
     from .simulate import add_parser as _add_simulate
 
     _add_simulate(sub)
+
+    # --- estuary timeline RUN_DIR (python/estuary/timeline.py): LUCIA's load-balance analysis ---
+    from .timeline import add_parser as _add_timeline
+
+    _add_timeline(sub)
     return p
 
 

@@ -1269,13 +1269,14 @@ NB_MODULE(_estuary, m) {
         out["runtime"] = setup.runtime;
         out["nfields"] = setup.nfields < 0 ? nb::object(nb::none()) : nb::object(nb::int_(setup.nfields));
         out["log_level"] = setup.log_level;
+        out["timeline"] = setup.timeline;  // timeline: the coupling timeline switch (as read; ESTUARY_TIMELINE applies at enddef)
         out["notes"] = setup.notes;
         out["couplings"] = couplings;
         return out;
       },
       "path"_a,
       "A coupling configuration (namcouple or YAML) as a dict: path, runtime, nfields (namcouple), "
-      "log_level, notes (what was skipped or read differently, for the log) and couplings, each "
+      "log_level, timeline (the coupling timeline switch), notes (what was skipped or read differently, for the log) and couplings, each "
       "with line, fields, period, lag, seq, status, restart/input file, grids {name, nx, ny, "
       "periodicity, overlap}, transforms and their settings (loctrans, mapping, scripr, conserv, "
       "blasold, blasnew, checkin, checkout). Raises estuary.Error naming the file and line.");

@@ -14,6 +14,7 @@
 #include "couple/couple_io.hpp"
 #include "couple/coupling.hpp"
 #include "couple/grid_writing.hpp"  // OASIS grid files
+#include "couple/timeline.hpp"
 #include "estuary/couple.hpp"
 #include "estuary/error.hpp"
 #include "estuary/grid_files.hpp"  // OASIS grid files
@@ -129,6 +130,9 @@ struct Component::Impl {
   void require_coupling(const char* routine) const;
   const Var& var_of(int var, const char* routine) const;
   int comp_index(const std::string& comp, const char* routine) const;
+  // --- timeline (couple/timeline.hpp): null when not recording ---
+  std::unique_ptr<detail::Timeline> timeline;
+  bool timeline_on = false;  // the configuration's switch after ESTUARY_TIMELINE, agreed at enddef
 
   ~Impl() {
     int fin = 0;
@@ -342,11 +346,17 @@ void Component::Impl::read_config() {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   detail::agree_same(world, "coupling configuration " + path + " (its contents)", text);
   detail::agree_same(world, "coupling time-out (timeout: or ESTUARY_COUPLE_TIMEOUT)", detail::time_str(setup.timeout));
+  // --- timeline: every rank of the run records or none does (the common start is a barrier
+  // over the world, and the file of a component is written by all its ranks together) ---
+  detail::agree(world, [&] { timeline_on = detail::timeline_wanted(setup.timeline) && !opt.setup_only; });
+  detail::agree_same(world, "coupling timeline (timeline:, $NLOGPRT's timer level < 0, or ESTUARY_TIMELINE)",
+                     timeline_on ? "on" : "off");
 }
 
 void Component::enddef() {
   Impl& m = *impl_;
   if (m.defined) throw Error("enddef called twice", m.where());
+  const double enddef_enter = MPI_Wtime();  // timeline: the enddef event
   if (!m.opt.coupled) {  // OASIS: an uncoupled component's enddef does nothing
     m.defined = true;
     return;
@@ -478,6 +488,12 @@ void Component::enddef() {
   for (auto& c : m.couplings)
     if (c->src_comp == m.name && (lagged(*c->cfg) || c->cfg->loctrans.value_or(LocTrans::instant) != LocTrans::instant))
       m.read_restart(*c);
+  // --- timeline: recording starts at a barrier over the world, the common start ---
+  if (m.timeline_on) {
+    detail::agree(m.world, [&] { m.timeline = std::make_unique<detail::Timeline>(m.name, m.setup, m.couplings, m.comm); });
+    m.timeline->start(m.world, enddef_enter);
+    m.log("timeline: recording every put and get; written to " + m.timeline->path(m.opt.directory) + " at terminate");
+  }
 }
 
 // One coupling: its ranks, communicators, mapping, corrections and buffers.
@@ -911,11 +927,17 @@ Info Component::put(int var, double time, std::span<const double> values) {
     throw Error("put of variable id " + std::to_string(var) + ", which is not an output field of this rank", m.where());
   Info info = Info::ok;
   for (auto [c, k] : m.vars[static_cast<std::size_t>(var)].uses) {
+    const detail::SideClock before = c->src_clock;  // timeline
     const double t0 = MPI_Wtime();
     const Info i = c->put(k, time, values);
+    const double t1 = MPI_Wtime();
     info = strongest(info, i);  // several targets: the strongest action
     c->src_timers.puts += 1;
-    c->src_timers.put_s += MPI_Wtime() - t0;
+    c->src_timers.put_s += t1 - t0;
+    // --- timeline: one event per coupling the field goes to ---
+    if (m.timeline)
+      m.timeline->record(detail::TimelineKind::put, static_cast<int>(c->cfg - m.setup.couplings.data()), k, time, t0, t1,
+                         c->src_clock - before, i);
   }
   return info;
 }
@@ -930,10 +952,16 @@ Info Component::get(int var, double time, std::span<double> values) {
     throw Error("get of variable id " + std::to_string(var) + ", which is not an input field of this rank", m.where());
   Info info = Info::ok;
   for (auto [c, k] : m.vars[static_cast<std::size_t>(var)].uses) {
+    const detail::SideClock before = c->dst_clock;  // timeline
     const double t0 = MPI_Wtime();
     info = c->get(k, time, values);
+    const double t1 = MPI_Wtime();
     c->dst_timers.gets += 1;
-    c->dst_timers.get_s += MPI_Wtime() - t0;
+    c->dst_timers.get_s += t1 - t0;
+    // --- timeline ---
+    if (m.timeline)
+      m.timeline->record(detail::TimelineKind::get, static_cast<int>(c->cfg - m.setup.couplings.data()), k, time, t0, t1,
+                         c->dst_clock - before, info);
   }
   return info;
 }
@@ -1012,13 +1040,24 @@ void Component::terminate() {
   // that time, and as much again.
   const double terminate_limit = 2 * m.setup.timeout * static_cast<double>(m.setup.couplings.size() + 1);
   if (m.defined) {
+    // --- timeline: the end of the last coupling exchanges, then the restarts ---
+    const auto spent = [&] {
+      detail::SideClock all;
+      for (auto& c : m.couplings) all = all + c->src_clock + c->dst_clock;
+      return all;
+    };
+    const detail::SideClock before = spent();
+    const double t0 = MPI_Wtime();
     // Bounded: a partner component that died (or never calls terminate) ends this wait after
     // the coupling time-out, with an error, instead of holding this component forever.
     detail::agree_within(m.term, terminate_limit, "terminate of component " + m.name, [&] {
       for (auto& c : m.couplings)
         if (c->comm != MPI_COMM_NULL) c->finish_all();
     });
+    const double t1 = MPI_Wtime();
+    if (m.timeline) m.timeline->record(detail::TimelineKind::terminate, -1, 0, m.setup.runtime, t0, t1, spent() - before, Info::ok);
     m.write_restarts();
+    if (m.timeline) m.timeline->record(detail::TimelineKind::restart, -1, 0, m.setup.runtime, t1, MPI_Wtime(), {}, Info::ok);
     // Timer summary: the largest over the component's ranks, per coupling side.
     for (auto& c : m.couplings) {
       for (int side = 0; side < 2; ++side) {
@@ -1035,6 +1074,21 @@ void Component::terminate() {
                       t.field.c_str(), v[4] + v[5], v[0], v[1], v[2], v[3]);
         m.log(line);
       }
+    }
+    // --- timeline: written by the component's ranks together, after everything it records ---
+    if (m.timeline) {
+      const std::string fault = m.timeline->write(m.opt.directory);
+      const std::string path = m.timeline->path(m.opt.directory);
+      if (fault.empty()) {
+        unsigned long long n[2] = {m.timeline->events(), m.timeline->dropped()};
+        MPI_Allreduce(MPI_IN_PLACE, n, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, m.comm);
+        m.log("timeline written: " + path + " (" + std::to_string(n[0]) + " events" +
+              (n[1] ? ", " + std::to_string(n[1]) + " dropped past ESTUARY_TIMELINE_MAX_EVENTS" : "") + ")");
+      } else {  // diagnostics only: the run's results and restarts are written, so it goes on
+        m.log("timeline not written: " + fault);
+        if (m.crank == 0) std::cerr << "estuary: component " << m.name << ": timeline not written: " << fault << "\n";
+      }
+      m.timeline.reset();
     }
   }
   m.couplings.clear();

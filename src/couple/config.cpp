@@ -537,8 +537,13 @@ void Namcouple::read_header(CouplingSetup& s) {
   s.log_level = 2;  // OASIS's default
   if ((v = value("$NLOGPRT", "one to three log levels"))) {
     s.log_level = static_cast<int>(integer(v->no, v->w[0], "the log level", kIntMin, kIntMax, 12));
-    if (v->w.size() > 1)
-      s.timer_level = std::max(0, static_cast<int>(integer(v->no, v->w[1], "the timer log level", kIntMin, kIntMax, 12)));
+    if (v->w.size() > 1) {
+      const int timer = static_cast<int>(integer(v->no, v->w[1], "the timer log level", kIntMin, kIntMax, 12));
+      s.timer_level = std::max(0, timer);
+      // OASIS3-MCT (mod_oasis_method): a negative timer level turns on LUCIA, its load
+      // balancing analysis (LUCIA_debug = -min(level, 0)); here, the coupling timeline.
+      s.timeline = timer < 0;
+    }
     if (v->w.size() > 2) integer(v->no, v->w[2], "the third log level", kIntMin, kIntMax, 12);
     extra_words(*v, 3, "the log levels");
   }
@@ -1016,7 +1021,7 @@ CouplingSetup Yaml::read() {
   if (!loaded) throw Error("the configuration file is empty", path_, "see docs/configuration.md");
   const YAML::Node& root = loaded;  // const: lookups of absent keys must not add them
   keys(root, "the configuration", {"runtime", "log_level", "no_restart", "map_decomposition",
-                                   "weight_option", "timeout", "couplings"});
+                                   "weight_option", "timeout", "timeline", "couplings"});
   CouplingSetup s;
   s.path = path_;
   const YAML::Node rt = required(root, "runtime", "the configuration");
@@ -1024,6 +1029,7 @@ CouplingSetup Yaml::read() {
   if (!(s.runtime > 0)) fail(rt, "runtime must be positive", "give the run length in seconds");
   if (const auto v = root["log_level"]) s.log_level = static_cast<int>(integer(v, "log_level"));
   if (const auto v = root["no_restart"]) s.no_restart = boolean(v, "no_restart");
+  if (const auto v = root["timeline"]) s.timeline = boolean(v, "timeline");
   if (const auto v = root["map_decomposition"]) s.map_decomposition = scalar(v, "map_decomposition");
   if (const auto v = root["weight_option"]) s.weight_option = scalar(v, "weight_option");
   if (const auto v = root["timeout"]) {
@@ -1291,7 +1297,7 @@ bool CouplingConfig::operator==(const CouplingConfig& o) const {
 bool CouplingSetup::operator==(const CouplingSetup& o) const {
   auto key = [](const CouplingSetup& s) {
     return std::tie(s.runtime, s.log_level, s.no_restart, s.map_decomposition, s.weight_option,
-                    s.timeout, s.couplings);
+                    s.timeout, s.timeline, s.couplings);
   };
   return key(*this) == key(o);
 }

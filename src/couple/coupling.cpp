@@ -111,7 +111,11 @@ Info Coupling::put(int k, double t, std::span<const double> values) {
   const Info info = put_inquire(k, t);
   if (std::all_of(ready.begin(), ready.end(), [](char r) { return r != 0; })) {
     std::fill(ready.begin(), ready.end(), 0);
-    if (out) write_output(true, a - cfg->lag, pending);
+    if (out) {
+      const double w0 = MPI_Wtime();
+      write_output(true, a - cfg->lag, pending);
+      src_clock.io += MPI_Wtime() - w0;
+    }
     if (cfg->status == FieldStatus::output) return info;
     if (to_restart) {
       restart_record = pending;
@@ -160,12 +164,15 @@ void Coupling::act(double a) {
     awaiting_ack = true;
     last_sent = a;
   }
-  const double t1 = MPI_Wtime();
+  const double t1 = MPI_Wtime(), moved = remap->move_seconds();
   remap->start(fields);
   in_flight = true;
   acted = true;
   in_flight_time = a;
-  src_timers.remap_s += MPI_Wtime() - t1;
+  const double started = MPI_Wtime() - t1, moves = remap->move_seconds() - moved;
+  src_timers.remap_s += started;
+  src_clock.transfer += moves;
+  src_clock.remap += started - moves;
   src_timers.exchanges += 1;
   src_timers.wait_s += t1 - t0;
 }
@@ -173,6 +180,7 @@ void Coupling::act(double a) {
 // Before the next action: the target must have received the previous one.
 void Coupling::complete_previous(bool terminating) {
   if (!acted) return;
+  const double w0 = MPI_Wtime();
   // 0: fine; 1: the target did not acknowledge in time; 2: this rank also gets the coupling and
   // has not got the previous time; 3: the target acknowledged another time. Agreed over the
   // source ranks, so that none of them goes on into the next action's moves alone.
@@ -191,6 +199,10 @@ void Coupling::complete_previous(bool terminating) {
     }
   }
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, state, 2, MPI_DOUBLE, MPI_MAX, src_comm), "MPI_Allreduce");
+  // Until here the source ranks wait for the target's acknowledgement (the root in the receive,
+  // the others in the agreement with it): the partner's time, not this side's.
+  const double w1 = MPI_Wtime();
+  src_clock.wait += w1 - w0;
   const std::string where = "component " + src_comp + ", " + label;
   const std::string doing = terminating ? std::string("terminate") : "put for the coupling time " + time_str(action_time);
   if (state[0] == 2)
@@ -212,10 +224,16 @@ void Coupling::complete_previous(bool terminating) {
     check_mpi(MPI_Waitall(static_cast<int>(header_reqs.size()), header_reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
     header_reqs.clear();
   }
+  double products = 0;  // of the finish: on a source rank that also holds target points
   if (in_flight) {
+    const double moved = remap->move_seconds(), f0 = MPI_Wtime();
     remap->finish(remap_fields());
     in_flight = false;
+    products = MPI_Wtime() - f0 - (remap->move_seconds() - moved);
   }
+  // The rest completed the sends of the previous action (headers and data): transfer.
+  src_clock.remap += products;
+  src_clock.transfer += MPI_Wtime() - w1 - products;
   acted = false;
 }
 
@@ -237,8 +255,13 @@ Info Coupling::get(int k, double t, std::span<double> values) {
   const bool out = cfg->status == FieldStatus::expout;
   Info info = Info::recvd;
   if (!have_received || received_time != t) {
-    if (cfg->status == FieldStatus::input) read_input(t);
-    else receive(t);
+    if (cfg->status == FieldStatus::input) {
+      const double r0 = MPI_Wtime();
+      read_input(t);
+      dst_clock.io += MPI_Wtime() - r0;
+    } else {
+      receive(t);
+    }
   }
   if (cfg->status == FieldStatus::input) {
     info = Info::input;
@@ -272,11 +295,14 @@ void Coupling::receive(double t) {
                     dst_comp + " gets it for " + time_str(t),
                 "component " + dst_comp + ", " + label,
                 "both sides must use the same coupling period and lag, and get every coupling time");
-  const double t1 = MPI_Wtime();
+  const double t1 = MPI_Wtime(), moved = remap->move_seconds();
   auto fields = remap_fields();
   remap->finish(fields);
   if (is_src) in_flight = false;  // this rank's own sends completed with it
-  const double t2 = MPI_Wtime();
+  const double t2 = MPI_Wtime(), moves = remap->move_seconds() - moved;
+  dst_clock.wait += t1 - t0;
+  dst_clock.transfer += moves;
+  dst_clock.remap += t2 - t1 - moves;
   if (conserv) {
     std::vector<std::span<double>> d;
     for (const RemapField& f : fields) d.push_back(f.dst);
@@ -286,7 +312,11 @@ void Coupling::receive(double t) {
   if (cfg->blasnew)
     for (double& x : rbuf) x = cfg->blasnew->scale * x + cfg->blasnew->add;
   if (cfg->checkout) check("CHECKOUT", rbuf, n_dst, dst_comm, t);
-  if (cfg->status == FieldStatus::expout) write_output(false, t, rbuf);
+  if (cfg->status == FieldStatus::expout) {
+    const double w0 = MPI_Wtime();
+    write_output(false, t, rbuf);
+    dst_clock.io += MPI_Wtime() - w0;
+  }
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (rank == dst_root) {

@@ -26,6 +26,7 @@
 #include "estuary/couple.hpp"
 #include "estuary/redist.hpp"
 #include "estuary/remap.hpp"
+#include "couple/timeline.hpp"
 
 namespace estuary::detail {
 
@@ -92,6 +93,10 @@ struct Coupling {
   std::vector<double> last_ss;        // CONSERV source integrals of the last get, per value field
 
   FieldTimers src_timers, dst_timers;  // this rank's side(s) of the coupling
+  // Timeline (timeline.hpp): where each side's time went, finer than FieldTimers (whose wait_s
+  // on the source side also holds the sends' completion and CHECKIN); put and get record the
+  // difference around their call.
+  SideClock src_clock, dst_clock;
   std::string log_path;                // the component's log (CHECKIN/CHECKOUT lines)
   double timeout = 600;
 
