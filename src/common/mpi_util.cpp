@@ -17,6 +17,27 @@ void check_mpi(int rc, const char* call) {
   throw MpiError(std::string(call) + " failed: " + std::string(text, len), world_rank_label());
 }
 
+std::vector<std::string> allgather_strings(const std::string& mine, MPI_Comm comm) {
+  int p = 0;
+  MPI_Comm_size(comm, &p);
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
+  check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  int total = 0;
+  for (int r = 0; r < p; ++r) {
+    displs[static_cast<std::size_t>(r)] = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  check_mpi(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, comm),
+            "MPI_Allgatherv");
+  std::vector<std::string> out;
+  for (int r = 0; r < p; ++r)
+    out.push_back(all.substr(static_cast<std::size_t>(displs[static_cast<std::size_t>(r)]),
+                             static_cast<std::size_t>(counts[static_cast<std::size_t>(r)])));
+  return out;
+}
+
 std::string world_rank_label() {
   int init = 0, fin = 0;
   MPI_Initialized(&init);

@@ -40,6 +40,9 @@ void agree_within(MPI_Comm comm, double timeout_s, const std::string& step, cons
 // by hash and named by it), instead of the ranks entering different collectives and hanging.
 void agree_same(MPI_Comm comm, const std::string& setting, const std::string& value);
 
+// Every rank's string, gathered on every rank (in rank order). Collective.
+std::vector<std::string> allgather_strings(const std::string& mine, MPI_Comm comm);
+
 // Alltoallv of int64 values: `send` holds the values for rank 0, then rank 1, ...
 // (send_counts[i] of them for rank i). Returns what each rank sent here, concatenated in rank
 // order, with `recv_counts` filled per source rank.

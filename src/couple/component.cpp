@@ -28,28 +28,6 @@ using i64 = std::int64_t;
 
 namespace {
 
-// Every rank's string, gathered on every rank (in rank order).
-std::vector<std::string> allgather_strings(const std::string& mine, MPI_Comm comm) {
-  int p = 0;
-  MPI_Comm_size(comm, &p);
-  int n = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
-  check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
-  int total = 0;
-  for (int r = 0; r < p; ++r) {
-    displs[static_cast<std::size_t>(r)] = total;
-    total += counts[static_cast<std::size_t>(r)];
-  }
-  std::string all(static_cast<std::size_t>(total), '\0');
-  check_mpi(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, comm),
-            "MPI_Allgatherv");
-  std::vector<std::string> out;
-  for (int r = 0; r < p; ++r)
-    out.push_back(all.substr(static_cast<std::size_t>(displs[static_cast<std::size_t>(r)]),
-                             static_cast<std::size_t>(counts[static_cast<std::size_t>(r)])));
-  return out;
-}
-
 // What one rank defined, as all ranks learn it at enddef.
 struct VarInfo {
   std::string comp, partition;
@@ -179,7 +157,7 @@ Component::Component(const std::string& name, ComponentOptions options) : impl_(
     int all = 0;
     check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, m.world), "MPI_Allreduce");
     if (!all) {
-      const std::vector<std::string> who = allgather_strings(name + (mine ? "+" : "-"), m.world);
+      const std::vector<std::string> who = detail::allgather_strings(name + (mine ? "+" : "-"), m.world);
       detail::agree(m.world, [&] {
         for (const std::string& w : who)
           if (w.substr(0, w.size() - 1) == name && w.back() != (mine ? '+' : '-'))
@@ -195,7 +173,7 @@ Component::Component(const std::string& name, ComponentOptions options) : impl_(
   m.coupling = m.opt.coupled;
   MPI_Comm_rank(m.world, &m.wrank);
   MPI_Comm_size(m.world, &m.wsize);
-  const std::vector<std::string> names = allgather_strings(name, m.world);
+  const std::vector<std::string> names = detail::allgather_strings(name, m.world);
   detail::agree(m.world, [&] {
     if (name.empty() || name.find_first_of(" \t\n:") != std::string::npos)
       throw Error("component name \"" + name + "\" is empty or holds blanks or colons", m.where());
@@ -384,7 +362,7 @@ void Component::enddef() {
     mine << v.name << ' ' << (v.dir == Direction::out ? "out" : "in") << ' ' << v.bundle << ' ' << p.name << ' '
          << p.decomp.global_size() << ' ' << m.name << '\n';
   }
-  const std::vector<std::string> all = allgather_strings(mine.str(), m.world);
+  const std::vector<std::string> all = detail::allgather_strings(mine.str(), m.world);
   std::map<std::pair<std::string, int>, VarInfo> table;  // (field, 1 out / 0 in)
   std::string fault;
   for (int r = 0; r < m.wsize; ++r) {

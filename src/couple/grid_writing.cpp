@@ -46,28 +46,6 @@ std::vector<std::string> suffixes_of(GridPiece p) {
   return {};
 }
 
-// Every rank's text, on every rank, in rank order.
-std::vector<std::string> gather_texts(const std::string& mine, MPI_Comm comm) {
-  int p = 0;
-  MPI_Comm_size(comm, &p);
-  int n = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
-  check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
-  int total = 0;
-  for (int r = 0; r < p; ++r) {
-    displs[static_cast<std::size_t>(r)] = total;
-    total += counts[static_cast<std::size_t>(r)];
-  }
-  std::string all(static_cast<std::size_t>(total), '\0');
-  check_mpi(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, comm),
-            "MPI_Allgatherv");
-  std::vector<std::string> out;
-  for (int r = 0; r < p; ++r)
-    out.push_back(all.substr(static_cast<std::size_t>(displs[static_cast<std::size_t>(r)]),
-                             static_cast<std::size_t>(counts[static_cast<std::size_t>(r)])));
-  return out;
-}
-
 // One piece of one component as all ranks describe it.
 struct Job {
   std::string comp, grid, form, path;  // form: "W" (whole, from one rank) or "P<partition name>"
@@ -167,7 +145,7 @@ std::vector<std::string> GridWriting::write_files(const std::string& comp, const
     mine << comp << '\t' << d.grid << '\t' << static_cast<int>(d.piece) << '\t' << d.nx << '\t' << d.ny << '\t' << d.nc
          << '\t' << form << '\t' << (dir / file_of(d.piece)).string() << '\n';
   }
-  const std::vector<std::string> all = gather_texts(mine.str(), world);
+  const std::vector<std::string> all = detail::allgather_strings(mine.str(), world);
   if (std::all_of(all.begin(), all.end(), [](const std::string& s) { return s.empty(); })) return {};
 
   // 2. The jobs: one per (component, grid, piece), with every rank that gave it.
