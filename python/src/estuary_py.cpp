@@ -581,6 +581,38 @@ void bind_io(nb::module_& m, nb::handle error) {
 
 }  // namespace
 
+// distance_weights and bilinear_weights, for a source given by its recipe (GridGen: each rank
+// builds what it needs) or by each rank's share (Grid, e.g. read from a grid file).
+template <class Src>
+void def_point_weights(nb::module_& m, const char* distance_doc, const char* bilinear_doc) {
+  m.def(
+      "distance_weights",
+      [](const Src& src, const estuary::Grid& dst, PyComm comm, int neighbors) {
+        estuary::DistanceWeightOptions o;
+        o.neighbors = neighbors;
+        estuary::Links l;
+        {
+          nb::gil_scoped_release release;
+          l = estuary::distance_weights(src, dst, comm.comm, o);
+        }
+        return links_to_py(std::move(l));
+      },
+      "src"_a, "dst"_a, "comm"_a = nb::none(), "neighbors"_a = 4, distance_doc);
+  m.def(
+      "bilinear_weights",
+      [](const Src& src, const estuary::Grid& dst, PyComm comm, bool extrapolate) {
+        estuary::BilinearWeightOptions o;
+        o.extrapolate = extrapolate;
+        estuary::Links l;
+        {
+          nb::gil_scoped_release release;
+          l = estuary::bilinear_weights(src, dst, comm.comm, o);
+        }
+        return links_to_py(std::move(l));
+      },
+      "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = true, bilinear_doc);
+}
+
 NB_MODULE(_estuary, m) {
   m.doc() = "estuary's C++ API (low level; import estuary instead)";
   // MPI is initialised by mpi4py (estuary never calls MPI_Init itself).
@@ -832,34 +864,8 @@ NB_MODULE(_estuary, m) {
       .def("make", [](const estuary::GridGen& g, const estuary::Decomp& d) { return g.make(d); }, "part"_a,
            "The points `part` holds, in its local order.");
 
-  m.def(
-      "distance_weights",
-      [](const estuary::GridGen& src, const estuary::Grid& dst, PyComm comm, int neighbors) {
-        estuary::DistanceWeightOptions o;
-        o.neighbors = neighbors;
-        estuary::Links l;
-        {
-          nb::gil_scoped_release release;
-          l = estuary::distance_weights(src, dst, comm.comm, o);
-        }
-        return links_to_py(std::move(l));
-      },
-      "src"_a, "dst"_a, "comm"_a = nb::none(), "neighbors"_a = 4,
-      "Collective: inverse-distance weights (CDO remapdis) for the dst points this rank holds.");
-  m.def(
-      "bilinear_weights",
-      [](const estuary::GridGen& src, const estuary::Grid& dst, PyComm comm, bool extrapolate) {
-        estuary::BilinearWeightOptions o;
-        o.extrapolate = extrapolate;
-        estuary::Links l;
-        {
-          nb::gil_scoped_release release;
-          l = estuary::bilinear_weights(src, dst, comm.comm, o);
-        }
-        return links_to_py(std::move(l));
-      },
-      "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = true,
-      "Collective: bilinear weights (CDO remapbil) for the dst points this rank holds.");
+  def_point_weights<estuary::GridGen>(m, "Collective: inverse-distance weights (CDO remapdis) for the dst points this rank holds.",
+                                      "Collective: bilinear weights (CDO remapbil) for the dst points this rank holds.");
 
   m.def(
       "bicubic_weights",
@@ -1153,34 +1159,8 @@ NB_MODULE(_estuary, m) {
         "path"_a, "grid"_a, "part"_a, "comm"_a = nb::none(), "corners"_a = false, "mask"_a = false, "area"_a = false,
         "Collective: part's points of the grid in a SCRIP file or an OASIS grids.nc (masks.nc, areas.nc next to "
         "it; grid: the prefix, '' for the only one). corners/mask/area: required (else estuary.Error).");
-    m.def(
-        "distance_weights",
-        [](const estuary::Grid& src, const estuary::Grid& dst, PyComm comm, int neighbors) {
-          estuary::DistanceWeightOptions o;
-          o.neighbors = neighbors;
-          estuary::Links l;
-          {
-            nb::gil_scoped_release release;
-            l = estuary::distance_weights(src, dst, comm.comm, o);
-          }
-          return links_to_py(std::move(l));
-        },
-        "src"_a, "dst"_a, "comm"_a = nb::none(), "neighbors"_a = 4,
-        "Collective: as above with each rank's share of the source grid (an estuary.Grid).");
-    m.def(
-        "bilinear_weights",
-        [](const estuary::Grid& src, const estuary::Grid& dst, PyComm comm, bool extrapolate) {
-          estuary::BilinearWeightOptions o;
-          o.extrapolate = extrapolate;
-          estuary::Links l;
-          {
-            nb::gil_scoped_release release;
-            l = estuary::bilinear_weights(src, dst, comm.comm, o);
-          }
-          return links_to_py(std::move(l));
-        },
-        "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = true,
-        "Collective: as above with each rank's share of the source grid (an estuary.Grid).");
+    def_point_weights<estuary::Grid>(m, "Collective: as above with each rank's share of the source grid (an estuary.Grid).",
+                                     "Collective: as above with each rank's share of the source grid (an estuary.Grid).");
   }
   // ---- end of OASIS grid files ----
 
