@@ -7,7 +7,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
 export OMPI_MCA_rmaps_base_oversubscribe = 1
 MPIRUN = mpirun --oversubscribe
 
-.PHONY: setup build test test-core demo bench bench-sim clean sanitize fuzz
+.PHONY: setup build lib test test-core demo bench bench-sim clean sanitize fuzz
 
 setup:
 	@scripts/setup
@@ -15,6 +15,14 @@ setup:
 build: setup
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DESTUARY_BUILD_TESTS=ON >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# The library alone (and the Fortran module): no tests, examples, benchmarks or Python module; what a
+# cluster installation needs (docs/building.md). PREFIX: where `cmake --install build-lib` puts it.
+PREFIX ?= /usr/local
+lib:
+	@cmake -S . -B build-lib -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	  -DESTUARY_BUILD_TESTS=OFF -DESTUARY_BUILD_EXAMPLES=OFF -DESTUARY_BUILD_BENCH=OFF -DESTUARY_PYTHON=OFF >/dev/null
+	@cmake --build build-lib -j $(JOBS)
 
 test: build
 	cd $(BUILD) && ctest -LE slow --output-on-failure -j 2

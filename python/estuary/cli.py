@@ -349,19 +349,48 @@ def cmd_inspect_plan(args, argv) -> int:
 
 # ---- the parser ----
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default (unless it says it already, or there is none to
+    say: a flag, or None); descriptions and epilogs keep their line breaks, so examples read as
+    examples."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        d = action.default
+        if ("default" in text or d is None or d is False or d is argparse.SUPPRESS
+                or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+            return text
+        shown = ",".join(map(str, d)) if isinstance(d, (list, tuple)) else str(d)
+        if "(" + shown + ")" in text or "(" + shown + ":" in text:  # said in the text's own words
+            return text
+        return (text + " " if text else "") + "(default: " + shown.replace("%", "%%") + ")"
+
+
+def _all_parsers(p: argparse.ArgumentParser):
+    """p and every sub-command's parser, depth first."""
+    yield p
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sp in a.choices.values():
+                yield from _all_parsers(sp)
+
+
 def parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = argparse.ArgumentParser(prog="estuary", description="estuary: MPI redistribution, remapping and coupling")
+    p.add_argument("--version", action="version", version="estuary " + __version__)
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("demo", help="the coupled toy atmosphere-ocean run of `make demo`")
-    d.add_argument("--ranks", type=int, default=4)
+    d.add_argument("--ranks", type=int, default=4, help="MPI ranks of the coupled run")
     d.add_argument("--dir", default="estuary_demo", help="run folder (logs, restarts)")
     d.add_argument("--binary", help="toy_atm_ocn (default: $ESTUARY_TOY_ATM_OCN, else build/examples/)")
     d.add_argument("--atmos", choices=["cpp", "fortran", "python"], default="cpp",
                    help="the atmosphere's language (examples/toy_atm_ocn.cpp, .F90, .py)")
     d.add_argument("--ocean", choices=["cpp", "fortran", "python"], default="cpp", help="the ocean's language")
     d.add_argument("--dry-run", action="store_true", help="print the command only")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     d.set_defaults(func=cmd_demo)
 
     w = sub.add_parser("weights", help="generate a SCRIP weight file", epilog=GRID_HELP)
@@ -373,23 +402,23 @@ def parser() -> argparse.ArgumentParser:
                         "second order (default: %(default)s)")
     w.add_argument("--normalization", choices=["fracarea", "destarea", "none"], default="fracarea",
                    help="conservative only (CDO's names)")
-    w.add_argument("--neighbors", type=int, default=4)
+    w.add_argument("--neighbors", type=int, default=4, help="distance only: the n nearest source points")
     w.add_argument("--land", action="store_true", help="analytic land masks on both grids")
-    w.add_argument("--out", required=True)
-    w.add_argument("--ranks", type=int, default=1)
-    w.add_argument("--json", action="store_true")
+    w.add_argument("--out", required=True, help="the weight file to write (SCRIP layout, netCDF)")
+    w.add_argument("--ranks", type=int, default=1, help="MPI ranks that generate the weights")
+    w.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     w.set_defaults(func=cmd_weights)
 
     i = sub.add_parser("inspect", help="look at plans and schedules")
     isub = i.add_subparsers(dest="what", required=True)
     ip = isub.add_parser("plan", help="messages and bytes per rank for two generated decompositions")
     ip.add_argument("--src", help="block, cyclic, random, rows2d, transpose2d")
-    ip.add_argument("--dst")
+    ip.add_argument("--dst", help="destination decomposition (same kinds as --src)")
     ip.add_argument("--n", type=int, help="global elements")
-    ip.add_argument("--ranks", type=int, default=1)
+    ip.add_argument("--ranks", type=int, default=1, help="ranks of the decompositions")
     ip.add_argument("--algorithm", default="p2p", help="schedule (p2p, ...)")
-    ip.add_argument("--bytes-per-element", type=int, default=8)
-    ip.add_argument("--json", action="store_true")
+    ip.add_argument("--bytes-per-element", type=int, default=8, help="bytes counted per element moved")
+    ip.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     # --config: a coupled run's set-up instead of generated decompositions (inspect_config.py)
     from .inspect_config import add_config_arguments
 
@@ -412,6 +441,8 @@ def parser() -> argparse.ArgumentParser:
     from .timeline import add_parser as _add_timeline
 
     _add_timeline(sub)
+    for q in _all_parsers(p):
+        q.formatter_class = HelpFormatter
     return p
 
 

@@ -64,7 +64,7 @@ def add_config_arguments(p, png: bool = False) -> None:
     g.add_argument("--workdir", help="where estuary's log and generated weights go (default: a temporary folder)")
     if png:
         g.add_argument("--png", help="the matrix figures: F.png gives F_<coupling>.png")
-        g.add_argument("--no-png", action="store_true")
+        g.add_argument("--no-png", action="store_true", help="do not draw the communication matrix")
 
 
 def parse_components(specs: list) -> list:

@@ -2,7 +2,7 @@
 decompositions, as the executor runs it: stages, messages and bytes per rank and per stage, the
 communication matrix (bytes each sender sends each receiver over all stages, forwarding
 included: a butterfly's matrix is not its plan's), and a PNG of that matrix (sender x receiver,
-bytes as colour, as Fig. 9d of paper 004).
+bytes as colour, as Fig. 9d of Zheng & Marguinaud 2018).
 
     estuary inspect schedule --src block --dst transpose2d --n 100000 --ranks 8 --algorithm butterfly
                              [--png matrix.png | --no-png] [--bytes-per-element 8] [--fields 1] [--json]
@@ -21,15 +21,15 @@ def add_parser(isub):
     s = isub.add_parser("schedule", help="stages, messages and bytes per rank and stage; PNG of the matrix",
                         description=__doc__)
     s.add_argument("--src", help="block, cyclic, random, rows2d, transpose2d")
-    s.add_argument("--dst")
+    s.add_argument("--dst", help="destination decomposition (same kinds as --src)")
     s.add_argument("--n", type=int, help="global elements")
-    s.add_argument("--ranks", type=int, default=1)
+    s.add_argument("--ranks", type=int, default=1, help="ranks of the decompositions")
     s.add_argument("--algorithm", default="p2p", help="schedule: p2p, butterfly, burst, bruck, ring-k, ...")
-    s.add_argument("--bytes-per-element", type=int, default=8)
+    s.add_argument("--bytes-per-element", type=int, default=8, help="bytes counted per element moved")
     s.add_argument("--fields", type=int, default=1, help="fields moved together (bytes scale with it)")
     s.add_argument("--png", help="the matrix figure (default estuary_schedule_SRC_DST_ALGORITHM_pRANKS.png)")
-    s.add_argument("--no-png", action="store_true")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--no-png", action="store_true", help="do not draw the communication matrix")
+    s.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     from .inspect_config import add_config_arguments
 
     add_config_arguments(s)

@@ -1,4 +1,4 @@
-"""`estuary simulate`: paper 004's skeletons replayed on simulated machines (SimGrid).
+"""`estuary simulate`: Zheng & Marguinaud 2018's skeletons replayed on simulated machines (SimGrid).
 
     estuary simulate transposition --ranks 16,64,256 --algorithm burst,bruck,ring-1,ring-4 --plot t.png
     estuary simulate halo --ranks 16,64 --width 3,10,20 --topology dragonfly --matrix halo.png
@@ -10,7 +10,7 @@ Each run (one variant at one rank count) is one call of the `bench/sim` program 
 JSON object; the runs are independent processes, so a SimGrid abort ends one run, not the
 command. Options given as comma lists (--topology, --platform, --routing, --algorithm,
 --bandwidth, --latency, --width) are variants: every combination is one line of the plot
-(time against ranks, as paper 004 Figs. 5, 9 and 10); --matrix draws the communication matrix
+(time against ranks, as Zheng & Marguinaud 2018 Figs. 5, 9 and 10); --matrix draws the communication matrix
 of one run (Fig. 9d).
 """
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _algorithm_args(kind: str, algo: str) -> list[str]:
             raise ValueError(f"coupling algorithm '{algo}': use p2p, butterfly or adaptive")
         return ["--algo", algo]
     if algo:
-        raise ValueError("halo has one algorithm (paper 004 Fig. 4b): vary --width instead")
+        raise ValueError("halo has one algorithm (Zheng & Marguinaud 2018 Fig. 4b): vary --width instead")
     return []
 
 
@@ -342,13 +342,13 @@ def cmd_simulate(args, argv) -> int:
 
 def add_parser(sub):
     """Adds `simulate` to the command line's subparsers."""
-    s = sub.add_parser("simulate", help="replay paper 004's skeletons on simulated machines (SimGrid)",
+    s = sub.add_parser("simulate", help="replay Zheng & Marguinaud 2018's skeletons on simulated machines (SimGrid)",
                        description=__doc__.split("\n\n")[0])
-    s.add_argument("kind", choices=KINDS)
+    s.add_argument("kind", choices=KINDS, help="the exchange to simulate: a skeleton of Zheng & Marguinaud (2018), or a coupling")
     s.add_argument("--ranks", default="16,64", help="comma list of rank counts (1e3 allowed)")
     s.add_argument("--topology", default="dragonfly",
                    help="comma list of torus, fattree, dragonfly, switch (a machine just large enough per rank count)")
-    s.add_argument("--platform", help="comma list of paper 004 Table 1 machines (torus-M, dragonfly-MM, ...) "
+    s.add_argument("--platform", help="comma list of Zheng & Marguinaud 2018 Table 1 machines (torus-M, dragonfly-MM, ...) "
                                       "instead of --topology")
     s.add_argument("--routing", default="minimal", help="comma list of minimal, valiant, ugal")
     s.add_argument("--network", default="cm02",
@@ -359,9 +359,9 @@ def add_parser(sub):
     s.add_argument("--bandwidth", default="12.5", help="link bandwidth, GB/s (comma list)")
     s.add_argument("--latency", default="100", help="link latency, ns (comma list)")
     s.add_argument("--width", default="20", help="halo width in points (comma list)")
-    s.add_argument("--nx", type=int)
-    s.add_argument("--ny", type=int)
-    s.add_argument("--nz", type=int, help="grid (default paper 004 Table 3: 28800 x 14400 x 256)")
+    s.add_argument("--nx", type=int, help="grid points along x (default: the paper's grid)")
+    s.add_argument("--ny", type=int, help="grid points along y (default: the paper's grid)")
+    s.add_argument("--nz", type=int, help="grid (default Zheng & Marguinaud 2018 Table 3: 28800 x 14400 x 256)")
     s.add_argument("--transpositions", type=int, help="transposition: 1 to 3 slab transpositions (3)")
     s.add_argument("--doubles", type=int, help="allreduce: doubles per allreduce (3)")
     s.add_argument("--repeat", type=int, help="allreduce: allreduces (50: GCR with N = 25)")
