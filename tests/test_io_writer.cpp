@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
       out.def_field(iotest::field("sst", false, d2));
       out.end_def();
       const long nsteps = std::atol(argv[3]);
+      // Model seconds between steps: an hour, or ESTUARY_IO_STEP_S (a day for a year of monthly means).
+      const char* step_env = std::getenv("ESTUARY_IO_STEP_S");
+      const double step_s = step_env ? std::atof(step_env) : 3600.0;
       try {
         for (long s = 1; s <= nsteps; ++s) {
           // The exception and the signal strike during the model's own work, between writes;
@@ -53,8 +56,8 @@ int main(int argc, char** argv) {
           if (mode == "sigterm-at" && s == at + mrank % 2) std::raise(SIGTERM);
           // The model's work between writes, so that a signal sent from outside lands here.
           if (mode == "sleep-ms") std::this_thread::sleep_for(std::chrono::milliseconds(at));
-          out.write("t3", 3600.0 * s, iotest::values(d3, s, true));
-          out.write("sst", 3600.0 * s, iotest::values(d2, s, false));
+          out.write("t3", step_s * s, iotest::values(d3, s, true));
+          out.write("sst", step_s * s, iotest::values(d2, s, false));
         }
         out.close();
       } catch (...) {

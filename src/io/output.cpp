@@ -87,7 +87,8 @@ std::string describe(const OutputConfig& c) {
   o << static_cast<int>(c.mode) << ' ' << c.writers << ' ' << c.buffer_records << ' ' << c.directory << '\n'
     << c.calendar << ' ' << c.reference_time << ' ' << static_cast<int>(c.format) << ' ' << c.catch_sigterm << '\n';
   for (const FileConfig& f : c.files) {
-    o << f.name << ' ' << f.output_freq_s << ' ' << f.restart << ' ' << f.split_freq_s << ' '
+    o << f.name << ' ' << f.output_freq.seconds << '/' << f.output_freq.months << ' ' << f.restart << ' '
+      << f.split_freq.seconds << '/' << f.split_freq.months << ' '
       << static_cast<int>(f.format) << ':';
     for (const FieldConfig& x : f.fields)
       o << ' ' << x.name << '/' << static_cast<int>(x.operation) << '/' << static_cast<int>(x.precision) << '/'
@@ -153,7 +154,8 @@ struct Var {
   // Model side: the temporal operation's state.
   std::vector<double> acc;
   i64 nsamples = 0;
-  double next_out = std::numeric_limits<double>::quiet_NaN();
+  double next_out = std::numeric_limits<double>::quiet_NaN();  // end of the current period
+  i64 next_k = 0;                                              // its boundary's index
   bool done_once = false;
   i64 record = 0;
   int deflate = 0;
@@ -185,6 +187,7 @@ struct FileState {
 
 struct Output::Impl {
   OutputConfig cfg;
+  CalendarClock clock;  // period boundaries of cfg's calendar
   bool server_mode = false;
   bool model = true, writer = false, server = false;
   MPI_Comm model_comm = MPI_COMM_NULL, xcomm = MPI_COMM_NULL, ctrl = MPI_COMM_NULL,
@@ -429,7 +432,7 @@ struct Output::Impl {
         return v.file == static_cast<int>(&fs - files.data()) && v.has_time;
       }));
       // A split file is opened when its first record arrives (its name holds the period).
-      if (fs.cfg.split_freq_s <= 0) estuary::detail::agree(wcomm, [&] { open_file(fs, fs.path); });
+      if (!fs.cfg.split_freq) estuary::detail::agree(wcomm, [&] { open_file(fs, fs.path); });
     }
   }
 
@@ -564,7 +567,7 @@ struct Output::Impl {
     const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
     std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     if (!v.has_time) {
-      if (fs.cfg.split_freq_s > 0) {
+      if (fs.cfg.split_freq) {
         // Coordinates and `once` fields go into every split file: kept for the next ones.
         v.keep = tr.slab;
         v.kept = true;
@@ -595,11 +598,11 @@ struct Output::Impl {
     auto node = fs.pending.extract(fs.pending.begin());
     i64 record = node.key();
     FileState::Pending& p = node.mapped();
-    if (fs.cfg.split_freq_s > 0) {
-      // A record belongs to the split period (k S, (k+1) S] that holds its end (as output
-      // periods do); a new period closes the previous file, which is then complete on its own.
-      const double S = fs.cfg.split_freq_s;
-      const i64 k = static_cast<i64>(std::ceil(p.tb1 / S - 1e-9)) - 1;
+    if (fs.cfg.split_freq) {
+      // A record belongs to the split period (boundary k, boundary k+1] that holds its end (as
+      // output periods do); a new period closes the previous file, which is then complete on its own.
+      const Frequency& S = fs.cfg.split_freq;
+      const i64 k = clock.first_boundary_from(S, p.tb1) - 1;
       if (!fs.w || k != fs.split) {
         if (fs.w) {
           fs.w->close();
@@ -607,7 +610,9 @@ struct Output::Impl {
         }
         fs.split = k;
         fs.rec_base = record;
-        const std::string label = date_label(static_cast<double>(k) * S, cfg.reference_time, cfg.calendar, S);
+        // Month periods start on whole days: the label is the date.
+        const std::string label = date_label(clock.boundary(S, k), cfg.reference_time, cfg.calendar,
+                                             S.months > 0 ? 86400.0 : S.seconds);
         on_writers([&] {
           open_file(fs, (std::filesystem::path(cfg.directory) / (fs.cfg.name + "_" + label + ".nc")).string());
         });
@@ -939,6 +944,7 @@ struct Output::Impl {
 Output::Output(const OutputConfig& config, MPI_Comm comm) : impl_(std::make_unique<Impl>()) {
   Impl& x = *impl_;
   x.cfg = config;
+  x.clock = CalendarClock(config.calendar, config.reference_time);
   x.server_mode = config.mode == Mode::server;
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -1136,10 +1142,13 @@ void Output::write(const std::string& field, double time, std::span<const double
       if (!v.done_once) due.push_back(vi);
       continue;
     }
-    const double F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq_s;
-    const double eps = 1e-9 * F;
-    // The period a sample belongs to is (next_out - F, next_out].
-    if (std::isnan(v.next_out)) v.next_out = std::ceil(time / F - 1e-9) * F;
+    const Frequency& F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq;
+    // The period a sample belongs to is (boundary next_k - 1, boundary next_k = next_out].
+    if (std::isnan(v.next_out)) {
+      v.next_k = x.clock.first_boundary_from(F, time);
+      v.next_out = x.clock.boundary(F, v.next_k);
+    }
+    const double eps = 1e-9 * (v.next_out - x.clock.boundary(F, v.next_k - 1));
     const std::size_t un = static_cast<std::size_t>(n);
     // sampling_freq: only samples at its multiples enter the operation (XIOS freq_op).
     bool sample = true;
@@ -1191,8 +1200,8 @@ void Output::write(const std::string& field, double time, std::span<const double
       v.done_once = true;
       continue;
     }
-    const double F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq_s;
-    const double tb0 = v.next_out - F, tb1 = v.next_out;
+    const Frequency& F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq;
+    const double tb0 = x.clock.boundary(F, v.next_k - 1), tb1 = v.next_out;
     if (v.op == Operation::instant) {
       x.emit(v, data.data(), time, time, time);
     } else {
@@ -1203,7 +1212,7 @@ void Output::write(const std::string& field, double time, std::span<const double
       x.emit(v, v.acc.data(), 0.5 * (tb0 + tb1), tb0, tb1);
     }
     v.nsamples = 0;
-    while (v.next_out <= time + 1e-9 * F) v.next_out += F;
+    while (v.next_out <= time + 1e-9 * (tb1 - tb0)) v.next_out = x.clock.boundary(F, ++v.next_k);
   }
   if (x.server_mode) {
     // Lets MPI progress the transfers in flight while the model computes.

@@ -173,3 +173,66 @@ def test_malformed_frequencies_and_formats(io_env, old, new, message):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode != 0
     assert message.format(cfg=cfg) in p.stdout, p.stdout + p.stderr
+
+
+# ---- calendar frequencies: monthly and yearly periods (XIOS's 1mo, 3mo, 1y) ----
+MONTHLY_CONFIG = """output:
+  mode: {mode}
+  writers: {writers}
+  directory: {dir}
+  calendar: CAL
+  reference_time: "REF 00:00:00"
+  files:
+    - name: monthly
+      output_freq: 1mo
+      split_freq: 3mo
+      fields:
+        - {{name: t3, operation: average, precision: double}}
+        - {{name: sst, operation: maximum, precision: double}}
+    - name: yearly
+      output_freq: 1y
+      fields: [{{name: sst, operation: average, precision: double}}]
+"""
+
+
+@pytest.mark.parametrize("calendar,year,ranks,mode,writers", [
+    ("noleap", 2001, 3, "serverless", 2),
+    ("360_day", 2001, 2, "server", 1),
+    ("standard", 2000, 4, "serverless", 1),  # a leap year: February has 29 days
+])
+def test_monthly_and_yearly_means_on_calendar_periods(io_env, calendar, year, ranks, mode, writers):
+    """A year of daily writes: monthly means and maxima split into quarterly files, and a yearly
+    mean; the period bounds and sample sets come from cftime (independent of estuary)."""
+    units = f"seconds since {year}-01-01 00:00:00"
+    month_start = [cftime.date2num(cftime.datetime(year + (m - 1) // 12, (m - 1) % 12 + 1, 1, calendar=calendar),
+                                   units, calendar=calendar) for m in range(1, 14)]
+    ndays = int(round(month_start[12] / 86400))
+    assert ndays == {"noleap": 365, "360_day": 360, "standard": 366}[calendar]
+    config = MONTHLY_CONFIG.replace("CAL", calendar).replace("REF", f"{year}-01-01")
+    d, p = run(io_env, ranks, "boxes", mode, writers, config=config, nsteps=ndays,
+               name=f"monthly_{calendar}_np{ranks}_{mode}", env={"ESTUARY_IO_STEP_S": "86400"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    days = np.arange(1, ndays + 1)
+    for q in range(4):
+        label = cftime.num2date(month_start[3 * q], units, calendar=calendar).strftime("%Y%m%d")
+        path = os.path.join(d, f"monthly_{label}.nc")
+        with netCDF4.Dataset(path) as ds:
+            assert ds["time"].calendar == calendar and ds["time"].units == units
+            tb = ds["time_bnds"][:]
+            np.testing.assert_array_equal(tb[:, 0], month_start[3 * q:3 * q + 3])
+            np.testing.assert_array_equal(tb[:, 1], month_start[3 * q + 1:3 * q + 4])
+            np.testing.assert_array_equal(ds["time"][:], tb.mean(axis=1))
+            assert ds["t3"].cell_methods == "time: mean" and ds["sst"].cell_methods == "time: maximum"
+            for r in range(3):
+                m = 3 * q + r
+                inside = days[(86400 * days > month_start[m]) & (86400 * days <= month_start[m + 1])]
+                np.testing.assert_allclose(ds["t3"][r], np.mean([value3(s) for s in inside], axis=0), rtol=1e-13)
+                np.testing.assert_array_equal(ds["sst"][r], np.max([value2(s) for s in inside], axis=0))
+        with xr.open_dataset(path, use_cftime=True) as ds:  # the times decode to the right months
+            assert [t.month for t in ds.time.values] == [3 * q + 1, 3 * q + 2, 3 * q + 3]
+    with netCDF4.Dataset(os.path.join(d, "yearly.nc")) as ds:
+        np.testing.assert_array_equal(ds["time_bnds"][:], [[0, month_start[12]]])
+        np.testing.assert_allclose(ds["sst"][0], np.mean([value2(s) for s in days], axis=0), rtol=1e-13)
+    out = subprocess.run(["cdo", "-s", "showdate", os.path.join(d, f"monthly_{year}0401.nc")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and f"{year}-05-" in out.stdout, out.stdout + out.stderr
