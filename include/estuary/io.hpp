@@ -138,7 +138,15 @@ struct FieldDef {
   std::string level_units = "m";
   Decomp decomp = Decomp::empty(0);
   std::string units, long_name, standard_name;
+  // Per local value (the decomp's order): 1 written, 0 masked (land). Empty: the mask of the
+  // grid given to def_grid, where this rank's part of it holds the field's points. Masked points
+  // are written as the fill value whatever the model put there, and never enter an operation.
+  std::vector<std::int32_t> mask;
 };
+
+// The _FillValue and missing_value of every field variable (CMIP's), also written for periods
+// that got no sample.
+inline constexpr double kFillValue = 1.0e20;
 
 // Per-rank counters (seconds are wall time on this rank).
 struct IoStats {

@@ -21,6 +21,7 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
 
 #include "common/mpi_util.hpp"
 #include "estuary/io.hpp"
@@ -114,6 +115,7 @@ struct GridInfo {
   // Model side only: this rank's points and their coordinates.
   std::vector<i64> points;
   std::vector<double> lon, lat, clon, clat;
+  std::vector<std::int32_t> mask;  // per point of `points`; empty: none masked
   // File shape of the horizontal grid: {ny, nx} for 2-D kinds, {n} otherwise.
   std::vector<i64> hshape() const {
     if (dims.size() == 2 && kind != GridKind::reduced_gaussian && kind != GridKind::unstructured)
@@ -125,6 +127,7 @@ struct GridInfo {
 struct FieldInfo {
   FieldDef def;
   int grid = -1;
+  std::vector<std::size_t> masked;  // model side: local values written as the fill value
 };
 
 // One Redist from a source decomposition to the writers' slabs, shared by every variable fed
@@ -187,6 +190,7 @@ struct FileState {
 
 struct Output::Impl {
   OutputConfig cfg;
+  std::vector<double> masked_copy;  // model side: a written field with its masked points filled
   CalendarClock clock;  // period boundaries of cfg's calendar
   bool server_mode = false;
   bool model = true, writer = false, server = false;
@@ -259,6 +263,39 @@ struct Output::Impl {
       f.def.long_name = u.s();
       f.def.standard_name = u.s();
       f.def.decomp = Decomp::empty(u.i());
+    }
+  }
+
+  // Model side, after plan_vars: the local values of each field that are written as the fill
+  // value, from the field's own mask or its grid's (through this rank's part of the grid).
+  void resolve_masks() {
+    for (FieldInfo& f : fields) {
+      const std::size_t n = static_cast<std::size_t>(f.def.decomp.size());
+      f.masked.clear();
+      if (!f.def.mask.empty()) {
+        if (f.def.mask.size() != n)
+          throw Error("mask of " + std::to_string(f.def.mask.size()) + " values, the decomposition holds " +
+                          std::to_string(n),
+                      "field " + f.def.name + ", " + where_rank(), "give one mask value per local value");
+        for (std::size_t i = 0; i < n; ++i)
+          if (f.def.mask[i] == 0) f.masked.push_back(i);
+        continue;
+      }
+      const GridInfo& g = grids[static_cast<std::size_t>(f.grid)];
+      if (std::all_of(g.mask.begin(), g.mask.end(), [](std::int32_t m) { return m != 0; })) continue;
+      std::unordered_map<i64, std::int32_t> at;
+      for (std::size_t k = 0; k < g.points.size(); ++k) at.emplace(g.points[k], g.mask[k]);
+      const std::vector<i64> idx = f.def.decomp.to_indices();
+      for (std::size_t i = 0; i < n; ++i) {
+        const i64 h = idx[i] % g.global_size;  // the grid point under this value (any level)
+        auto it = at.find(h);
+        if (it == at.end())
+          throw Error("value " + std::to_string(i) + " lies on point " + std::to_string(h) + " of grid " + g.name +
+                          ", which this rank's def_grid part does not hold, so its mask is unknown",
+                      "field " + f.def.name + ", " + where_rank(),
+                      "give the field its own mask (FieldDef::mask), or def_grid the points the field holds");
+        if (it->second == 0) f.masked.push_back(i);
+      }
     }
   }
 
@@ -526,6 +563,9 @@ struct Output::Impl {
         if (!f.def.standard_name.empty()) w.put_att(v.ncvar, "standard_name", f.def.standard_name);
         if (!f.def.long_name.empty()) w.put_att(v.ncvar, "long_name", f.def.long_name);
         if (!f.def.units.empty()) w.put_att(v.ncvar, "units", f.def.units);
+        // Masked points and periods without a sample: CF's fill value, in the variable's type.
+        w.put_att(v.ncvar, "_FillValue", {kFillValue}, !v.dbl);
+        w.put_att(v.ncvar, "missing_value", {kFillValue}, !v.dbl);
         // The horizontal coordinate variables of this field's grid, named after its dimensions.
         std::string sfx = v.dim_names.back();
         sfx = sfx.substr(sfx.find('_') == std::string::npos ? sfx.size() : sfx.find('_'));
@@ -1071,6 +1111,7 @@ void Output::def_grid(const std::string& name, const Grid& local) {
   g.lat = local.lat;
   g.clon = local.corner_lon;
   g.clat = local.corner_lat;
+  g.mask = local.mask;
   x.grids.push_back(std::move(g));
 }
 
@@ -1079,7 +1120,7 @@ void Output::def_field(const FieldDef& field) {
   if (!x.model || x.defined) throw Error("def_field outside the definition phase", "field " + field.name);
   for (const FieldInfo& f : x.fields)
     if (f.def.name == field.name) throw Error("field defined twice", "field " + field.name);
-  x.fields.push_back({field, -1});
+  x.fields.push_back({field, -1, {}});
 }
 
 void Output::end_def() {
@@ -1093,6 +1134,9 @@ void Output::end_def() {
   }
   // Every rank checks the same catalog against the same config: all fail alike, none hangs.
   x.plan_vars();
+  estuary::detail::agree(x.xcomm, [&] {
+    if (x.model) x.resolve_masks();
+  });
   x.build_transfers();
   estuary::detail::agree(x.xcomm, [&] { x.create_files(); });
   x.defined = true;
@@ -1111,6 +1155,9 @@ void Output::serve() {
   estuary::detail::check_mpi(MPI_Recv(cat.data(), n, MPI_BYTE, 0, kTagCatalog, x.ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
   x.unpack_catalog(cat);
   x.plan_vars();
+  estuary::detail::agree(x.xcomm, [&] {
+    if (x.model) x.resolve_masks();
+  });
   x.build_transfers();
   estuary::detail::agree(x.xcomm, [&] { x.create_files(); });
   x.defined = true;
@@ -1193,22 +1240,32 @@ void Output::write(const std::string& field, double time, std::span<const double
                   "end the run; the records completed before the failure are in the files");
     }
   }
+  // Masked points go out as the fill value, whatever the model gave there (a copy: the model's
+  // array is not touched).
+  const std::vector<std::size_t>& masked = fit->masked;
+  auto with_mask = [&](const double* values) {
+    if (masked.empty()) return values;
+    x.masked_copy.assign(values, values + n);
+    for (std::size_t i : masked) x.masked_copy[i] = kFillValue;
+    return static_cast<const double*>(x.masked_copy.data());
+  };
   for (int vi : due) {
     Var& v = x.vars[static_cast<std::size_t>(vi)];
     if (v.op == Operation::once) {
-      x.emit(v, data.data(), time, time, time);
+      x.emit(v, with_mask(data.data()), time, time, time);
       v.done_once = true;
       continue;
     }
     const Frequency& F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq;
     const double tb0 = x.clock.boundary(F, v.next_k - 1), tb1 = v.next_out;
     if (v.op == Operation::instant) {
-      x.emit(v, data.data(), time, time, time);
+      x.emit(v, with_mask(data.data()), time, time, time);
     } else {
-      // A period without a sample (sampling coarser than the model's writes): missing values.
-      if (v.nsamples == 0) v.acc.assign(data.size(), std::numeric_limits<double>::quiet_NaN());
+      // A period without a sample (sampling coarser than the model's writes): the fill value.
+      if (v.nsamples == 0) v.acc.assign(data.size(), kFillValue);
       if (v.op == Operation::average && v.nsamples > 0)
         for (double& a : v.acc) a /= static_cast<double>(v.nsamples);
+      for (std::size_t i : masked) v.acc[i] = kFillValue;
       x.emit(v, v.acc.data(), 0.5 * (tb0 + tb1), tb0, tb1);
     }
     v.nsamples = 0;

@@ -236,3 +236,66 @@ def test_monthly_and_yearly_means_on_calendar_periods(io_env, calendar, year, ra
     out = subprocess.run(["cdo", "-s", "showdate", os.path.join(d, f"monthly_{year}0401.nc")],
                          capture_output=True, text=True)
     assert out.returncode == 0 and f"{year}-05-" in out.stdout, out.stdout + out.stderr
+
+
+# ---- masks and fill values ----
+def land_reference():
+    """GridGen::with_land's made-up continents on the test's lon-lat grid, computed here:
+    Antarctica below 70S and five spherical caps (centre lon, lat, radius in degrees)."""
+    lon = 30.0 * np.arange(NX)
+    lat = -90 + 22.5 * (np.arange(NY) + 0.5)
+    LON, LAT = np.meshgrid(np.radians(lon), np.radians(lat))
+    p = np.stack([np.cos(LAT) * np.cos(LON), np.cos(LAT) * np.sin(LON), np.sin(LAT)])
+    land = np.degrees(LAT) < -70
+    for clon, clat, rad in [(20, 5, 30), (100, 50, 35), (-100, 45, 28), (-60, -15, 20), (135, -25, 15)]:
+        c = np.radians([clon, clat])
+        cv = np.array([np.cos(c[1]) * np.cos(c[0]), np.cos(c[1]) * np.sin(c[0]), np.sin(c[1])])
+        land |= np.tensordot(cv, p, axes=1) > np.cos(np.radians(rad))
+    return land
+
+
+@pytest.mark.parametrize("mask,ranks,decomp,mode,writers", [
+    ("field", 3, "perm", "serverless", 2),
+    ("field", 4, "boxes", "server", 1),
+    ("grid", 3, "cyclic", "serverless", 1),
+    ("grid", 4, "cyclic", "server", 2),
+])
+def test_masked_points_are_fill_values(io_env, mask, ranks, decomp, mode, writers):
+    d, p = run(io_env, ranks, decomp, mode, writers, name=f"mask_{mask}_np{ranks}_{mode}", env={"ESTUARY_IO_MASK": mask})
+    assert p.returncode == 0, p.stdout + p.stderr
+    if mask == "field":
+        land = (np.arange(NY * NX) % 5 == 0).reshape(NY, NX)
+    else:
+        land = land_reference()
+    assert 0 < land.sum() < land.size
+    for name, checks in [("inst", [(r, 2 * (r + 1)) for r in range(NSTEPS // 2)])]:
+        with netCDF4.Dataset(os.path.join(d, name + ".nc")) as ds:
+            for var, dtype in (("t3", np.float64), ("sst", np.float32)):
+                v = ds[var]
+                assert v._FillValue == 1e20 * dtype(1) and v.missing_value == v._FillValue
+                assert v.getncattr("_FillValue").dtype == dtype
+            for r, step in checks:
+                t3, sst = ds["t3"][r], ds["sst"][r]
+                np.testing.assert_array_equal(np.ma.getmaskarray(t3), np.broadcast_to(land, t3.shape))
+                np.testing.assert_array_equal(np.ma.getmaskarray(sst), land)
+                np.testing.assert_array_equal(t3.compressed(), value3(step)[:, ~land].ravel())
+    with netCDF4.Dataset(os.path.join(d, "stats.nc")) as ds:  # a masked point never enters an average
+        for r in range(NSTEPS // 3):
+            steps = [3 * r + 1, 3 * r + 2, 3 * r + 3]
+            t3 = ds["t3"][r]
+            np.testing.assert_array_equal(np.ma.getmaskarray(t3), np.broadcast_to(land, t3.shape))
+            np.testing.assert_allclose(t3.compressed(), np.mean([value3(s) for s in steps], axis=0)[:, ~land].ravel(),
+                                       rtol=1e-14)
+    with xr.open_dataset(os.path.join(d, "stats.nc")) as ds:  # xarray turns fill values into NaN
+        assert int(np.isnan(ds.sst.isel(time=0)).sum()) == int(land.sum())
+    with netCDF4.Dataset(os.path.join(d, "const.nc")) as ds:
+        np.testing.assert_array_equal(np.ma.getmaskarray(ds["sst"][:]), land)
+
+
+def test_grid_mask_needs_the_fields_points(io_env):
+    """A grid mask reaches a field's values only through the points this rank's def_grid part
+    holds: block fields on a cyclic grid part are refused on every rank, naming field and rank."""
+    d, p = run(io_env, 3, "block", "serverless", 1, name="mask_grid_block", env={"ESTUARY_IO_MASK": "grid"})
+    assert p.returncode != 0
+    assert "which this rank's def_grid part does not hold" in p.stdout + p.stderr
+    assert "field t3" in p.stdout + p.stderr
