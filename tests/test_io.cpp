@@ -216,15 +216,15 @@ TEST(IoWrite, DecompositionsWritersModes) {
             bytes = out.stats().bytes_written;
           }
         }
-        // The writers together put each value once: 2 records of t3 (double) and sst (float),
-        // lon and lat (double), and their 4-corner bounds.
+        // The writers together put each value once: 2 records of t3 (double) and sst (float).
+        // (The lon-lat grid's 1-D lon and lat are written whole at file creation, like levels:
+        // neither handed over nor counted.)
         i64 total = 0;
         MPI_Allreduce(&bytes, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-        EXPECT_EQ(total, 2 * (iotest::kNlev * iotest::kNh * 8 + iotest::kNh * 4) + 2 * iotest::kNh * 8 +
-                             2 * iotest::kNh * 4 * 8);
-        // Steps 2 and 4 are output steps: 2 records of 2 variables, plus lon, lat and bounds.
+        EXPECT_EQ(total, 2 * (iotest::kNlev * iotest::kNh * 8 + iotest::kNh * 4));
+        // Steps 2 and 4 are output steps: 2 records of 2 variables.
         if (etest::world_rank() == 0) {
-          EXPECT_EQ(handed, 2 * 2 + 4);
+          EXPECT_EQ(handed, 2 * 2);
         }
         io::Reader rd(dir + "/inst.nc", MPI_COMM_WORLD);
         ASSERT_EQ(rd.records(), 2);
@@ -237,10 +237,18 @@ TEST(IoWrite, DecompositionsWritersModes) {
             return static_cast<double>(static_cast<float>(iotest::value2(g, step)));
           });
         }
-        // Coordinates: the file's lon/lat equal the grid's, whatever the rank counts.
+        // Coordinates: the file's 1-D lon(lon) and lat(lat) equal the grid's first row and first
+        // column (a lon-lat grid), whatever the rank counts.
         const estuary::Grid whole = estuary::GridGen::lonlat(iotest::kNx, iotest::kNy).make();
-        bad += check_var(rd, "lon", -1, 1, [&](i64 g) { return whole.lon[static_cast<std::size_t>(g)]; });
-        bad += check_var(rd, "lat", -1, 1, [&](i64 g) { return whole.lat[static_cast<std::size_t>(g)]; });
+        for (const char* axis : {"lon", "lat"}) {
+          const bool lon = axis[1] == 'o';
+          const i64 n = lon ? iotest::kNx : iotest::kNy;
+          std::vector<double> got(static_cast<std::size_t>(n));
+          rd.read_record(axis, -1, estuary::Decomp::stripes(n, {{0, n, 1}}), got);
+          for (i64 k = 0; k < n; ++k)
+            bad += got[static_cast<std::size_t>(k)] != (lon ? whole.lon[static_cast<std::size_t>(k)]
+                                                             : whole.lat[static_cast<std::size_t>(k * iotest::kNx)]);
+        }
         EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << etest::world_rank();
       }
 }
@@ -398,9 +406,9 @@ TEST(IoShutdown, SigtermKeepsRecordsHandedOver) {
     const bool model = mode == io::Mode::serverless || etest::world_rank() < wp - 1;
     EXPECT_EQ(terminated, model);
     // Rank 0 raises before step 5's write; step 6 is the first output step after: 3 records
-    // (hours 2, 4, 6), plus the 4 coordinate variables.
+    // (hours 2, 4, 6).
     if (etest::world_rank() == 0) {
-      EXPECT_EQ(handed, 3 + 4);
+      EXPECT_EQ(handed, 3);
     }
     // A restart file: renamed from its temporary name when closed.
     EXPECT_TRUE(std::filesystem::exists(dir + "/h.nc"));

@@ -62,6 +62,8 @@ struct FieldConfig {
   Precision precision = Precision::f32;
   int deflate = 0;               // netCDF-4 deflate level 0..9 (0: none); needs format netcdf4
   double sampling_freq_s = 0;    // > 0: only samples at multiples of it enter the operation
+  // CF attributes of the variable; empty: those of the model's FieldDef.
+  std::string standard_name, long_name, units;
 };
 
 struct FileConfig {
@@ -82,6 +84,9 @@ struct OutputConfig {
   std::string reference_time = "2000-01-01 00:00:00";  // model time 0
   Format format = Format::cdf5;  // default of the files' `format`
   bool catch_sigterm = true;
+  // Global attributes of every file (CF/CMIP): empty ones are left out; `history` gets a line
+  // "<UTC date> estuary <version>: written" in front of what is given here.
+  std::string title, institution, source_attribute = "estuary I/O (remap-and-write)", comment, history;
   std::vector<FileConfig> files;
   std::string source = "<in memory>";  // where it came from, for error messages
 

@@ -87,13 +87,13 @@ def check_with_netcdf4(d):
     ref_c = np.stack([cval(np.arange(NC), s) for s in range(NSTEPS)])
     grid = estuary.GridGen.lonlat(NX, NY).make()
     with netCDF4.Dataset(d / "inst.nc") as ds:
-        assert ds["t"].dimensions == ("time", "lev", "y", "x")
+        assert ds["t"].dimensions == ("time", "lev", "lat", "lon")  # lon-lat: CF 1-D coordinates
         assert ds["t"].units == "K" and ds["t"].standard_name == "air_temperature"
         np.testing.assert_array_equal(ds["time"][:], DT * np.arange(1, NSTEPS + 1))
         np.testing.assert_array_equal(ds["lev"][:], LEVELS)
         np.testing.assert_array_equal(ds["t"][:], ref_t)
-        np.testing.assert_allclose(ds["lon"][:], grid.lon.reshape(NY, NX), atol=1e-12)
-        np.testing.assert_allclose(ds["lat"][:], grid.lat.reshape(NY, NX), atol=1e-12)
+        np.testing.assert_allclose(ds["lon"][:], grid.lon.reshape(NY, NX)[0], atol=1e-12)
+        np.testing.assert_allclose(ds["lat"][:], grid.lat.reshape(NY, NX)[:, 0], atol=1e-12)
         c = ds["c"]
         assert c.shape == (NSTEPS, NC)
         np.testing.assert_array_equal(c[:], ref_c)

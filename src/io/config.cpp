@@ -149,8 +149,13 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
   const YAML::Node o = root["output"];
   if (!o.IsMap()) throw Error("`output` must be a map", at(source, "output"));
   only_keys(o, {"mode", "writers", "buffer_records", "directory", "calendar", "reference_time",
-                "catch_sigterm", "format", "files"},
+                "catch_sigterm", "format", "files", "title", "institution", "source", "comment", "history"},
             source, "output.");
+  if (o["title"]) c.title = scalar(o["title"], source, "output.title");
+  if (o["institution"]) c.institution = scalar(o["institution"], source, "output.institution");
+  if (o["source"]) c.source_attribute = scalar(o["source"], source, "output.source");
+  if (o["comment"]) c.comment = scalar(o["comment"], source, "output.comment");
+  if (o["history"]) c.history = scalar(o["history"], source, "output.history");
   if (o["mode"]) {
     const std::string m = scalar(o["mode"], source, "output.mode");
     if (m == "server") c.mode = Mode::server;
@@ -226,7 +231,11 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
         if (!v["name"]) throw Error("a field needs a name", at(source, q + ".name"));
         fd.name = scalar(v["name"], source, q + ".name");
         q += " (" + fd.name + ").";
-        only_keys(v, {"name", "operation", "precision", "deflate", "sampling_freq"}, source, q);
+        only_keys(v, {"name", "operation", "precision", "deflate", "sampling_freq", "standard_name", "long_name", "units"},
+                  source, q);
+        if (v["standard_name"]) fd.standard_name = scalar(v["standard_name"], source, q + "standard_name");
+        if (v["long_name"]) fd.long_name = scalar(v["long_name"], source, q + "long_name");
+        if (v["units"]) fd.units = scalar(v["units"], source, q + "units");
         if (v["deflate"]) {
           const std::string d = scalar(v["deflate"], source, q + "deflate");
           if (d.size() != 1 || d[0] < '0' || d[0] > '9')

@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <exception>
 #include <filesystem>
 #include <functional>
@@ -21,6 +22,7 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/mpi_util.hpp"
@@ -82,6 +84,14 @@ struct Unpacker {
 };
 
 // Every setting of `c` that shapes the ranks' collectives, as text (for agree_same).
+// The line this run adds to a file's `history` (CF): when and by what it was written.
+std::string history_line() {
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return std::string(date) + " estuary " ESTUARY_VERSION_STRING ": written by estuary::io::Output";
+}
+
 std::string describe(const OutputConfig& c) {
   std::ostringstream o;
   o.precision(17);
@@ -116,6 +126,12 @@ struct GridInfo {
   std::vector<i64> points;
   std::vector<double> lon, lat, clon, clat;
   std::vector<std::int32_t> mask;  // per point of `points`; empty: none masked
+  // Regular lon-lat and Gaussian grids: longitude constant along each column and latitude along
+  // each row, written as 1-D coordinate variables lon(lon), lat(lat) with their bounds (CF,
+  // what CDO and xarray's sel(lat=...) expect). Known on every rank (model ranks reduce them,
+  // servers get them in the catalog).
+  bool rectilinear = false;
+  std::vector<double> axis_lon, axis_lat, axis_lon_bnds, axis_lat_bnds;  // nx, ny, 2 nx, 2 ny
   // File shape of the horizontal grid: {ny, nx} for 2-D kinds, {n} otherwise.
   std::vector<i64> hshape() const {
     if (dims.size() == 2 && kind != GridKind::reduced_gaussian && kind != GridKind::unstructured)
@@ -147,6 +163,7 @@ struct Var {
   std::string name;
   int field = -1;               // FieldInfo index, or -1 for a coordinate
   int grid = -1, coord = -1;    // coordinates: grid index and kind (0 lon, 1 lat, 2/3 bounds)
+  std::string standard_name, long_name, units;  // fields: from the file's config, else the FieldDef
   int transfer = -1;
   std::vector<i64> shape;       // without time
   std::vector<std::string> dim_names;
@@ -174,6 +191,7 @@ struct FileState {
   std::unique_ptr<FileWriter> w;
   bool has_time = false, has_bounds = false;
   int time_var = -1, tb_var = -1;
+  std::vector<std::pair<int, std::string>> axes1d;  // rectilinear grids used: (grid, name suffix)
   i64 time_written = -1;
   i64 split = std::numeric_limits<i64>::min();  // the split period of the open file
   i64 rec_base = 0;                              // the first record of the open split file
@@ -228,6 +246,11 @@ struct Output::Impl {
       p.vi(g.dims);
       p.i(g.global_size);
       p.i(g.ncorner);
+      p.i(g.rectilinear ? 1 : 0);
+      p.vd(g.axis_lon);
+      p.vd(g.axis_lat);
+      p.vd(g.axis_lon_bnds);
+      p.vd(g.axis_lat_bnds);
     }
     p.i(static_cast<i64>(fields.size()));
     for (const FieldInfo& f : fields) {
@@ -252,6 +275,11 @@ struct Output::Impl {
       g.dims = u.vi();
       g.global_size = u.i();
       g.ncorner = static_cast<int>(u.i());
+      g.rectilinear = u.i() != 0;
+      g.axis_lon = u.vd();
+      g.axis_lat = u.vd();
+      g.axis_lon_bnds = u.vd();
+      g.axis_lat_bnds = u.vd();
     }
     fields.resize(static_cast<std::size_t>(u.i()));
     for (FieldInfo& f : fields) {
@@ -263,6 +291,61 @@ struct Output::Impl {
       f.def.long_name = u.s();
       f.def.standard_name = u.s();
       f.def.decomp = Decomp::empty(u.i());
+    }
+  }
+
+  // Model side, collective over the model ranks, before the catalog: the 1-D axes of lon-lat and
+  // Gaussian grids. Each rank puts its points' longitudes at their column and latitudes at their
+  // row; the max and min over ranks must agree (a grid that is not rectilinear after all, or one
+  // whose points no rank holds, keeps 2-D coordinates). Bounds come from the corners: the cell's
+  // extent in longitude around its centre (across the date line too) and in latitude.
+  void compute_axes() {
+    for (GridInfo& g : grids) {
+      if ((g.kind != GridKind::lonlat && g.kind != GridKind::gaussian) || g.dims.size() != 2) continue;
+      const i64 nx = g.dims[0], ny = g.dims[1];
+      const std::size_t nb = static_cast<std::size_t>(3 * (nx + ny));  // values, low and high bounds
+      constexpr double inf = std::numeric_limits<double>::infinity();
+      std::vector<double> hi(2 * nb, -inf);  // [max of v, max of -v]: one reduction gives both
+      auto put = [&](std::size_t slot, double value) {
+        hi[slot] = std::max(hi[slot], value);
+        hi[nb + slot] = std::max(hi[nb + slot], -value);
+      };
+      const std::size_t ux = static_cast<std::size_t>(nx), uy = static_cast<std::size_t>(ny);
+      for (std::size_t k = 0; k < g.points.size(); ++k) {
+        const std::size_t i = static_cast<std::size_t>(g.points[k] % nx), j = static_cast<std::size_t>(g.points[k] / nx);
+        put(i, g.lon[k]);
+        put(ux + j, g.lat[k]);
+        if (g.ncorner > 0) {
+          double dlo = inf, dhi = -inf, blo = inf, bhi = -inf;
+          for (int c = 0; c < g.ncorner; ++c) {
+            const std::size_t q = k * static_cast<std::size_t>(g.ncorner) + static_cast<std::size_t>(c);
+            const double d = std::remainder(g.clon[q] - g.lon[k], 360.0);
+            dlo = std::min(dlo, d);
+            dhi = std::max(dhi, d);
+            blo = std::min(blo, g.clat[q]);
+            bhi = std::max(bhi, g.clat[q]);
+          }
+          put(ux + uy + 2 * i, g.lon[k] + dlo);
+          put(ux + uy + 2 * i + 1, g.lon[k] + dhi);
+          put(3 * ux + uy + 2 * j, blo);
+          put(3 * ux + uy + 2 * j + 1, bhi);
+        }
+      }
+      estuary::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, hi.data(), static_cast<int>(hi.size()), MPI_DOUBLE,
+                                               MPI_MAX, model_comm),
+                                 "MPI_Allreduce");
+      const std::size_t used = g.ncorner > 0 ? nb : ux + uy;
+      bool ok = true;
+      for (std::size_t t = 0; t < used && ok; ++t)
+        ok = std::isfinite(hi[t]) && std::abs(hi[t] + hi[nb + t]) <= 1e-9 * std::max(1.0, std::abs(hi[t]));
+      g.rectilinear = ok;
+      if (!ok) continue;
+      g.axis_lon.assign(hi.begin(), hi.begin() + nx);
+      g.axis_lat.assign(hi.begin() + nx, hi.begin() + nx + ny);
+      if (g.ncorner > 0) {
+        g.axis_lon_bnds.assign(hi.begin() + nx + ny, hi.begin() + 3 * nx + ny);
+        g.axis_lat_bnds.assign(hi.begin() + 3 * nx + ny, hi.begin() + 3 * (nx + ny));
+      }
     }
   }
 
@@ -346,6 +429,11 @@ struct Output::Impl {
         const std::vector<i64> hs = grid.hshape();
         hdims[g] = hs.size() == 2 ? std::vector<std::string>{"y" + sfx, "x" + sfx}
                                   : std::vector<std::string>{"cell" + sfx};
+        if (grid.rectilinear) {  // 1-D coordinate variables, written whole at file creation
+          hdims[g] = {"lat" + sfx, "lon" + sfx};
+          fs.axes1d.push_back({g, sfx});
+          continue;
+        }
         for (int c = 0; c < (grid.ncorner > 0 ? 4 : 2); ++c) {
           auto key = std::make_pair(g, c);
           if (!coord_transfer.count(key)) {
@@ -384,6 +472,9 @@ struct Output::Impl {
         v.deflate = fd.deflate;
         v.sampling_s = fd.sampling_freq_s;
         v.has_time = fd.operation != Operation::once;
+        v.standard_name = fd.standard_name.empty() ? info.def.standard_name : fd.standard_name;
+        v.long_name = fd.long_name.empty() ? info.def.long_name : fd.long_name;
+        v.units = fd.units.empty() ? info.def.units : fd.units;
         if (!info.def.levels.empty()) {
           auto a = std::find(axes.begin(), axes.end(), info.def.levels);
           const std::size_t ai = static_cast<std::size_t>(a - axes.begin());
@@ -487,11 +578,18 @@ struct Output::Impl {
       FileWriter& w = *fs.w;
       const int fi = static_cast<int>(&fs - files.data());
       w.put_att(-1, "Conventions", "CF-1.8");
-      w.put_att(-1, "source", "estuary I/O (remap-and-write)");
+      for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"title", &cfg.title},
+                                       {"institution", &cfg.institution}, {"source", &cfg.source_attribute},
+                                       {"comment", &cfg.comment}})
+        if (!text->empty()) w.put_att(-1, name, *text);
+      w.put_att(-1, "history", history_line() + (cfg.history.empty() ? "" : "\n" + cfg.history));
       std::map<std::string, int> dims;
       int tdim = -1, nvdim = -1;
       if (fs.has_time) tdim = w.def_dim("time", -1);
-      if (fs.has_bounds) nvdim = w.def_dim("bnds", 2);
+      const bool axis_bounds = std::any_of(fs.axes1d.begin(), fs.axes1d.end(), [&](const auto& a) {
+        return !grids[static_cast<std::size_t>(a.first)].axis_lon_bnds.empty();
+      });
+      if (fs.has_bounds || axis_bounds) nvdim = w.def_dim("bnds", 2);
       // Dimensions and level axes in first-use order.
       std::vector<std::pair<std::string, std::vector<double>>> axes;
       std::vector<std::string> axis_units;
@@ -525,11 +623,36 @@ struct Output::Impl {
       std::vector<int> axis_vars;
       for (std::size_t a = 0; a < axes.size(); ++a) {
         const int av = w.def_var(axes[a].first, true, {dims[axes[a].first]});
-        w.put_att(av, "long_name", "vertical level");
-        w.put_att(av, "units", axis_units[a]);
+        // CF's vertical coordinate: depth in metres (ocean), pressure (atmosphere), else levels.
+        const std::string& u = axis_units[a];
+        const bool pressure = u == "Pa" || u == "hPa";
+        w.put_att(av, "standard_name", u == "m" ? "depth" : pressure ? "air_pressure" : "model_level_number");
+        w.put_att(av, "long_name", u == "m" ? "depth" : pressure ? "pressure" : "vertical level");
+        w.put_att(av, "units", u);
         w.put_att(av, "axis", "Z");
-        w.put_att(av, "positive", axis_units[a] == "m" ? "down" : "up");
+        w.put_att(av, "positive", u == "m" || pressure ? "down" : "up");
         axis_vars.push_back(av);
+      }
+      // 1-D longitude and latitude of rectilinear grids: (variable, values) to write after enddef.
+      std::vector<std::tuple<int, const std::vector<double>*, bool>> axis1d_values;
+      for (const auto& [g, sfx] : fs.axes1d) {
+        const GridInfo& grid = grids[static_cast<std::size_t>(g)];
+        for (int lon = 1; lon >= 0; --lon) {
+          const std::string name = (lon ? "lon" : "lat") + sfx;
+          const int av = w.def_var(name, true, {dims[name]});
+          w.put_att(av, "standard_name", lon ? "longitude" : "latitude");
+          w.put_att(av, "long_name", lon ? "longitude" : "latitude");
+          w.put_att(av, "units", lon ? "degrees_east" : "degrees_north");
+          w.put_att(av, "axis", lon ? "X" : "Y");
+          axis1d_values.push_back({av, lon ? &grid.axis_lon : &grid.axis_lat, false});
+          if (!grid.axis_lon_bnds.empty()) {
+            const std::string b = (lon ? "lon_bnds" : "lat_bnds") + sfx;
+            w.put_att(av, "bounds", b);
+            const int bv = w.def_var(b, true, {dims[name], nvdim});
+            w.put_att(bv, "units", lon ? "degrees_east" : "degrees_north");
+            axis1d_values.push_back({bv, lon ? &grid.axis_lon_bnds : &grid.axis_lat_bnds, true});
+          }
+        }
       }
       for (Var& v : vars) {
         if (v.file != fi) continue;
@@ -560,16 +683,17 @@ struct Output::Impl {
           continue;
         }
         const FieldInfo& f = fields[static_cast<std::size_t>(v.field)];
-        if (!f.def.standard_name.empty()) w.put_att(v.ncvar, "standard_name", f.def.standard_name);
-        if (!f.def.long_name.empty()) w.put_att(v.ncvar, "long_name", f.def.long_name);
-        if (!f.def.units.empty()) w.put_att(v.ncvar, "units", f.def.units);
+        if (!v.standard_name.empty()) w.put_att(v.ncvar, "standard_name", v.standard_name);
+        if (!v.long_name.empty()) w.put_att(v.ncvar, "long_name", v.long_name);
+        if (!v.units.empty()) w.put_att(v.ncvar, "units", v.units);
         // Masked points and periods without a sample: CF's fill value, in the variable's type.
         w.put_att(v.ncvar, "_FillValue", {kFillValue}, !v.dbl);
         w.put_att(v.ncvar, "missing_value", {kFillValue}, !v.dbl);
-        // The horizontal coordinate variables of this field's grid, named after its dimensions.
+        // The horizontal coordinate variables of this field's grid, named after its dimensions
+        // (1-D coordinate variables of a rectilinear grid need no attribute: they share its dims).
         std::string sfx = v.dim_names.back();
         sfx = sfx.substr(sfx.find('_') == std::string::npos ? sfx.size() : sfx.find('_'));
-        w.put_att(v.ncvar, "coordinates", "lon" + sfx + " lat" + sfx);
+        if (!grids[static_cast<std::size_t>(f.grid)].rectilinear) w.put_att(v.ncvar, "coordinates", "lon" + sfx + " lat" + sfx);
         w.put_att(v.ncvar, "online_operation", name_of(v.op));
         static const std::map<Operation, std::string> cm = {{Operation::average, "time: mean"},
                                                             {Operation::minimum, "time: minimum"},
@@ -584,6 +708,13 @@ struct Output::Impl {
         std::vector<Box> boxes;
         if (windex == 0) boxes.push_back({{0}, {static_cast<i64>(axes[a].second.size())}});
         w.put(axis_vars[a], -1, boxes, axes[a].second.data());
+      }
+      // 1-D axes and their bounds likewise (a bounds variable is (n, 2)).
+      for (const auto& [av, values, bounds] : axis1d_values) {
+        std::vector<Box> boxes;
+        const i64 n = static_cast<i64>(values->size());
+        if (windex == 0) boxes.push_back(bounds ? Box{{0, 0}, {n / 2, 2}} : Box{{0}, {n}});
+        w.put(av, -1, boxes, values->data());
       }
     }
     // Split files: every one holds the coordinates and the `once` fields.
@@ -1126,6 +1257,7 @@ void Output::def_field(const FieldDef& field) {
 void Output::end_def() {
   Impl& x = *impl_;
   const double t0 = MPI_Wtime();
+  if (x.model) x.compute_axes();
   if (x.server_mode && x.model_rank == 0 && x.model) {
     const std::vector<char> cat = x.pack_catalog();
     for (int s : x.server_xranks)

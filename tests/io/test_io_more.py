@@ -50,7 +50,7 @@ def test_netcdf4_write_read_back(io_env, ranks, decomp, mode, writers, in_turn):
         subprocess.run(["ncdump", "-h", os.path.join(d, f + ".nc")], check=True, capture_output=True)
     info = subprocess.run(["cdo", "-s", "sinfon", os.path.join(d, "stats.nc")], check=True,
                           capture_output=True, text=True).stdout
-    assert "curvilinear" in info and f"{NSTEPS // 3} steps" in info
+    assert "lonlat" in info and f"{NSTEPS // 3} steps" in info
 
 
 def test_netcdf4_same_contents_as_cdf5(io_env):
@@ -114,8 +114,8 @@ def test_split_and_sampling(io_env, ranks, decomp, mode, writers):
             for r in range(3):
                 np.testing.assert_array_equal(ds["t3"][r], value3(6 * k + 2 * (r + 1)))
             np.testing.assert_allclose(ds["sst"][:], value2(1), rtol=1e-14)
-            assert ds["lon"].shape == (NY, NX) and ds["lon_bnds"].shape == (NY, NX, 4)
-            np.testing.assert_allclose(ds["lon"][0, :], 30.0 * np.arange(NX), atol=1e-12)
+            assert ds["lon"].shape == (NX,) and ds["lon_bnds"].shape == (NX, 2)
+            np.testing.assert_allclose(ds["lon"][:], 30.0 * np.arange(NX), atol=1e-12)
     # day: netCDF-4, one file a day, 8 averages each.
     days = sorted(f for f in os.listdir(d) if f.startswith("day_"))
     assert days == ["day_20040228.nc", "day_20040301.nc"]
@@ -299,3 +299,27 @@ def test_grid_mask_needs_the_fields_points(io_env):
     assert p.returncode != 0
     assert "which this rank's def_grid part does not hold" in p.stdout + p.stderr
     assert "field t3" in p.stdout + p.stderr
+
+
+def test_cf_metadata_from_the_configuration(io_env):
+    """Global attributes and per-variable CF attributes from the YAML; xarray selects by latitude
+    on the 1-D axes; the history names estuary."""
+    config = CONFIG.replace("  files:\n", '  title: "estuary CF test"\n  institution: "nowhere"\n'
+                            '  comment: "made by a test"\n  history: "earlier step"\n  files:\n', 1).replace(
+        "fields: [{{name: t3, precision: double}}, {{name: sst, precision: float}}]",
+        "fields: [{{name: t3, precision: double, standard_name: air_temperature, long_name: air temperature, units: degC}},"
+        " {{name: sst, precision: float}}]")
+    d, p = run(io_env, 2, "block", "serverless", 1, config=config, name="cf_attrs")
+    assert p.returncode == 0, p.stdout + p.stderr
+    with netCDF4.Dataset(os.path.join(d, "inst.nc")) as ds:
+        assert ds.title == "estuary CF test" and ds.institution == "nowhere" and ds.comment == "made by a test"
+        assert ds.Conventions == "CF-1.8" and ds.source.startswith("estuary")
+        lines = ds.history.split("\n")
+        assert "estuary" in lines[0] and lines[1] == "earlier step"
+        t3 = ds["t3"]
+        assert (t3.standard_name, t3.long_name, t3.units) == ("air_temperature", "air temperature", "degC")
+        assert ds["sst"].standard_name == "sea_surface_height_above_geoid"  # the model's own
+    with xr.open_dataset(os.path.join(d, "inst.nc"), use_cftime=True) as ds:
+        row = ds.sst.isel(time=0).sel(lat=-90 + 22.5 * 2.5)
+        np.testing.assert_allclose(row.values, value2(2)[2].astype(np.float32), rtol=1e-6)
+        assert ds.lon.attrs["units"] == "degrees_east" and ds.lev.attrs["positive"] == "down"
