@@ -2,10 +2,12 @@
 // writers in both modes read back with the Reader into another decomposition, temporal
 // operations against a reference computed here, and the exception and SIGTERM paths.
 // (The independent Python reader checks the same files' contents and CF metadata: tests/io/.)
+#include <chrono>
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <limits>
@@ -83,6 +85,74 @@ TEST(IoConfig, MalformedConfigsNameFileAndKey) {
   EXPECT_DOUBLE_EQ(io::parse_duration("90", "x"), 90.0);
   EXPECT_THROW(io::parse_duration("0h", "x"), estuary::Error);
   EXPECT_THROW(io::parse_duration("-1d", "x"), estuary::Error);
+  EXPECT_DOUBLE_EQ(io::parse_duration("30mi", "x"), 1800.0);  // XIOS's minute
+  EXPECT_EQ(io::parse_frequency("1mo", "x").months, 1);
+  EXPECT_EQ(io::parse_frequency("3mo", "x").months, 3);
+  EXPECT_EQ(io::parse_frequency("1y", "x").months, 12);
+  EXPECT_EQ(io::parse_frequency("2y", "x").months, 24);
+  EXPECT_DOUBLE_EQ(io::parse_frequency("6h", "x").seconds, 21600.0);
+  EXPECT_EQ(io::parse_frequency("6h", "x").months, 0);
+  for (const char* bad : {"0mo", "1.5mo", "-1y", "mo", "y", "1 mo x"}) EXPECT_THROW(io::parse_frequency(bad, "x"), estuary::Error) << bad;
+  // split and sampling must fit the calendar periods
+  EXPECT_NE(expect_error(head + "      output_freq: 1mo\n      split_freq: 10d\n      fields: [a]\n")
+                .find("split_freq is not a multiple of output_freq"),
+            std::string::npos);
+  EXPECT_NE(expect_error(head + "      output_freq: 2mo\n      split_freq: 3mo\n      fields: [a]\n")
+                .find("split_freq is not a multiple of output_freq"),
+            std::string::npos);
+  EXPECT_NE(expect_error(head + "      output_freq: 1mo\n      fields: [{name: a, operation: average, sampling_freq: 7h}]\n")
+                .find("output_freq is not a multiple of sampling_freq"),
+            std::string::npos);
+  EXPECT_NE(expect_error("output:\n  calendar: 360_day\n  reference_time: \"2001-02-31\"\n"
+                         "  files: [{name: f, output_freq: 1d, fields: [a]}]\n")
+                .find("key output.reference_time"),
+            std::string::npos);
+}
+
+// Day numbers of an independent reckoning: C++20's std::chrono civil calendar (proleptic
+// Gregorian), the Julian Day Number of the Julian calendar, and the fixed-length calendars' own
+// arithmetic. Month periods from 1850-01-01 over 200 years must agree with them.
+TEST(IoCalendar, MonthBoundariesAgreeWithIndependentCalendars) {
+  using namespace std::chrono;
+  auto gregorian = [](long y, int m, int d) {
+    return static_cast<long>(sys_days{year{static_cast<int>(y)} / month{static_cast<unsigned>(m)} / day{static_cast<unsigned>(d)}}
+                                 .time_since_epoch().count());
+  };
+  auto julian = [](long y, int m, int d) {  // JDN of a Julian-calendar date (Richards' algorithm)
+    const long a = (14 - m) / 12, yy = y + 4800 - a, mm = m + 12 * a - 3;
+    return d + (153 * mm + 2) / 5 + 365 * yy + yy / 4 - 32083;
+  };
+  const int noleap_days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  io::CalendarClock greg("proleptic_gregorian", "1850-01-01"), std_("standard", "1850-01-01 00:00:00"),
+      jul("julian", "1850-01-01"), noleap("noleap", "1850-01-01"), d360("360_day", "1850-01-01"),
+      leap("all_leap", "1850-01-01");
+  double noleap_s = 0, leap_s = 0;
+  for (long k = 0; k <= 12 * 200; ++k) {
+    const long y = 1850 + k / 12;
+    const int m = static_cast<int>(k % 12) + 1;
+    ASSERT_DOUBLE_EQ(greg.months_after(k), 86400.0 * (gregorian(y, m, 1) - gregorian(1850, 1, 1))) << k;
+    ASSERT_DOUBLE_EQ(std_.months_after(k), greg.months_after(k)) << k;
+    ASSERT_DOUBLE_EQ(jul.months_after(k), 86400.0 * (julian(y, m, 1) - julian(1850, 1, 1))) << k;
+    ASSERT_DOUBLE_EQ(noleap.months_after(k), noleap_s) << k;
+    ASSERT_DOUBLE_EQ(d360.months_after(k), 86400.0 * 30 * k) << k;
+    ASSERT_DOUBLE_EQ(leap.months_after(k), leap_s) << k;
+    noleap_s += 86400.0 * noleap_days[m - 1];
+    leap_s += 86400.0 * (m == 2 ? 29 : noleap_days[m - 1]);
+  }
+  // Backwards and mid-month: 2001-03-31 12:00 minus one month is 2001-02-28 12:00 (clamped),
+  // plus eleven months is 2002-02-28 12:00.
+  io::CalendarClock mid("standard", "2001-03-31 12:00:00");
+  EXPECT_DOUBLE_EQ(mid.months_after(-1), -86400.0 * 31);
+  EXPECT_DOUBLE_EQ(mid.months_after(11), 86400.0 * (gregorian(2002, 2, 28) - gregorian(2001, 3, 31)));
+  // first_boundary_from: the period holding t is (boundary k-1, boundary k].
+  io::Frequency q;
+  q.months = 3;
+  EXPECT_EQ(noleap.first_boundary_from(q, 0), 0);
+  EXPECT_EQ(noleap.first_boundary_from(q, 1), 1);
+  EXPECT_EQ(noleap.first_boundary_from(q, 86400.0 * 90), 1);       // 31 + 28 + 31 days: the end of Q1
+  EXPECT_EQ(noleap.first_boundary_from(q, 86400.0 * 90 + 1), 2);
+  EXPECT_EQ(noleap.first_boundary_from(q, -1), 0);
+  EXPECT_EQ(noleap.first_boundary_from(q, -86400.0 * 92 - 1), -1);  // before Oct 1849
 }
 
 TEST(IoConfig, FieldNotDeclaredByTheModelNamesFileAndKey) {
@@ -146,15 +216,15 @@ TEST(IoWrite, DecompositionsWritersModes) {
             bytes = out.stats().bytes_written;
           }
         }
-        // The writers together put each value once: 2 records of t3 (double) and sst (float),
-        // lon and lat (double), and their 4-corner bounds.
+        // The writers together put each value once: 2 records of t3 (double) and sst (float).
+        // (The lon-lat grid's 1-D lon and lat are written whole at file creation, like levels:
+        // neither handed over nor counted.)
         i64 total = 0;
         MPI_Allreduce(&bytes, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-        EXPECT_EQ(total, 2 * (iotest::kNlev * iotest::kNh * 8 + iotest::kNh * 4) + 2 * iotest::kNh * 8 +
-                             2 * iotest::kNh * 4 * 8);
-        // Steps 2 and 4 are output steps: 2 records of 2 variables, plus lon, lat and bounds.
+        EXPECT_EQ(total, 2 * (iotest::kNlev * iotest::kNh * 8 + iotest::kNh * 4));
+        // Steps 2 and 4 are output steps: 2 records of 2 variables.
         if (etest::world_rank() == 0) {
-          EXPECT_EQ(handed, 2 * 2 + 4);
+          EXPECT_EQ(handed, 2 * 2);
         }
         io::Reader rd(dir + "/inst.nc", MPI_COMM_WORLD);
         ASSERT_EQ(rd.records(), 2);
@@ -167,10 +237,18 @@ TEST(IoWrite, DecompositionsWritersModes) {
             return static_cast<double>(static_cast<float>(iotest::value2(g, step)));
           });
         }
-        // Coordinates: the file's lon/lat equal the grid's, whatever the rank counts.
+        // Coordinates: the file's 1-D lon(lon) and lat(lat) equal the grid's first row and first
+        // column (a lon-lat grid), whatever the rank counts.
         const estuary::Grid whole = estuary::GridGen::lonlat(iotest::kNx, iotest::kNy).make();
-        bad += check_var(rd, "lon", -1, 1, [&](i64 g) { return whole.lon[static_cast<std::size_t>(g)]; });
-        bad += check_var(rd, "lat", -1, 1, [&](i64 g) { return whole.lat[static_cast<std::size_t>(g)]; });
+        for (const char* axis : {"lon", "lat"}) {
+          const bool lon = axis[1] == 'o';
+          const i64 n = lon ? iotest::kNx : iotest::kNy;
+          std::vector<double> got(static_cast<std::size_t>(n));
+          rd.read_record(axis, -1, estuary::Decomp::stripes(n, {{0, n, 1}}), got);
+          for (i64 k = 0; k < n; ++k)
+            bad += got[static_cast<std::size_t>(k)] != (lon ? whole.lon[static_cast<std::size_t>(k)]
+                                                             : whole.lat[static_cast<std::size_t>(k * iotest::kNx)]);
+        }
         EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << etest::world_rank();
       }
 }
@@ -328,9 +406,9 @@ TEST(IoShutdown, SigtermKeepsRecordsHandedOver) {
     const bool model = mode == io::Mode::serverless || etest::world_rank() < wp - 1;
     EXPECT_EQ(terminated, model);
     // Rank 0 raises before step 5's write; step 6 is the first output step after: 3 records
-    // (hours 2, 4, 6), plus the 4 coordinate variables.
+    // (hours 2, 4, 6).
     if (etest::world_rank() == 0) {
-      EXPECT_EQ(handed, 3 + 4);
+      EXPECT_EQ(handed, 3);
     }
     // A restart file: renamed from its temporary name when closed.
     EXPECT_TRUE(std::filesystem::exists(dir + "/h.nc"));

@@ -40,11 +40,24 @@ int main(int argc, char** argv) {
       MPI_Comm_rank(mc, &mrank);
       const auto d3 = iotest::decomp_of(argv[2], iotest::kNlev, p, mrank);
       const auto d2 = iotest::decomp_of(argv[2], 1, p, mrank);
-      out.def_grid("atm", iotest::grid_part(p, mrank));
-      out.def_field(iotest::field("t3", true, d3));
-      out.def_field(iotest::field("sst", false, d2));
+      // ESTUARY_IO_MASK=grid: the grid carries an analytic land mask (GridGen::with_land);
+      // =field: each field its own mask, 0 where (global index mod grid size) % 5 == 0.
+      const char* mask_env = std::getenv("ESTUARY_IO_MASK");
+      const std::string mask = mask_env ? mask_env : "";
+      out.def_grid("atm", mask == "grid" ? estuary::GridGen::lonlat(iotest::kNx, iotest::kNy).with_land().make(
+                                               etest::cyclic(iotest::kNh, p, mrank))
+                                         : iotest::grid_part(p, mrank));
+      auto f3 = iotest::field("t3", true, d3), f2 = iotest::field("sst", false, d2);
+      if (mask == "field")
+        for (auto* f : {&f3, &f2})
+          for (auto g : f->decomp.to_indices()) f->mask.push_back(g % iotest::kNh % 5 == 0 ? 0 : 1);
+      out.def_field(f3);
+      out.def_field(f2);
       out.end_def();
       const long nsteps = std::atol(argv[3]);
+      // Model seconds between steps: an hour, or ESTUARY_IO_STEP_S (a day for a year of monthly means).
+      const char* step_env = std::getenv("ESTUARY_IO_STEP_S");
+      const double step_s = step_env ? std::atof(step_env) : 3600.0;
       try {
         for (long s = 1; s <= nsteps; ++s) {
           // The exception and the signal strike during the model's own work, between writes;
@@ -53,8 +66,8 @@ int main(int argc, char** argv) {
           if (mode == "sigterm-at" && s == at + mrank % 2) std::raise(SIGTERM);
           // The model's work between writes, so that a signal sent from outside lands here.
           if (mode == "sleep-ms") std::this_thread::sleep_for(std::chrono::milliseconds(at));
-          out.write("t3", 3600.0 * s, iotest::values(d3, s, true));
-          out.write("sst", 3600.0 * s, iotest::values(d2, s, false));
+          out.write("t3", step_s * s, iotest::values(d3, s, true));
+          out.write("sst", step_s * s, iotest::values(d2, s, false));
         }
         out.close();
       } catch (...) {

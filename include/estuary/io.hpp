@@ -45,19 +45,32 @@ enum class Mode { serverless, server };
 enum class Format { cdf5, netcdf4 };
 const char* name_of(Operation op);
 
+// A period of output, splitting or sampling: a whole number of calendar months (XIOS's "1mo",
+// "3mo", "1y" = 12 months), or seconds ("6h", "1d"). Month periods run from the reference time
+// to the same day of month and time of day `months` later (day clamped to the month's length),
+// in the output's calendar.
+struct Frequency {
+  double seconds = 0;  // > 0 for a period of fixed length
+  int months = 0;      // > 0 for a period of calendar months
+  explicit operator bool() const { return seconds > 0 || months > 0; }
+  bool operator==(const Frequency&) const = default;
+};
+
 struct FieldConfig {
   std::string name;
   Operation operation = Operation::instant;
   Precision precision = Precision::f32;
   int deflate = 0;               // netCDF-4 deflate level 0..9 (0: none); needs format netcdf4
   double sampling_freq_s = 0;    // > 0: only samples at multiples of it enter the operation
+  // CF attributes of the variable; empty: those of the model's FieldDef.
+  std::string standard_name, long_name, units;
 };
 
 struct FileConfig {
   std::string name;            // file path without ".nc", relative to OutputConfig::directory
-  double output_freq_s = 0;    // one record every output_freq_s model seconds
+  Frequency output_freq;        // one record a period
   bool restart = false;        // written to a temporary name, renamed when closed
-  double split_freq_s = 0;     // > 0: one file per split period, "<name>_<period start>.nc"
+  Frequency split_freq;         // set: one file per split period, "<name>_<period start>.nc"
   Format format = Format::cdf5;
   std::vector<FieldConfig> fields;
 };
@@ -71,6 +84,9 @@ struct OutputConfig {
   std::string reference_time = "2000-01-01 00:00:00";  // model time 0
   Format format = Format::cdf5;  // default of the files' `format`
   bool catch_sigterm = true;
+  // Global attributes of every file (CF/CMIP): empty ones are left out; `history` gets a line
+  // "<UTC date> estuary <version>: written" in front of what is given here.
+  std::string title, institution, source_attribute = "estuary I/O (remap-and-write)", comment, history;
   std::vector<FileConfig> files;
   std::string source = "<in memory>";  // where it came from, for error messages
 
@@ -79,8 +95,32 @@ struct OutputConfig {
   static OutputConfig from_yaml_string(const std::string& text, const std::string& source = "<string>");
 };
 
-// "3600s", "30min", "6h", "1d", "90" (seconds). Throws Error naming `where` otherwise.
+// "3600s", "30min" (or XIOS's "30mi"), "6h", "1d", "90" (seconds). Throws Error naming `where`
+// otherwise.
 double parse_duration(const std::string& text, const std::string& where);
+// A duration as above, or calendar months and years as XIOS writes them: "1mo", "3mo", "1y".
+Frequency parse_frequency(const std::string& text, const std::string& where);
+
+// Period boundaries in a CF calendar (standard, gregorian, proleptic_gregorian, julian, noleap,
+// 365_day, all_leap, 366_day, 360_day), in model seconds since the reference time.
+class CalendarClock {
+ public:
+  CalendarClock(const std::string& calendar, const std::string& reference_time);  // throws Error
+  CalendarClock() : CalendarClock("standard", "2000-01-01") {}
+  // Seconds from the reference to the reference moved by `months` calendar months.
+  double months_after(std::int64_t months) const;
+  // The k-th boundary of periods of `f` (k may be negative): k * f.seconds, or the reference
+  // moved by k * f.months months.
+  double boundary(const Frequency& f, std::int64_t k) const;
+  // The smallest k whose boundary is at or after t (within 1e-9 of a period).
+  std::int64_t first_boundary_from(const Frequency& f, double t) const;
+
+ private:
+  std::string calendar_;
+  long y_ = 0;
+  int mo_ = 1, d_ = 1, h_ = 0, mi_ = 0;
+  double s_ = 0;
+};
 
 // The date `seconds` after `reference_time` ("YYYY-MM-DD[ hh:mm:ss]") in a CF calendar, as
 // "YYYYMMDD", "YYYYMMDDhhmm" or "YYYYMMDDhhmmss" (the shortest that is exact for every multiple
@@ -103,7 +143,15 @@ struct FieldDef {
   std::string level_units = "m";
   Decomp decomp = Decomp::empty(0);
   std::string units, long_name, standard_name;
+  // Per local value (the decomp's order): 1 written, 0 masked (land). Empty: the mask of the
+  // grid given to def_grid, where this rank's part of it holds the field's points. Masked points
+  // are written as the fill value whatever the model put there, and never enter an operation.
+  std::vector<std::int32_t> mask;
 };
+
+// The _FillValue and missing_value of every field variable (CMIP's), also written for periods
+// that got no sample.
+inline constexpr double kFillValue = 1.0e20;
 
 // Per-rank counters (seconds are wall time on this rank).
 struct IoStats {

@@ -409,8 +409,10 @@ void bind_io(nb::module_& m, nb::handle error) {
           "def_field",
           [](PyOutput& o, const std::string& name, const std::string& grid, const estuary::Decomp& decomp,
              std::optional<std::vector<double>> levels, const std::string& level_units, const std::string& units,
-             const std::string& long_name, const std::string& standard_name) {
+             const std::string& long_name, const std::string& standard_name,
+             std::optional<std::vector<std::int32_t>> mask) {
             eio::FieldDef f;
+            if (mask) f.mask = std::move(*mask);
             f.name = name;
             f.grid = grid;
             if (levels) f.levels = std::move(*levels);
@@ -422,8 +424,10 @@ void bind_io(nb::module_& m, nb::handle error) {
             o.get().def_field(f);
           },
           "name"_a, "grid"_a, "decomp"_a, "levels"_a = nb::none(), "level_units"_a = "m", "units"_a = "",
-          "long_name"_a = "", "standard_name"_a = "",
-          "A model field; decomp numbers the global array as level * grid size + point.")
+          "long_name"_a = "", "standard_name"_a = "", "mask"_a = nb::none(),
+          "A model field; decomp numbers the global array as level * grid size + point. mask: per local "
+          "value, 1 written and 0 masked (written as the fill value 1e20, never in an operation); None: the "
+          "grid's mask.")
       .def(
           "enddef",
           [](PyOutput& o) {

@@ -87,13 +87,13 @@ def check_with_netcdf4(d):
     ref_c = np.stack([cval(np.arange(NC), s) for s in range(NSTEPS)])
     grid = estuary.GridGen.lonlat(NX, NY).make()
     with netCDF4.Dataset(d / "inst.nc") as ds:
-        assert ds["t"].dimensions == ("time", "lev", "y", "x")
+        assert ds["t"].dimensions == ("time", "lev", "lat", "lon")  # lon-lat: CF 1-D coordinates
         assert ds["t"].units == "K" and ds["t"].standard_name == "air_temperature"
         np.testing.assert_array_equal(ds["time"][:], DT * np.arange(1, NSTEPS + 1))
         np.testing.assert_array_equal(ds["lev"][:], LEVELS)
         np.testing.assert_array_equal(ds["t"][:], ref_t)
-        np.testing.assert_allclose(ds["lon"][:], grid.lon.reshape(NY, NX), atol=1e-12)
-        np.testing.assert_allclose(ds["lat"][:], grid.lat.reshape(NY, NX), atol=1e-12)
+        np.testing.assert_allclose(ds["lon"][:], grid.lon.reshape(NY, NX)[0], atol=1e-12)
+        np.testing.assert_allclose(ds["lat"][:], grid.lat.reshape(NY, NX)[:, 0], atol=1e-12)
         c = ds["c"]
         assert c.shape == (NSTEPS, NC)
         np.testing.assert_array_equal(c[:], ref_c)
@@ -223,3 +223,30 @@ def test_errors(comm, shared_dir):
         finally:
             o.free()
     assert issubclass(estuary.io.Terminated, estuary.Error)
+
+
+def test_field_mask_written_as_fill_value(comm, shared_dir):
+    """A field's own mask: masked values are the fill value in the file (netCDF4 masks them),
+    never averaged; the others are the mean of the samples."""
+    d = shared_dir
+    text = f"output:\n  directory: {d}\n  files:\n    - name: masked\n      output_freq: 2h\n" \
+           "      fields: [{name: s, operation: average, precision: double}]\n"
+    part = estuary.gen.random(NH, comm.rank, comm.size)
+    idx = part.to_indices()
+    land = np.arange(NH) % 7 == 3
+    with estuary.Output.from_yaml(text, comm) as out:
+        out.def_grid("ll", estuary.GridGen.lonlat(NX, NY).make(part))
+        out.def_field("s", "ll", part, mask=np.where(land[idx], 0, 1).astype(np.int32))
+        out.enddef()
+        for step in range(2):
+            vals = cval(idx, step)
+            vals[land[idx]] = -5.0e30  # garbage on land: must not reach the file
+            out.write("s", (step + 1) * DT, np.ascontiguousarray(vals))
+    comm.Barrier()
+    if comm.rank == 0:
+        with netCDF4.Dataset(d / "masked.nc") as ds:
+            s = ds["s"][0]
+            assert ds["s"]._FillValue == 1e20
+            np.testing.assert_array_equal(np.ma.getmaskarray(s), land.reshape(NY, NX))
+            ref = 0.5 * (cval(np.arange(NH), 0) + cval(np.arange(NH), 1))
+            np.testing.assert_allclose(s.compressed(), ref[~land], rtol=1e-15)

@@ -91,10 +91,10 @@ class Netcdf4Writer final : public FileWriter {
     check(nc_put_att_text(id_, var < 0 ? NC_GLOBAL : var, name.c_str(), text.size(), text.c_str()),
           "attribute " + name);
   }
-  void put_att(int var, const std::string& name, const std::vector<double>& values) override {
+  void put_att(int var, const std::string& name, const std::vector<double>& values, bool as_float) override {
     if (!defines()) return;
     std::lock_guard<std::recursive_mutex> g(nc_lock());
-    check(nc_put_att_double(id_, var < 0 ? NC_GLOBAL : var, name.c_str(), NC_DOUBLE, values.size(),
+    check(nc_put_att_double(id_, var < 0 ? NC_GLOBAL : var, name.c_str(), as_float ? NC_FLOAT : NC_DOUBLE, values.size(),
                             values.data()),
           "attribute " + name);
   }

@@ -39,8 +39,8 @@ class PnetcdfWriter final : public FileWriter {
                              static_cast<MPI_Offset>(text.size()), text.c_str()),
           "attribute " + name);
   }
-  void put_att(int var, const std::string& name, const std::vector<double>& values) override {
-    check(ncmpi_put_att_double(id_, var < 0 ? NC_GLOBAL : var, name.c_str(), NC_DOUBLE,
+  void put_att(int var, const std::string& name, const std::vector<double>& values, bool as_float) override {
+    check(ncmpi_put_att_double(id_, var < 0 ? NC_GLOBAL : var, name.c_str(), as_float ? NC_FLOAT : NC_DOUBLE,
                                static_cast<MPI_Offset>(values.size()), values.data()),
           "attribute " + name);
   }

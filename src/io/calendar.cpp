@@ -1,4 +1,5 @@
-// Dates in the CF calendars, for the names of split files (XIOS names them after the period).
+// Dates in the CF calendars: the names of split files (XIOS names them after the period), and the
+// boundaries of periods given in calendar months or years (output_freq: 1mo, 3mo, 1y).
 #include <cmath>
 #include <cstdio>
 
@@ -8,7 +9,9 @@ namespace estuary::io {
 
 namespace {
 
-bool is_leap(long y, const std::string& cal) {
+using i64 = std::int64_t;
+
+bool is_leap(i64 y, const std::string& cal) {
   if (cal == "noleap" || cal == "365_day") return false;
   if (cal == "all_leap" || cal == "366_day") return true;
   if (cal == "julian") return y % 4 == 0;
@@ -17,13 +20,60 @@ bool is_leap(long y, const std::string& cal) {
   return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
-int month_days(long y, int m, const std::string& cal) {
+int month_days(i64 y, int m, const std::string& cal) {
   if (cal == "360_day") return 30;
   static const int n[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   return m == 2 && is_leap(y, cal) ? 29 : n[m - 1];
 }
 
+i64 floor_div(i64 a, i64 b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// Days from 0000-01-01 to y-m-d in the calendar (year 0 exists and follows the calendar's rule).
+i64 day_number(i64 y, int m, int d, const std::string& cal) {
+  if (cal == "360_day") return 360 * y + 30 * (m - 1) + (d - 1);
+  i64 n = 365 * y;
+  if (cal == "all_leap" || cal == "366_day") n += y;
+  else if (cal == "julian") n += floor_div(y + 3, 4);
+  else if (cal != "noleap" && cal != "365_day") n += floor_div(y + 3, 4) - floor_div(y + 99, 100) + floor_div(y + 399, 400);
+  for (int k = 1; k < m; ++k) n += month_days(y, k, cal);
+  return n + (d - 1);
+}
+
 }  // namespace
+
+CalendarClock::CalendarClock(const std::string& calendar, const std::string& reference_time)
+    : calendar_(calendar) {
+  int got = std::sscanf(reference_time.c_str(), "%ld-%d-%d%*[ T]%d:%d:%lf", &y_, &mo_, &d_, &h_, &mi_, &s_);
+  if (got < 3 || y_ < 0 || mo_ < 1 || mo_ > 12 || d_ < 1 || d_ > month_days(y_, mo_, calendar))
+    throw Error("bad reference_time '" + reference_time + "'", "output.reference_time",
+                "write it as YYYY-MM-DD or YYYY-MM-DD hh:mm:ss");
+  if (got < 6) { h_ = 0; mi_ = 0; s_ = 0; }
+}
+
+double CalendarClock::months_after(i64 months) const {
+  // The reference's day of month and time of day, `months` later (day clamped to the month's
+  // length: 31 January + 1 month is 28 or 29 February). Whole days from the reference, so the
+  // time of day cancels.
+  const i64 m0 = 12 * y_ + (mo_ - 1) + months;
+  const i64 y = floor_div(m0, 12);
+  const int m = static_cast<int>(m0 - 12 * y) + 1;
+  const int d = std::min(d_, month_days(y, m, calendar_));
+  return 86400.0 * static_cast<double>(day_number(y, m, d, calendar_) - day_number(y_, mo_, d_, calendar_));
+}
+
+double CalendarClock::boundary(const Frequency& f, i64 k) const {
+  return f.months > 0 ? months_after(k * f.months) : static_cast<double>(k) * f.seconds;
+}
+
+i64 CalendarClock::first_boundary_from(const Frequency& f, double t) const {
+  if (f.months == 0) return static_cast<i64>(std::ceil(t / f.seconds - 1e-9));
+  // A month is 28 to 31 days: start below and step up (a few steps).
+  const double eps = 1e-9 * 86400.0 * 28.0 * f.months;
+  i64 k = static_cast<i64>(std::floor(t / (86400.0 * 31.0 * f.months))) - 1;
+  while (boundary(f, k) < t - eps) ++k;
+  while (boundary(f, k - 1) >= t - eps) --k;
+  return k;
+}
 
 std::string date_label(double seconds, const std::string& reference_time, const std::string& calendar,
                        double step_s) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "common/checked.hpp"
 #include "estuary/io.hpp"
@@ -36,7 +37,7 @@ double parse_duration(const std::string& text, const std::string& where) {
   double scale = 0;
   if (used == 0) scale = 0;
   else if (unit.empty() || unit == "s") scale = 1;
-  else if (unit == "min") scale = 60;
+  else if (unit == "min" || unit == "mi") scale = 60;
   else if (unit == "h") scale = 3600;
   else if (unit == "d") scale = 86400;
   if (scale == 0 || !(v > 0) || !std::isfinite(v))
@@ -45,7 +46,41 @@ double parse_duration(const std::string& text, const std::string& where) {
   return v * scale;
 }
 
+Frequency parse_frequency(const std::string& text, const std::string& where) {
+  // XIOS's calendar units: "mo" months, "y" years (of 12 months).
+  for (const auto& [unit, months] : {std::pair<std::string, int>{"mo", 1}, {"y", 12}}) {
+    if (text.size() <= unit.size() || text.compare(text.size() - unit.size(), unit.size(), unit) != 0) continue;
+    const std::string n = text.substr(0, text.size() - unit.size());
+    std::size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(n, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != n.size() || v <= 0 || v > 12000)
+      throw Error("bad duration '" + text + "'", where, "write a whole, positive number of months or years, e.g. 1mo, 3mo, 1y");
+    Frequency f;
+    f.months = static_cast<int>(v) * months;
+    return f;
+  }
+  Frequency f;
+  f.seconds = parse_duration(text, where);
+  return f;
+}
+
 namespace {
+
+// True when every period of `big` is made of whole periods of `small` (both start at the
+// reference time; month periods end on whole days after it).
+bool holds_whole(const Frequency& big, const Frequency& small) {
+  auto divides = [](double a, double b) {
+    const double r = std::fmod(a, b);
+    return r <= 1e-9 * a || b - r <= 1e-9 * a;
+  };
+  if (big.months > 0) return small.months > 0 ? big.months % small.months == 0 : divides(86400.0, small.seconds);
+  return small.months == 0 && divides(big.seconds, small.seconds);
+}
 
 std::string at(const std::string& source, const std::string& path) {
   return "config " + source + ", key " + path;
@@ -114,8 +149,13 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
   const YAML::Node o = root["output"];
   if (!o.IsMap()) throw Error("`output` must be a map", at(source, "output"));
   only_keys(o, {"mode", "writers", "buffer_records", "directory", "calendar", "reference_time",
-                "catch_sigterm", "format", "files"},
+                "catch_sigterm", "format", "files", "title", "institution", "source", "comment", "history"},
             source, "output.");
+  if (o["title"]) c.title = scalar(o["title"], source, "output.title");
+  if (o["institution"]) c.institution = scalar(o["institution"], source, "output.institution");
+  if (o["source"]) c.source_attribute = scalar(o["source"], source, "output.source");
+  if (o["comment"]) c.comment = scalar(o["comment"], source, "output.comment");
+  if (o["history"]) c.history = scalar(o["history"], source, "output.history");
   if (o["mode"]) {
     const std::string m = scalar(o["mode"], source, "output.mode");
     if (m == "server") c.mode = Mode::server;
@@ -135,6 +175,11 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
                   "use a CF calendar: standard, proleptic_gregorian, noleap, 360_day, ...");
   }
   if (o["reference_time"]) c.reference_time = scalar(o["reference_time"], source, "output.reference_time");
+  try {
+    CalendarClock check(c.calendar, c.reference_time);  // a date of that calendar
+  } catch (const Error& e) {
+    throw Error(e.fault() + " in calendar " + c.calendar, at(source, "output.reference_time"), e.fix());
+  }
   if (o["format"]) c.format = format(o["format"], source, "output.format");
   if (o["catch_sigterm"]) c.catch_sigterm = boolean(o["catch_sigterm"], source, "output.catch_sigterm");
   if (!o["files"] || !o["files"].IsSequence() || o["files"].size() == 0)
@@ -156,21 +201,18 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
     only_keys(f, {"name", "output_freq", "split_freq", "restart", "format", "fields"}, source, p);
     if (!file_names.insert(fc.name).second) throw Error("file listed twice", at(source, p + "name"));
     if (!f["output_freq"]) throw Error("a file needs an output_freq", at(source, p + "output_freq"));
-    fc.output_freq_s = parse_duration(scalar(f["output_freq"], source, p + "output_freq"),
-                                      at(source, p + "output_freq"));
+    fc.output_freq = parse_frequency(scalar(f["output_freq"], source, p + "output_freq"), at(source, p + "output_freq"));
     if (f["restart"]) fc.restart = boolean(f["restart"], source, p + "restart");
     fc.format = c.format;
     if (f["format"]) fc.format = format(f["format"], source, p + "format");
     if (f["split_freq"]) {
-      fc.split_freq_s = parse_duration(scalar(f["split_freq"], source, p + "split_freq"),
-                                       at(source, p + "split_freq"));
+      fc.split_freq = parse_frequency(scalar(f["split_freq"], source, p + "split_freq"), at(source, p + "split_freq"));
       if (fc.restart)
         throw Error("a restart file cannot be split", at(source, p + "split_freq"),
                     "remove split_freq or restart");
-      if (std::fmod(fc.split_freq_s, fc.output_freq_s) > 1e-9 * fc.split_freq_s &&
-          fc.output_freq_s - std::fmod(fc.split_freq_s, fc.output_freq_s) > 1e-9 * fc.split_freq_s)
+      if (!holds_whole(fc.split_freq, fc.output_freq))
         throw Error("split_freq is not a multiple of output_freq", at(source, p + "split_freq"),
-                    "make every split period hold whole output periods");
+                    "make every split period hold whole output periods (a month holds whole periods that divide a day)");
     }
     if (!f["fields"] || !f["fields"].IsSequence() || f["fields"].size() == 0)
       throw Error("`fields` must be a non-empty list", at(source, p + "fields"));
@@ -189,7 +231,11 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
         if (!v["name"]) throw Error("a field needs a name", at(source, q + ".name"));
         fd.name = scalar(v["name"], source, q + ".name");
         q += " (" + fd.name + ").";
-        only_keys(v, {"name", "operation", "precision", "deflate", "sampling_freq"}, source, q);
+        only_keys(v, {"name", "operation", "precision", "deflate", "sampling_freq", "standard_name", "long_name", "units"},
+                  source, q);
+        if (v["standard_name"]) fd.standard_name = scalar(v["standard_name"], source, q + "standard_name");
+        if (v["long_name"]) fd.long_name = scalar(v["long_name"], source, q + "long_name");
+        if (v["units"]) fd.units = scalar(v["units"], source, q + "units");
         if (v["deflate"]) {
           const std::string d = scalar(v["deflate"], source, q + "deflate");
           if (d.size() != 1 || d[0] < '0' || d[0] > '9')
@@ -203,10 +249,11 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
         if (v["sampling_freq"]) {
           fd.sampling_freq_s = parse_duration(scalar(v["sampling_freq"], source, q + "sampling_freq"),
                                               at(source, q + "sampling_freq"));
-          const double r = std::fmod(fc.output_freq_s, fd.sampling_freq_s);
-          if (r > 1e-9 * fc.output_freq_s && fd.sampling_freq_s - r > 1e-9 * fc.output_freq_s)
+          Frequency sampling;
+          sampling.seconds = fd.sampling_freq_s;
+          if (!holds_whole(fc.output_freq, sampling))
             throw Error("output_freq is not a multiple of sampling_freq", at(source, q + "sampling_freq"),
-                        "make every output period hold whole sampling periods");
+                        "make every output period hold whole sampling periods (a month holds whole periods that divide a day)");
         }
         if (v["operation"]) {
           const std::string op = scalar(v["operation"], source, q + "operation");

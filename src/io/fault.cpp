@@ -18,8 +18,8 @@ class FaultyWriter final : public FileWriter {
     return w_->def_var(name, dbl, dims);
   }
   void put_att(int var, const std::string& name, const std::string& text) override { w_->put_att(var, name, text); }
-  void put_att(int var, const std::string& name, const std::vector<double>& values) override {
-    w_->put_att(var, name, values);
+  void put_att(int var, const std::string& name, const std::vector<double>& values, bool as_float) override {
+    w_->put_att(var, name, values, as_float);
   }
   void def_deflate(int var, int level, const std::vector<i64>& chunk) override { w_->def_deflate(var, level, chunk); }
   void enddef() override { w_->enddef(); }

@@ -37,7 +37,9 @@ class FileWriter {
   virtual int def_dim(const std::string& name, i64 len) = 0;
   virtual int def_var(const std::string& name, bool dbl, const std::vector<int>& dims) = 0;
   virtual void put_att(int var, const std::string& name, const std::string& text) = 0;
-  virtual void put_att(int var, const std::string& name, const std::vector<double>& values) = 0;
+  // as_float: stored as NC_FLOAT (an attribute that must have its float variable's type, such as
+  // _FillValue), else NC_DOUBLE.
+  virtual void put_att(int var, const std::string& name, const std::vector<double>& values, bool as_float = false) = 0;
   // netCDF-4 only: deflate `level` with the shuffle filter, chunks of `chunk` (with the record
   // dimension's 1 first when the variable has one).
   virtual void def_deflate(int var, int level, const std::vector<i64>& chunk) {

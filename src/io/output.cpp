@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <exception>
 #include <filesystem>
 #include <functional>
@@ -21,6 +22,8 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <tuple>
+#include <unordered_map>
 
 #include "common/mpi_util.hpp"
 #include "estuary/io.hpp"
@@ -81,13 +84,22 @@ struct Unpacker {
 };
 
 // Every setting of `c` that shapes the ranks' collectives, as text (for agree_same).
+// The line this run adds to a file's `history` (CF): when and by what it was written.
+std::string history_line() {
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return std::string(date) + " estuary " ESTUARY_VERSION_STRING ": written by estuary::io::Output";
+}
+
 std::string describe(const OutputConfig& c) {
   std::ostringstream o;
   o.precision(17);
   o << static_cast<int>(c.mode) << ' ' << c.writers << ' ' << c.buffer_records << ' ' << c.directory << '\n'
     << c.calendar << ' ' << c.reference_time << ' ' << static_cast<int>(c.format) << ' ' << c.catch_sigterm << '\n';
   for (const FileConfig& f : c.files) {
-    o << f.name << ' ' << f.output_freq_s << ' ' << f.restart << ' ' << f.split_freq_s << ' '
+    o << f.name << ' ' << f.output_freq.seconds << '/' << f.output_freq.months << ' ' << f.restart << ' '
+      << f.split_freq.seconds << '/' << f.split_freq.months << ' '
       << static_cast<int>(f.format) << ':';
     for (const FieldConfig& x : f.fields)
       o << ' ' << x.name << '/' << static_cast<int>(x.operation) << '/' << static_cast<int>(x.precision) << '/'
@@ -113,6 +125,13 @@ struct GridInfo {
   // Model side only: this rank's points and their coordinates.
   std::vector<i64> points;
   std::vector<double> lon, lat, clon, clat;
+  std::vector<std::int32_t> mask;  // per point of `points`; empty: none masked
+  // Regular lon-lat and Gaussian grids: longitude constant along each column and latitude along
+  // each row, written as 1-D coordinate variables lon(lon), lat(lat) with their bounds (CF,
+  // what CDO and xarray's sel(lat=...) expect). Known on every rank (model ranks reduce them,
+  // servers get them in the catalog).
+  bool rectilinear = false;
+  std::vector<double> axis_lon, axis_lat, axis_lon_bnds, axis_lat_bnds;  // nx, ny, 2 nx, 2 ny
   // File shape of the horizontal grid: {ny, nx} for 2-D kinds, {n} otherwise.
   std::vector<i64> hshape() const {
     if (dims.size() == 2 && kind != GridKind::reduced_gaussian && kind != GridKind::unstructured)
@@ -124,6 +143,7 @@ struct GridInfo {
 struct FieldInfo {
   FieldDef def;
   int grid = -1;
+  std::vector<std::size_t> masked;  // model side: local values written as the fill value
 };
 
 // One Redist from a source decomposition to the writers' slabs, shared by every variable fed
@@ -143,6 +163,7 @@ struct Var {
   std::string name;
   int field = -1;               // FieldInfo index, or -1 for a coordinate
   int grid = -1, coord = -1;    // coordinates: grid index and kind (0 lon, 1 lat, 2/3 bounds)
+  std::string standard_name, long_name, units;  // fields: from the file's config, else the FieldDef
   int transfer = -1;
   std::vector<i64> shape;       // without time
   std::vector<std::string> dim_names;
@@ -153,7 +174,8 @@ struct Var {
   // Model side: the temporal operation's state.
   std::vector<double> acc;
   i64 nsamples = 0;
-  double next_out = std::numeric_limits<double>::quiet_NaN();
+  double next_out = std::numeric_limits<double>::quiet_NaN();  // end of the current period
+  i64 next_k = 0;                                              // its boundary's index
   bool done_once = false;
   i64 record = 0;
   int deflate = 0;
@@ -169,6 +191,7 @@ struct FileState {
   std::unique_ptr<FileWriter> w;
   bool has_time = false, has_bounds = false;
   int time_var = -1, tb_var = -1;
+  std::vector<std::pair<int, std::string>> axes1d;  // rectilinear grids used: (grid, name suffix)
   i64 time_written = -1;
   i64 split = std::numeric_limits<i64>::min();  // the split period of the open file
   i64 rec_base = 0;                              // the first record of the open split file
@@ -185,6 +208,8 @@ struct FileState {
 
 struct Output::Impl {
   OutputConfig cfg;
+  std::vector<double> masked_copy;  // model side: a written field with its masked points filled
+  CalendarClock clock;  // period boundaries of cfg's calendar
   bool server_mode = false;
   bool model = true, writer = false, server = false;
   MPI_Comm model_comm = MPI_COMM_NULL, xcomm = MPI_COMM_NULL, ctrl = MPI_COMM_NULL,
@@ -221,6 +246,11 @@ struct Output::Impl {
       p.vi(g.dims);
       p.i(g.global_size);
       p.i(g.ncorner);
+      p.i(g.rectilinear ? 1 : 0);
+      p.vd(g.axis_lon);
+      p.vd(g.axis_lat);
+      p.vd(g.axis_lon_bnds);
+      p.vd(g.axis_lat_bnds);
     }
     p.i(static_cast<i64>(fields.size()));
     for (const FieldInfo& f : fields) {
@@ -245,6 +275,11 @@ struct Output::Impl {
       g.dims = u.vi();
       g.global_size = u.i();
       g.ncorner = static_cast<int>(u.i());
+      g.rectilinear = u.i() != 0;
+      g.axis_lon = u.vd();
+      g.axis_lat = u.vd();
+      g.axis_lon_bnds = u.vd();
+      g.axis_lat_bnds = u.vd();
     }
     fields.resize(static_cast<std::size_t>(u.i()));
     for (FieldInfo& f : fields) {
@@ -256,6 +291,94 @@ struct Output::Impl {
       f.def.long_name = u.s();
       f.def.standard_name = u.s();
       f.def.decomp = Decomp::empty(u.i());
+    }
+  }
+
+  // Model side, collective over the model ranks, before the catalog: the 1-D axes of lon-lat and
+  // Gaussian grids. Each rank puts its points' longitudes at their column and latitudes at their
+  // row; the max and min over ranks must agree (a grid that is not rectilinear after all, or one
+  // whose points no rank holds, keeps 2-D coordinates). Bounds come from the corners: the cell's
+  // extent in longitude around its centre (across the date line too) and in latitude.
+  void compute_axes() {
+    for (GridInfo& g : grids) {
+      if ((g.kind != GridKind::lonlat && g.kind != GridKind::gaussian) || g.dims.size() != 2) continue;
+      const i64 nx = g.dims[0], ny = g.dims[1];
+      const std::size_t nb = static_cast<std::size_t>(3 * (nx + ny));  // values, low and high bounds
+      constexpr double inf = std::numeric_limits<double>::infinity();
+      std::vector<double> hi(2 * nb, -inf);  // [max of v, max of -v]: one reduction gives both
+      auto put = [&](std::size_t slot, double value) {
+        hi[slot] = std::max(hi[slot], value);
+        hi[nb + slot] = std::max(hi[nb + slot], -value);
+      };
+      const std::size_t ux = static_cast<std::size_t>(nx), uy = static_cast<std::size_t>(ny);
+      for (std::size_t k = 0; k < g.points.size(); ++k) {
+        const std::size_t i = static_cast<std::size_t>(g.points[k] % nx), j = static_cast<std::size_t>(g.points[k] / nx);
+        put(i, g.lon[k]);
+        put(ux + j, g.lat[k]);
+        if (g.ncorner > 0) {
+          double dlo = inf, dhi = -inf, blo = inf, bhi = -inf;
+          for (int c = 0; c < g.ncorner; ++c) {
+            const std::size_t q = k * static_cast<std::size_t>(g.ncorner) + static_cast<std::size_t>(c);
+            const double d = std::remainder(g.clon[q] - g.lon[k], 360.0);
+            dlo = std::min(dlo, d);
+            dhi = std::max(dhi, d);
+            blo = std::min(blo, g.clat[q]);
+            bhi = std::max(bhi, g.clat[q]);
+          }
+          put(ux + uy + 2 * i, g.lon[k] + dlo);
+          put(ux + uy + 2 * i + 1, g.lon[k] + dhi);
+          put(3 * ux + uy + 2 * j, blo);
+          put(3 * ux + uy + 2 * j + 1, bhi);
+        }
+      }
+      estuary::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, hi.data(), static_cast<int>(hi.size()), MPI_DOUBLE,
+                                               MPI_MAX, model_comm),
+                                 "MPI_Allreduce");
+      const std::size_t used = g.ncorner > 0 ? nb : ux + uy;
+      bool ok = true;
+      for (std::size_t t = 0; t < used && ok; ++t)
+        ok = std::isfinite(hi[t]) && std::abs(hi[t] + hi[nb + t]) <= 1e-9 * std::max(1.0, std::abs(hi[t]));
+      g.rectilinear = ok;
+      if (!ok) continue;
+      g.axis_lon.assign(hi.begin(), hi.begin() + nx);
+      g.axis_lat.assign(hi.begin() + nx, hi.begin() + nx + ny);
+      if (g.ncorner > 0) {
+        g.axis_lon_bnds.assign(hi.begin() + nx + ny, hi.begin() + 3 * nx + ny);
+        g.axis_lat_bnds.assign(hi.begin() + 3 * nx + ny, hi.begin() + 3 * (nx + ny));
+      }
+    }
+  }
+
+  // Model side, after plan_vars: the local values of each field that are written as the fill
+  // value, from the field's own mask or its grid's (through this rank's part of the grid).
+  void resolve_masks() {
+    for (FieldInfo& f : fields) {
+      const std::size_t n = static_cast<std::size_t>(f.def.decomp.size());
+      f.masked.clear();
+      if (!f.def.mask.empty()) {
+        if (f.def.mask.size() != n)
+          throw Error("mask of " + std::to_string(f.def.mask.size()) + " values, the decomposition holds " +
+                          std::to_string(n),
+                      "field " + f.def.name + ", " + where_rank(), "give one mask value per local value");
+        for (std::size_t i = 0; i < n; ++i)
+          if (f.def.mask[i] == 0) f.masked.push_back(i);
+        continue;
+      }
+      const GridInfo& g = grids[static_cast<std::size_t>(f.grid)];
+      if (std::all_of(g.mask.begin(), g.mask.end(), [](std::int32_t m) { return m != 0; })) continue;
+      std::unordered_map<i64, std::int32_t> at;
+      for (std::size_t k = 0; k < g.points.size(); ++k) at.emplace(g.points[k], g.mask[k]);
+      const std::vector<i64> idx = f.def.decomp.to_indices();
+      for (std::size_t i = 0; i < n; ++i) {
+        const i64 h = idx[i] % g.global_size;  // the grid point under this value (any level)
+        auto it = at.find(h);
+        if (it == at.end())
+          throw Error("value " + std::to_string(i) + " lies on point " + std::to_string(h) + " of grid " + g.name +
+                          ", which this rank's def_grid part does not hold, so its mask is unknown",
+                      "field " + f.def.name + ", " + where_rank(),
+                      "give the field its own mask (FieldDef::mask), or def_grid the points the field holds");
+        if (it->second == 0) f.masked.push_back(i);
+      }
     }
   }
 
@@ -306,6 +429,11 @@ struct Output::Impl {
         const std::vector<i64> hs = grid.hshape();
         hdims[g] = hs.size() == 2 ? std::vector<std::string>{"y" + sfx, "x" + sfx}
                                   : std::vector<std::string>{"cell" + sfx};
+        if (grid.rectilinear) {  // 1-D coordinate variables, written whole at file creation
+          hdims[g] = {"lat" + sfx, "lon" + sfx};
+          fs.axes1d.push_back({g, sfx});
+          continue;
+        }
         for (int c = 0; c < (grid.ncorner > 0 ? 4 : 2); ++c) {
           auto key = std::make_pair(g, c);
           if (!coord_transfer.count(key)) {
@@ -344,6 +472,9 @@ struct Output::Impl {
         v.deflate = fd.deflate;
         v.sampling_s = fd.sampling_freq_s;
         v.has_time = fd.operation != Operation::once;
+        v.standard_name = fd.standard_name.empty() ? info.def.standard_name : fd.standard_name;
+        v.long_name = fd.long_name.empty() ? info.def.long_name : fd.long_name;
+        v.units = fd.units.empty() ? info.def.units : fd.units;
         if (!info.def.levels.empty()) {
           auto a = std::find(axes.begin(), axes.end(), info.def.levels);
           const std::size_t ai = static_cast<std::size_t>(a - axes.begin());
@@ -429,7 +560,7 @@ struct Output::Impl {
         return v.file == static_cast<int>(&fs - files.data()) && v.has_time;
       }));
       // A split file is opened when its first record arrives (its name holds the period).
-      if (fs.cfg.split_freq_s <= 0) estuary::detail::agree(wcomm, [&] { open_file(fs, fs.path); });
+      if (!fs.cfg.split_freq) estuary::detail::agree(wcomm, [&] { open_file(fs, fs.path); });
     }
   }
 
@@ -447,11 +578,18 @@ struct Output::Impl {
       FileWriter& w = *fs.w;
       const int fi = static_cast<int>(&fs - files.data());
       w.put_att(-1, "Conventions", "CF-1.8");
-      w.put_att(-1, "source", "estuary I/O (remap-and-write)");
+      for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"title", &cfg.title},
+                                       {"institution", &cfg.institution}, {"source", &cfg.source_attribute},
+                                       {"comment", &cfg.comment}})
+        if (!text->empty()) w.put_att(-1, name, *text);
+      w.put_att(-1, "history", history_line() + (cfg.history.empty() ? "" : "\n" + cfg.history));
       std::map<std::string, int> dims;
       int tdim = -1, nvdim = -1;
       if (fs.has_time) tdim = w.def_dim("time", -1);
-      if (fs.has_bounds) nvdim = w.def_dim("bnds", 2);
+      const bool axis_bounds = std::any_of(fs.axes1d.begin(), fs.axes1d.end(), [&](const auto& a) {
+        return !grids[static_cast<std::size_t>(a.first)].axis_lon_bnds.empty();
+      });
+      if (fs.has_bounds || axis_bounds) nvdim = w.def_dim("bnds", 2);
       // Dimensions and level axes in first-use order.
       std::vector<std::pair<std::string, std::vector<double>>> axes;
       std::vector<std::string> axis_units;
@@ -485,11 +623,36 @@ struct Output::Impl {
       std::vector<int> axis_vars;
       for (std::size_t a = 0; a < axes.size(); ++a) {
         const int av = w.def_var(axes[a].first, true, {dims[axes[a].first]});
-        w.put_att(av, "long_name", "vertical level");
-        w.put_att(av, "units", axis_units[a]);
+        // CF's vertical coordinate: depth in metres (ocean), pressure (atmosphere), else levels.
+        const std::string& u = axis_units[a];
+        const bool pressure = u == "Pa" || u == "hPa";
+        w.put_att(av, "standard_name", u == "m" ? "depth" : pressure ? "air_pressure" : "model_level_number");
+        w.put_att(av, "long_name", u == "m" ? "depth" : pressure ? "pressure" : "vertical level");
+        w.put_att(av, "units", u);
         w.put_att(av, "axis", "Z");
-        w.put_att(av, "positive", axis_units[a] == "m" ? "down" : "up");
+        w.put_att(av, "positive", u == "m" || pressure ? "down" : "up");
         axis_vars.push_back(av);
+      }
+      // 1-D longitude and latitude of rectilinear grids: (variable, values) to write after enddef.
+      std::vector<std::tuple<int, const std::vector<double>*, bool>> axis1d_values;
+      for (const auto& [g, sfx] : fs.axes1d) {
+        const GridInfo& grid = grids[static_cast<std::size_t>(g)];
+        for (int lon = 1; lon >= 0; --lon) {
+          const std::string name = (lon ? "lon" : "lat") + sfx;
+          const int av = w.def_var(name, true, {dims[name]});
+          w.put_att(av, "standard_name", lon ? "longitude" : "latitude");
+          w.put_att(av, "long_name", lon ? "longitude" : "latitude");
+          w.put_att(av, "units", lon ? "degrees_east" : "degrees_north");
+          w.put_att(av, "axis", lon ? "X" : "Y");
+          axis1d_values.push_back({av, lon ? &grid.axis_lon : &grid.axis_lat, false});
+          if (!grid.axis_lon_bnds.empty()) {
+            const std::string b = (lon ? "lon_bnds" : "lat_bnds") + sfx;
+            w.put_att(av, "bounds", b);
+            const int bv = w.def_var(b, true, {dims[name], nvdim});
+            w.put_att(bv, "units", lon ? "degrees_east" : "degrees_north");
+            axis1d_values.push_back({bv, lon ? &grid.axis_lon_bnds : &grid.axis_lat_bnds, true});
+          }
+        }
       }
       for (Var& v : vars) {
         if (v.file != fi) continue;
@@ -520,13 +683,17 @@ struct Output::Impl {
           continue;
         }
         const FieldInfo& f = fields[static_cast<std::size_t>(v.field)];
-        if (!f.def.standard_name.empty()) w.put_att(v.ncvar, "standard_name", f.def.standard_name);
-        if (!f.def.long_name.empty()) w.put_att(v.ncvar, "long_name", f.def.long_name);
-        if (!f.def.units.empty()) w.put_att(v.ncvar, "units", f.def.units);
-        // The horizontal coordinate variables of this field's grid, named after its dimensions.
+        if (!v.standard_name.empty()) w.put_att(v.ncvar, "standard_name", v.standard_name);
+        if (!v.long_name.empty()) w.put_att(v.ncvar, "long_name", v.long_name);
+        if (!v.units.empty()) w.put_att(v.ncvar, "units", v.units);
+        // Masked points and periods without a sample: CF's fill value, in the variable's type.
+        w.put_att(v.ncvar, "_FillValue", {kFillValue}, !v.dbl);
+        w.put_att(v.ncvar, "missing_value", {kFillValue}, !v.dbl);
+        // The horizontal coordinate variables of this field's grid, named after its dimensions
+        // (1-D coordinate variables of a rectilinear grid need no attribute: they share its dims).
         std::string sfx = v.dim_names.back();
         sfx = sfx.substr(sfx.find('_') == std::string::npos ? sfx.size() : sfx.find('_'));
-        w.put_att(v.ncvar, "coordinates", "lon" + sfx + " lat" + sfx);
+        if (!grids[static_cast<std::size_t>(f.grid)].rectilinear) w.put_att(v.ncvar, "coordinates", "lon" + sfx + " lat" + sfx);
         w.put_att(v.ncvar, "online_operation", name_of(v.op));
         static const std::map<Operation, std::string> cm = {{Operation::average, "time: mean"},
                                                             {Operation::minimum, "time: minimum"},
@@ -541,6 +708,13 @@ struct Output::Impl {
         std::vector<Box> boxes;
         if (windex == 0) boxes.push_back({{0}, {static_cast<i64>(axes[a].second.size())}});
         w.put(axis_vars[a], -1, boxes, axes[a].second.data());
+      }
+      // 1-D axes and their bounds likewise (a bounds variable is (n, 2)).
+      for (const auto& [av, values, bounds] : axis1d_values) {
+        std::vector<Box> boxes;
+        const i64 n = static_cast<i64>(values->size());
+        if (windex == 0) boxes.push_back(bounds ? Box{{0, 0}, {n / 2, 2}} : Box{{0}, {n}});
+        w.put(av, -1, boxes, values->data());
       }
     }
     // Split files: every one holds the coordinates and the `once` fields.
@@ -564,7 +738,7 @@ struct Output::Impl {
     const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
     std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     if (!v.has_time) {
-      if (fs.cfg.split_freq_s > 0) {
+      if (fs.cfg.split_freq) {
         // Coordinates and `once` fields go into every split file: kept for the next ones.
         v.keep = tr.slab;
         v.kept = true;
@@ -595,11 +769,11 @@ struct Output::Impl {
     auto node = fs.pending.extract(fs.pending.begin());
     i64 record = node.key();
     FileState::Pending& p = node.mapped();
-    if (fs.cfg.split_freq_s > 0) {
-      // A record belongs to the split period (k S, (k+1) S] that holds its end (as output
-      // periods do); a new period closes the previous file, which is then complete on its own.
-      const double S = fs.cfg.split_freq_s;
-      const i64 k = static_cast<i64>(std::ceil(p.tb1 / S - 1e-9)) - 1;
+    if (fs.cfg.split_freq) {
+      // A record belongs to the split period (boundary k, boundary k+1] that holds its end (as
+      // output periods do); a new period closes the previous file, which is then complete on its own.
+      const Frequency& S = fs.cfg.split_freq;
+      const i64 k = clock.first_boundary_from(S, p.tb1) - 1;
       if (!fs.w || k != fs.split) {
         if (fs.w) {
           fs.w->close();
@@ -607,7 +781,9 @@ struct Output::Impl {
         }
         fs.split = k;
         fs.rec_base = record;
-        const std::string label = date_label(static_cast<double>(k) * S, cfg.reference_time, cfg.calendar, S);
+        // Month periods start on whole days: the label is the date.
+        const std::string label = date_label(clock.boundary(S, k), cfg.reference_time, cfg.calendar,
+                                             S.months > 0 ? 86400.0 : S.seconds);
         on_writers([&] {
           open_file(fs, (std::filesystem::path(cfg.directory) / (fs.cfg.name + "_" + label + ".nc")).string());
         });
@@ -939,6 +1115,7 @@ struct Output::Impl {
 Output::Output(const OutputConfig& config, MPI_Comm comm) : impl_(std::make_unique<Impl>()) {
   Impl& x = *impl_;
   x.cfg = config;
+  x.clock = CalendarClock(config.calendar, config.reference_time);
   x.server_mode = config.mode == Mode::server;
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -1065,6 +1242,7 @@ void Output::def_grid(const std::string& name, const Grid& local) {
   g.lat = local.lat;
   g.clon = local.corner_lon;
   g.clat = local.corner_lat;
+  g.mask = local.mask;
   x.grids.push_back(std::move(g));
 }
 
@@ -1073,12 +1251,13 @@ void Output::def_field(const FieldDef& field) {
   if (!x.model || x.defined) throw Error("def_field outside the definition phase", "field " + field.name);
   for (const FieldInfo& f : x.fields)
     if (f.def.name == field.name) throw Error("field defined twice", "field " + field.name);
-  x.fields.push_back({field, -1});
+  x.fields.push_back({field, -1, {}});
 }
 
 void Output::end_def() {
   Impl& x = *impl_;
   const double t0 = MPI_Wtime();
+  if (x.model) x.compute_axes();
   if (x.server_mode && x.model_rank == 0 && x.model) {
     const std::vector<char> cat = x.pack_catalog();
     for (int s : x.server_xranks)
@@ -1087,6 +1266,9 @@ void Output::end_def() {
   }
   // Every rank checks the same catalog against the same config: all fail alike, none hangs.
   x.plan_vars();
+  estuary::detail::agree(x.xcomm, [&] {
+    if (x.model) x.resolve_masks();
+  });
   x.build_transfers();
   estuary::detail::agree(x.xcomm, [&] { x.create_files(); });
   x.defined = true;
@@ -1105,6 +1287,9 @@ void Output::serve() {
   estuary::detail::check_mpi(MPI_Recv(cat.data(), n, MPI_BYTE, 0, kTagCatalog, x.ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
   x.unpack_catalog(cat);
   x.plan_vars();
+  estuary::detail::agree(x.xcomm, [&] {
+    if (x.model) x.resolve_masks();
+  });
   x.build_transfers();
   estuary::detail::agree(x.xcomm, [&] { x.create_files(); });
   x.defined = true;
@@ -1136,10 +1321,13 @@ void Output::write(const std::string& field, double time, std::span<const double
       if (!v.done_once) due.push_back(vi);
       continue;
     }
-    const double F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq_s;
-    const double eps = 1e-9 * F;
-    // The period a sample belongs to is (next_out - F, next_out].
-    if (std::isnan(v.next_out)) v.next_out = std::ceil(time / F - 1e-9) * F;
+    const Frequency& F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq;
+    // The period a sample belongs to is (boundary next_k - 1, boundary next_k = next_out].
+    if (std::isnan(v.next_out)) {
+      v.next_k = x.clock.first_boundary_from(F, time);
+      v.next_out = x.clock.boundary(F, v.next_k);
+    }
+    const double eps = 1e-9 * (v.next_out - x.clock.boundary(F, v.next_k - 1));
     const std::size_t un = static_cast<std::size_t>(n);
     // sampling_freq: only samples at its multiples enter the operation (XIOS freq_op).
     bool sample = true;
@@ -1184,26 +1372,36 @@ void Output::write(const std::string& field, double time, std::span<const double
                   "end the run; the records completed before the failure are in the files");
     }
   }
+  // Masked points go out as the fill value, whatever the model gave there (a copy: the model's
+  // array is not touched).
+  const std::vector<std::size_t>& masked = fit->masked;
+  auto with_mask = [&](const double* values) {
+    if (masked.empty()) return values;
+    x.masked_copy.assign(values, values + n);
+    for (std::size_t i : masked) x.masked_copy[i] = kFillValue;
+    return static_cast<const double*>(x.masked_copy.data());
+  };
   for (int vi : due) {
     Var& v = x.vars[static_cast<std::size_t>(vi)];
     if (v.op == Operation::once) {
-      x.emit(v, data.data(), time, time, time);
+      x.emit(v, with_mask(data.data()), time, time, time);
       v.done_once = true;
       continue;
     }
-    const double F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq_s;
-    const double tb0 = v.next_out - F, tb1 = v.next_out;
+    const Frequency& F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq;
+    const double tb0 = x.clock.boundary(F, v.next_k - 1), tb1 = v.next_out;
     if (v.op == Operation::instant) {
-      x.emit(v, data.data(), time, time, time);
+      x.emit(v, with_mask(data.data()), time, time, time);
     } else {
-      // A period without a sample (sampling coarser than the model's writes): missing values.
-      if (v.nsamples == 0) v.acc.assign(data.size(), std::numeric_limits<double>::quiet_NaN());
+      // A period without a sample (sampling coarser than the model's writes): the fill value.
+      if (v.nsamples == 0) v.acc.assign(data.size(), kFillValue);
       if (v.op == Operation::average && v.nsamples > 0)
         for (double& a : v.acc) a /= static_cast<double>(v.nsamples);
+      for (std::size_t i : masked) v.acc[i] = kFillValue;
       x.emit(v, v.acc.data(), 0.5 * (tb0 + tb1), tb0, tb1);
     }
     v.nsamples = 0;
-    while (v.next_out <= time + 1e-9 * F) v.next_out += F;
+    while (v.next_out <= time + 1e-9 * (tb1 - tb0)) v.next_out = x.clock.boundary(F, ++v.next_k);
   }
   if (x.server_mode) {
     // Lets MPI progress the transfers in flight while the model computes.

@@ -92,17 +92,25 @@ def check_complete(d, n_inst=NSTEPS // 2, n_stats=NSTEPS // 3, n_inst_sst=None, 
         assert t.units == "seconds since 2001-01-01 00:00:00" and t.calendar == "noleap"
         assert len(t) == n_inst
         np.testing.assert_array_equal(t[:], 7200.0 * np.arange(1, n_inst + 1))
-        assert ds["t3"].dimensions == ("time", "lev", "y", "x")
+        # A lon-lat grid: CF 1-D coordinate variables lon(lon), lat(lat) with bounds.
+        assert ds["t3"].dimensions == ("time", "lev", "lat", "lon")
         assert ds["t3"].dtype == np.float64 and ds["sst"].dtype == np.float32
         assert ds["t3"].units == "K" and ds["t3"].standard_name == "sea_water_temperature"
-        assert ds["t3"].coordinates == "lon lat"
+        assert "coordinates" not in ds["t3"].ncattrs()
         assert ds["lon"].units == "degrees_east" and ds["lat"].units == "degrees_north"
-        assert ds["lon"].bounds == "lon_bnds" and ds["lon_bnds"].shape == (NY, NX, 4)
+        assert ds["lon"].axis == "X" and ds["lat"].axis == "Y" and ds["lat"].standard_name == "latitude"
+        assert ds["lon"].bounds == "lon_bnds" and ds["lon_bnds"].shape == (NX, 2)
+        assert ds["lat"].bounds == "lat_bnds" and ds["lat_bnds"].shape == (NY, 2)
         np.testing.assert_array_equal(ds["lev"][:], [10.0, 50.0, 200.0])
+        assert ds["lev"].standard_name == "depth" and ds["lev"].positive == "down" and ds["lev"].axis == "Z"
         # The lonlat grid: centres at i*360/nx and the middles of ny equal latitude bands.
-        np.testing.assert_allclose(ds["lon"][0, :], 30.0 * np.arange(NX), atol=1e-12)
-        np.testing.assert_allclose(ds["lat"][:, 0], -90 + 22.5 * (np.arange(NY) + 0.5), atol=1e-12)
-        assert np.all(ds["lat_bnds"][:].min(axis=2) < ds["lat"][:])
+        np.testing.assert_allclose(ds["lon"][:], 30.0 * np.arange(NX), atol=1e-12)
+        np.testing.assert_allclose(ds["lat"][:], -90 + 22.5 * (np.arange(NY) + 0.5), atol=1e-12)
+        np.testing.assert_allclose(ds["lon_bnds"][:], np.stack([30.0 * np.arange(NX) - 15, 30.0 * np.arange(NX) + 15], 1),
+                                   atol=1e-12)
+        np.testing.assert_allclose(ds["lat_bnds"][:], np.stack([-90 + 22.5 * np.arange(NY), -90 + 22.5 * np.arange(1, NY + 1)], 1),
+                                   atol=1e-12)
+        assert "estuary" in ds.history and ds.source
         for r in range(n_inst):
             np.testing.assert_array_equal(ds["t3"][r], value3(2 * (r + 1)))
         for r in range(n_inst_sst):
@@ -141,12 +149,12 @@ def test_write_read_back(io_env, ranks, decomp, mode, writers):
         assert str(ds.time.values[0]) == "2001-01-01 01:30:00"
         assert ds.t3.shape == (NSTEPS // 3, NLEV, NY, NX)
         assert "time_bnds" in ds
-    # ncdump and CDO open every file; CDO sees the curvilinear grid with its cell bounds.
+    # ncdump and CDO open every file; CDO sees a regular lon-lat grid (1-D axes) with its cell bounds.
     for f in ("inst", "stats", "stats2", "const"):
         subprocess.run(["ncdump", "-h", os.path.join(d, f + ".nc")], check=True, capture_output=True)
     info = subprocess.run(["cdo", "-s", "sinfon", os.path.join(d, "stats.nc")], check=True,
                           capture_output=True, text=True).stdout
-    assert "curvilinear" in info and "cellbounds" in info and f"{NSTEPS // 3} steps" in info
+    assert "lonlat" in info and "cellbounds" in info and f"{NSTEPS // 3} steps" in info
 
 
 def test_contents_independent_of_rank_counts(io_env):

@@ -50,7 +50,7 @@ def test_netcdf4_write_read_back(io_env, ranks, decomp, mode, writers, in_turn):
         subprocess.run(["ncdump", "-h", os.path.join(d, f + ".nc")], check=True, capture_output=True)
     info = subprocess.run(["cdo", "-s", "sinfon", os.path.join(d, "stats.nc")], check=True,
                           capture_output=True, text=True).stdout
-    assert "curvilinear" in info and f"{NSTEPS // 3} steps" in info
+    assert "lonlat" in info and f"{NSTEPS // 3} steps" in info
 
 
 def test_netcdf4_same_contents_as_cdf5(io_env):
@@ -114,8 +114,8 @@ def test_split_and_sampling(io_env, ranks, decomp, mode, writers):
             for r in range(3):
                 np.testing.assert_array_equal(ds["t3"][r], value3(6 * k + 2 * (r + 1)))
             np.testing.assert_allclose(ds["sst"][:], value2(1), rtol=1e-14)
-            assert ds["lon"].shape == (NY, NX) and ds["lon_bnds"].shape == (NY, NX, 4)
-            np.testing.assert_allclose(ds["lon"][0, :], 30.0 * np.arange(NX), atol=1e-12)
+            assert ds["lon"].shape == (NX,) and ds["lon_bnds"].shape == (NX, 2)
+            np.testing.assert_allclose(ds["lon"][:], 30.0 * np.arange(NX), atol=1e-12)
     # day: netCDF-4, one file a day, 8 averages each.
     days = sorted(f for f in os.listdir(d) if f.startswith("day_"))
     assert days == ["day_20040228.nc", "day_20040301.nc"]
@@ -173,3 +173,153 @@ def test_malformed_frequencies_and_formats(io_env, old, new, message):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode != 0
     assert message.format(cfg=cfg) in p.stdout, p.stdout + p.stderr
+
+
+# ---- calendar frequencies: monthly and yearly periods (XIOS's 1mo, 3mo, 1y) ----
+MONTHLY_CONFIG = """output:
+  mode: {mode}
+  writers: {writers}
+  directory: {dir}
+  calendar: CAL
+  reference_time: "REF 00:00:00"
+  files:
+    - name: monthly
+      output_freq: 1mo
+      split_freq: 3mo
+      fields:
+        - {{name: t3, operation: average, precision: double}}
+        - {{name: sst, operation: maximum, precision: double}}
+    - name: yearly
+      output_freq: 1y
+      fields: [{{name: sst, operation: average, precision: double}}]
+"""
+
+
+@pytest.mark.parametrize("calendar,year,ranks,mode,writers", [
+    ("noleap", 2001, 3, "serverless", 2),
+    ("360_day", 2001, 2, "server", 1),
+    ("standard", 2000, 4, "serverless", 1),  # a leap year: February has 29 days
+])
+def test_monthly_and_yearly_means_on_calendar_periods(io_env, calendar, year, ranks, mode, writers):
+    """A year of daily writes: monthly means and maxima split into quarterly files, and a yearly
+    mean; the period bounds and sample sets come from cftime (independent of estuary)."""
+    units = f"seconds since {year}-01-01 00:00:00"
+    month_start = [cftime.date2num(cftime.datetime(year + (m - 1) // 12, (m - 1) % 12 + 1, 1, calendar=calendar),
+                                   units, calendar=calendar) for m in range(1, 14)]
+    ndays = int(round(month_start[12] / 86400))
+    assert ndays == {"noleap": 365, "360_day": 360, "standard": 366}[calendar]
+    config = MONTHLY_CONFIG.replace("CAL", calendar).replace("REF", f"{year}-01-01")
+    d, p = run(io_env, ranks, "boxes", mode, writers, config=config, nsteps=ndays,
+               name=f"monthly_{calendar}_np{ranks}_{mode}", env={"ESTUARY_IO_STEP_S": "86400"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    days = np.arange(1, ndays + 1)
+    for q in range(4):
+        label = cftime.num2date(month_start[3 * q], units, calendar=calendar).strftime("%Y%m%d")
+        path = os.path.join(d, f"monthly_{label}.nc")
+        with netCDF4.Dataset(path) as ds:
+            assert ds["time"].calendar == calendar and ds["time"].units == units
+            tb = ds["time_bnds"][:]
+            np.testing.assert_array_equal(tb[:, 0], month_start[3 * q:3 * q + 3])
+            np.testing.assert_array_equal(tb[:, 1], month_start[3 * q + 1:3 * q + 4])
+            np.testing.assert_array_equal(ds["time"][:], tb.mean(axis=1))
+            assert ds["t3"].cell_methods == "time: mean" and ds["sst"].cell_methods == "time: maximum"
+            for r in range(3):
+                m = 3 * q + r
+                inside = days[(86400 * days > month_start[m]) & (86400 * days <= month_start[m + 1])]
+                np.testing.assert_allclose(ds["t3"][r], np.mean([value3(s) for s in inside], axis=0), rtol=1e-13)
+                np.testing.assert_array_equal(ds["sst"][r], np.max([value2(s) for s in inside], axis=0))
+        with xr.open_dataset(path, use_cftime=True) as ds:  # the times decode to the right months
+            assert [t.month for t in ds.time.values] == [3 * q + 1, 3 * q + 2, 3 * q + 3]
+    with netCDF4.Dataset(os.path.join(d, "yearly.nc")) as ds:
+        np.testing.assert_array_equal(ds["time_bnds"][:], [[0, month_start[12]]])
+        np.testing.assert_allclose(ds["sst"][0], np.mean([value2(s) for s in days], axis=0), rtol=1e-13)
+    out = subprocess.run(["cdo", "-s", "showdate", os.path.join(d, f"monthly_{year}0401.nc")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and f"{year}-05-" in out.stdout, out.stdout + out.stderr
+
+
+# ---- masks and fill values ----
+def land_reference():
+    """GridGen::with_land's made-up continents on the test's lon-lat grid, computed here:
+    Antarctica below 70S and five spherical caps (centre lon, lat, radius in degrees)."""
+    lon = 30.0 * np.arange(NX)
+    lat = -90 + 22.5 * (np.arange(NY) + 0.5)
+    LON, LAT = np.meshgrid(np.radians(lon), np.radians(lat))
+    p = np.stack([np.cos(LAT) * np.cos(LON), np.cos(LAT) * np.sin(LON), np.sin(LAT)])
+    land = np.degrees(LAT) < -70
+    for clon, clat, rad in [(20, 5, 30), (100, 50, 35), (-100, 45, 28), (-60, -15, 20), (135, -25, 15)]:
+        c = np.radians([clon, clat])
+        cv = np.array([np.cos(c[1]) * np.cos(c[0]), np.cos(c[1]) * np.sin(c[0]), np.sin(c[1])])
+        land |= np.tensordot(cv, p, axes=1) > np.cos(np.radians(rad))
+    return land
+
+
+@pytest.mark.parametrize("mask,ranks,decomp,mode,writers", [
+    ("field", 3, "perm", "serverless", 2),
+    ("field", 4, "boxes", "server", 1),
+    ("grid", 3, "cyclic", "serverless", 1),
+    ("grid", 4, "cyclic", "server", 2),
+])
+def test_masked_points_are_fill_values(io_env, mask, ranks, decomp, mode, writers):
+    d, p = run(io_env, ranks, decomp, mode, writers, name=f"mask_{mask}_np{ranks}_{mode}", env={"ESTUARY_IO_MASK": mask})
+    assert p.returncode == 0, p.stdout + p.stderr
+    if mask == "field":
+        land = (np.arange(NY * NX) % 5 == 0).reshape(NY, NX)
+    else:
+        land = land_reference()
+    assert 0 < land.sum() < land.size
+    for name, checks in [("inst", [(r, 2 * (r + 1)) for r in range(NSTEPS // 2)])]:
+        with netCDF4.Dataset(os.path.join(d, name + ".nc")) as ds:
+            for var, dtype in (("t3", np.float64), ("sst", np.float32)):
+                v = ds[var]
+                assert v._FillValue == 1e20 * dtype(1) and v.missing_value == v._FillValue
+                assert v.getncattr("_FillValue").dtype == dtype
+            for r, step in checks:
+                t3, sst = ds["t3"][r], ds["sst"][r]
+                np.testing.assert_array_equal(np.ma.getmaskarray(t3), np.broadcast_to(land, t3.shape))
+                np.testing.assert_array_equal(np.ma.getmaskarray(sst), land)
+                np.testing.assert_array_equal(t3.compressed(), value3(step)[:, ~land].ravel())
+    with netCDF4.Dataset(os.path.join(d, "stats.nc")) as ds:  # a masked point never enters an average
+        for r in range(NSTEPS // 3):
+            steps = [3 * r + 1, 3 * r + 2, 3 * r + 3]
+            t3 = ds["t3"][r]
+            np.testing.assert_array_equal(np.ma.getmaskarray(t3), np.broadcast_to(land, t3.shape))
+            np.testing.assert_allclose(t3.compressed(), np.mean([value3(s) for s in steps], axis=0)[:, ~land].ravel(),
+                                       rtol=1e-14)
+    with xr.open_dataset(os.path.join(d, "stats.nc")) as ds:  # xarray turns fill values into NaN
+        assert int(np.isnan(ds.sst.isel(time=0)).sum()) == int(land.sum())
+    with netCDF4.Dataset(os.path.join(d, "const.nc")) as ds:
+        np.testing.assert_array_equal(np.ma.getmaskarray(ds["sst"][:]), land)
+
+
+def test_grid_mask_needs_the_fields_points(io_env):
+    """A grid mask reaches a field's values only through the points this rank's def_grid part
+    holds: block fields on a cyclic grid part are refused on every rank, naming field and rank."""
+    d, p = run(io_env, 3, "block", "serverless", 1, name="mask_grid_block", env={"ESTUARY_IO_MASK": "grid"})
+    assert p.returncode != 0
+    assert "which this rank's def_grid part does not hold" in p.stdout + p.stderr
+    assert "field t3" in p.stdout + p.stderr
+
+
+def test_cf_metadata_from_the_configuration(io_env):
+    """Global attributes and per-variable CF attributes from the YAML; xarray selects by latitude
+    on the 1-D axes; the history names estuary."""
+    config = CONFIG.replace("  files:\n", '  title: "estuary CF test"\n  institution: "nowhere"\n'
+                            '  comment: "made by a test"\n  history: "earlier step"\n  files:\n', 1).replace(
+        "fields: [{{name: t3, precision: double}}, {{name: sst, precision: float}}]",
+        "fields: [{{name: t3, precision: double, standard_name: air_temperature, long_name: air temperature, units: degC}},"
+        " {{name: sst, precision: float}}]")
+    d, p = run(io_env, 2, "block", "serverless", 1, config=config, name="cf_attrs")
+    assert p.returncode == 0, p.stdout + p.stderr
+    with netCDF4.Dataset(os.path.join(d, "inst.nc")) as ds:
+        assert ds.title == "estuary CF test" and ds.institution == "nowhere" and ds.comment == "made by a test"
+        assert ds.Conventions == "CF-1.8" and ds.source.startswith("estuary")
+        lines = ds.history.split("\n")
+        assert "estuary" in lines[0] and lines[1] == "earlier step"
+        t3 = ds["t3"]
+        assert (t3.standard_name, t3.long_name, t3.units) == ("air_temperature", "air temperature", "degC")
+        assert ds["sst"].standard_name == "sea_surface_height_above_geoid"  # the model's own
+    with xr.open_dataset(os.path.join(d, "inst.nc"), use_cftime=True) as ds:
+        row = ds.sst.isel(time=0).sel(lat=-90 + 22.5 * 2.5)
+        np.testing.assert_allclose(row.values, value2(2)[2].astype(np.float32), rtol=1e-6)
+        assert ds.lon.attrs["units"] == "degrees_east" and ds.lev.attrs["positive"] == "down"
