@@ -41,57 +41,75 @@ Grid land_source(const GridGen& g, const estuary::Decomp& part) {
   return out;
 }
 
-// The serial reference: great-circle angles by the spherical law of cosines (atan2 form).
-double angle_deg(double lon1, double lat1, double lon2, double lat2) {
-  const double d = kPi / 180, p1 = lat1 * d, p2 = lat2 * d, dl = (lon2 - lon1) * d;
-  const double y = std::hypot(std::cos(p2) * std::sin(dl), std::cos(p1) * std::sin(p2) - std::sin(p1) * std::cos(p2) * std::cos(dl));
-  const double x = std::sin(p1) * std::sin(p2) + std::cos(p1) * std::cos(p2) * std::cos(dl);
-  return std::atan2(y, x);
+// The serial reference, written from OASIS's remap_locc_wgt (n nearest) and YAC's SPMAP (spread)
+// as estuary/runoff.hpp states them: a brute-force pass over every target point.
+double cosine(const Grid& a, i64 i, const Grid& b, i64 j) {
+  const double d = kPi / 180;
+  const double c = std::sin(a.lat[i] * d) * std::sin(b.lat[j] * d) +
+                   std::cos(a.lat[i] * d) * std::cos(b.lat[j] * d) *
+                       (std::cos(a.lon[i] * d) * std::cos(b.lon[j] * d) + std::sin(a.lon[i] * d) * std::sin(b.lon[j] * d));
+  return std::max(-1.0, std::min(1.0, c));
 }
+double angle(const Grid& a, i64 i, const Grid& b, i64 j) { return std::acos(cosine(a, i, b, j)); }
 
 std::vector<Link> reference(const Grid& s, const Grid& t, const RunoffOptions& o) {
   std::vector<Link> out;
   const bool spread = o.spread_distance >= 0;
-  // Nearest first; equal within 1e-12 rad: the smaller index first.
-  auto nearest = [&](double lon, double lat, std::size_t k) {
-    std::vector<std::pair<double, i64>> d;
-    for (i64 j = 0; j < t.size(); ++j)
-      if (t.valid(j)) d.emplace_back(angle_deg(lon, lat, t.lon[j], t.lat[j]), j);
-    std::sort(d.begin(), d.end(), [](auto& a, auto& b) {
-      return std::fabs(a.first - b.first) <= 1e-12 ? a.second < b.second : a.first < b.first;
-    });
-    d.resize(std::min(k, d.size()));
-    return d;
+  // grid_search_nbr: every unmasked target in index order; kept when strictly nearer than the
+  // n-th kept, placed after the kept ones as near or nearer, skipped when it coincides (1e-7)
+  // with the neighbour before its place or the one at it.
+  auto nearest = [&](i64 i, std::size_t n) {
+    std::vector<std::pair<double, i64>> kept;
+    auto same = [&](i64 a, i64 b) { return std::sqrt(2 * (1 - std::fabs(cosine(t, a, t, b)))) <= 1e-7; };
+    for (i64 j = 0; j < t.size(); ++j) {
+      if (!t.valid(j)) continue;
+      const double d = angle(s, i, t, j);
+      if (kept.size() == n && d >= kept.back().first) continue;
+      std::size_t at = 0;
+      while (at < kept.size() && kept[at].first <= d) ++at;
+      if ((at > 0 && same(kept[at - 1].second, j)) || (at < kept.size() && same(kept[at].second, j))) continue;
+      kept.insert(kept.begin() + static_cast<std::ptrdiff_t>(at), {d, j});
+      if (kept.size() > n) kept.pop_back();
+    }
+    return kept;
   };
-  double sigma2 = 0;
-  if (o.weighting == RunoffWeighting::gaussian) {
-    const auto n = static_cast<std::size_t>(t.size());
-    double avg = angle_deg(t.lon[n - 1], t.lat[n - 1], t.lon[0], t.lat[0]);
-    for (std::size_t u = 1; u < n; ++u) avg += angle_deg(t.lon[u - 1], t.lat[u - 1], t.lon[u], t.lat[u]);
-    avg /= static_cast<double>(n);
-    sigma2 = o.variance * avg * avg;
-  }
   for (i64 i = 0; i < s.size(); ++i) {
     if (!s.valid(i)) continue;
-    auto sel = nearest(s.lon[i], s.lat[i], spread ? 1 : static_cast<std::size_t>(o.neighbors));
+    auto sel = nearest(i, spread ? 1 : static_cast<std::size_t>(o.neighbors));
+    std::vector<double> u(sel.size(), 1.0 / static_cast<double>(sel.size()));
     if (spread) {
       if (o.max_search_distance > 0 && sel[0].first > o.max_search_distance * kPi / 180) continue;
       const i64 t0 = sel[0].second;
       sel.clear();
       for (i64 j = 0; j < t.size(); ++j)
-        if (t.valid(j) && (j == t0 || angle_deg(t.lon[t0], t.lat[t0], t.lon[j], t.lat[j]) <= o.spread_distance * kPi / 180))
-          sel.emplace_back(angle_deg(s.lon[i], s.lat[i], t.lon[j], t.lat[j]), j);
+        if (t.valid(j) && (j == t0 || angle(t, t0, t, j) <= o.spread_distance * kPi / 180))
+          sel.emplace_back(angle(s, i, t, j), j);
+      u.assign(sel.size(), 1.0 / static_cast<double>(sel.size()));
+      if (o.weighting == RunoffWeighting::distance) {
+        double sum = 0;
+        for (std::size_t k = 0; k < sel.size(); ++k) sum += u[k] = 1 / std::max(sel[k].first, 1e-14);
+        for (double& x : u) x /= sum;
+      }
+    } else if (o.weighting != RunoffWeighting::uniform) {
+      std::vector<double> d;
+      for (const auto& x : sel) d.push_back(x.first);
+      if (o.weighting == RunoffWeighting::gaussian && sel.size() > 1 &&
+          *std::max_element(d.begin(), d.end()) < 0.01) {
+        double mean = 0;
+        int pairs = 0;
+        for (std::size_t a = 0; a < sel.size(); ++a)
+          for (std::size_t b = a + 1; b < sel.size(); ++b) mean += angle(t, sel[a].second, t, sel[b].second), ++pairs;
+        const double var = o.variance * (mean / pairs) * (mean / pairs);
+        for (double& x : d) x = std::exp(x * x / (2 * var));
+      }
+      double sum = 0;
+      for (std::size_t k = 0; k < sel.size(); ++k) sum += u[k] = 1 / std::max(d[k], DBL_EPSILON);
+      for (double& x : u) x /= sum;
     }
-    std::vector<double> u(sel.size(), 1.0);
-    for (std::size_t k = 0; k < sel.size(); ++k) {
-      if (o.weighting == RunoffWeighting::distance) u[k] = 1.0 / std::max(sel[k].first, 1e-14);
-      if (o.weighting == RunoffWeighting::gaussian) u[k] = 1.0 / (std::exp(sel[k].first * sel[k].first / (2 * sigma2)) + DBL_EPSILON);
-    }
-    const double sum = std::accumulate(u.begin(), u.end(), 0.0);
     for (std::size_t k = 0; k < sel.size(); ++k) {
       const auto j = static_cast<std::size_t>(sel[k].second);
-      const double as = s.area[static_cast<std::size_t>(i)], at = t.area[j];
-      double w = u[k] / sum;
+      const double as = s.area.empty() ? 0 : s.area[static_cast<std::size_t>(i)], at = t.area.empty() ? 0 : t.area[j];
+      double w = u[k];
       if (o.scaling == RunoffScaling::fracarea) w *= as / at;
       if (o.scaling == RunoffScaling::srcarea) w *= as;
       if (o.scaling == RunoffScaling::invtgtarea) w /= at;
@@ -126,7 +144,6 @@ std::vector<Case> cases() {
   add("SPMAP avg 21.3 none", 1, 21.3, RunoffWeighting::uniform, RunoffScaling::none);
   add("SPMAP dist 33.7 srcarea", 1, 33.7, RunoffWeighting::distance, RunoffScaling::srcarea);
   add("SPMAP dist 17.1 invtgtarea", 1, 17.1, RunoffWeighting::distance, RunoffScaling::invtgtarea);
-  add("SPMAP gauss 27.9", 1, 27.9, RunoffWeighting::gaussian, RunoffScaling::fracarea);
   return c;
 }
 
@@ -202,4 +219,91 @@ TEST(Runoff, RefusesBadOptionsOnEveryRank) {
   if (r == p - 1) bare.area.clear(), bare.ncorner = 0, bare.corner_lon.clear(), bare.corner_lat.clear();
   o.neighbors = 1;
   EXPECT_THROW(estuary::runoff_weights(bare, t, MPI_COMM_WORLD, o), estuary::Error);
+}
+
+namespace {
+
+// The points of `whole` a decomposition holds (centres, mask, areas; no corners).
+Grid part_of(const Grid& whole, const estuary::Decomp& d) {
+  Grid g;
+  g.name = whole.name;
+  g.dims = whole.dims;
+  g.global_size = whole.global_size;
+  g.points = d.to_indices();
+  for (i64 k : g.points) {
+    const auto u = static_cast<std::size_t>(k);
+    g.lon.push_back(whole.lon[u]);
+    g.lat.push_back(whole.lat[u]);
+    g.mask.push_back(whole.mask[u]);
+    g.area.push_back(whole.area[u]);
+  }
+  return g;
+}
+
+}  // namespace
+
+// LOCCGAUS's local variance (neighbours all nearer than 0.01 rad: a fine ocean patch of 0.1
+// degrees) and OASIS's skipping of target points that coincide with a kept neighbour (the first
+// row of the patch repeated at its end), with every weighting; against the brute force, on any
+// rank count to the bit, totals kept.
+TEST(Runoff, FinePatchGaussianAndCoincidingTargets) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  Grid t, s;
+  t.name = "patch";
+  for (int j = 0; j < 15; ++j)
+    for (int i = 0; i < 15; ++i) {
+      t.lon.push_back(10 + 0.1 * i), t.lat.push_back(20 + 0.1 * j);
+      t.mask.push_back((i * 15 + j) % 7 == 3 ? 0 : 1);
+    }
+  for (int i = 0; i < 15; ++i) t.lon.push_back(t.lon[static_cast<std::size_t>(i)]), t.lat.push_back(20), t.mask.push_back(t.mask[static_cast<std::size_t>(i)]);
+  for (std::size_t k = 0; k < t.lon.size(); ++k) t.area.push_back(3e-6 * (1 + 0.1 * static_cast<double>(k % 5)));
+  t.global_size = t.size();
+  t.dims = {t.global_size};
+  s.name = "mouths";
+  for (int k = 0; k < 40; ++k) {
+    s.lon.push_back(10.02 + 0.0357 * k), s.lat.push_back(19.97 + 0.037 * (k % 13));
+    s.mask.push_back(k % 9 == 4 ? 0 : 1);
+    s.area.push_back(5e-6 * (1 + 0.2 * (k % 3)));
+  }
+  s.global_size = s.size();
+  s.dims = {s.global_size};
+  for (const RunoffWeighting w : {RunoffWeighting::uniform, RunoffWeighting::distance, RunoffWeighting::gaussian}) {
+    RunoffOptions o;
+    o.neighbors = 5;
+    o.weighting = w;
+    o.variance = 0.6;
+    const std::string name = estuary::name_of(w);
+    const Grid sp = part_of(s, estuary::gen::cyclic(s.size(), r, p)), tp = part_of(t, estuary::gen::block(t.size(), r, p));
+    const std::vector<Link> got = ltest::gather_sorted(estuary::runoff_weights(sp, tp, MPI_COMM_WORLD, o));
+    const std::vector<Link> want = reference(s, t, o);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      ASSERT_EQ(got[k].dst, want[k].dst) << name << " link " << k;
+      ASSERT_EQ(got[k].src, want[k].src) << name << " link " << k;
+      ASSERT_NEAR(got[k].w, want[k].w, 1e-13 * std::fabs(want[k].w)) << name << " link " << k;
+      EXPECT_LT(got[k].dst, 225) << name << ": the repeated row is never a neighbour (its points coincide)";
+    }
+    const std::vector<Link> serial = ltest::gather_sorted(estuary::runoff_weights(s, t, MPI_COMM_SELF, o), MPI_COMM_SELF);
+    std::ostringstream why;
+    EXPECT_TRUE(ltest::same_links(got, serial, 0, why)) << name << ": " << why.str();
+    double in = 0, out = 0;
+    for (i64 i = 0; i < s.size(); ++i) in += s.valid(i) ? s.area[static_cast<std::size_t>(i)] * (1 + 0.1 * i) : 0;
+    for (const Link& l : got) out += t.area[static_cast<std::size_t>(l.dst)] * l.w * (1 + 0.1 * l.src);
+    EXPECT_NEAR(out, in, 1e-13 * in) << name;
+  }
+  // The Gaussian's shares differ from the distance weighting's (the local variance is used).
+  RunoffOptions g;
+  g.neighbors = 5, g.weighting = RunoffWeighting::gaussian, g.variance = 0.6;
+  RunoffOptions d = g;
+  d.weighting = RunoffWeighting::distance;
+  const std::vector<Link> lg = reference(s, t, g), ld = reference(s, t, d);
+  ASSERT_EQ(lg.size(), ld.size());
+  double diff = 0;
+  for (std::size_t k = 0; k < lg.size(); ++k) diff = std::max(diff, std::fabs(lg[k].w - ld[k].w) / ld[k].w);
+  EXPECT_GT(diff, 0.01) << lg.size();
+  // YAC's SPMAP has no Gaussian weighting: refused on every rank.
+  g.spread_distance = 0.2;
+  EXPECT_THROW(estuary::runoff_weights(part_of(s, estuary::gen::block(s.size(), r, p)),
+                                       part_of(t, estuary::gen::block(t.size(), r, p)), MPI_COMM_WORLD, g),
+               estuary::Error);
 }

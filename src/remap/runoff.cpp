@@ -46,13 +46,12 @@ using detail::sq_dist;
 using sphere::Vec3;
 
 constexpr double kDeg = 3.14159265358979323846 / 180.0;
-// Distances (radians) this close count as equal: the nearer is then the smaller index.
-constexpr double kTieAngle = 1e-12;
 
 // One grid gathered on every rank, by global index; `holders` lists, per point, the ranks that
 // hold it (CSR: holders[first[g] .. first[g+1])), so that links can be sent where they are wanted.
 struct Gathered {
   std::vector<Vec3> xyz;
+  std::vector<double> lon, lat;  // degrees
   std::vector<char> valid;
   std::vector<double> area;
   std::vector<i64> first;
@@ -107,6 +106,8 @@ Gathered gather(const Grid& g, const std::vector<double>& area, MPI_Comm comm, c
   Gathered s;
   const auto ng = static_cast<std::size_t>(g.global_size);
   s.xyz.resize(ng);
+  s.lon.assign(ng, 0.0);
+  s.lat.assign(ng, 0.0);
   s.valid.assign(ng, 0);
   s.area.assign(ng, 0.0);
   s.first.assign(ng + 1, 0);
@@ -126,6 +127,7 @@ Gathered gather(const Grid& g, const std::vector<double>& area, MPI_Comm comm, c
     if (seen[u]) continue;  // a repeat (halo): the first holder's copy
     seen[u] = 1;
     s.xyz[u] = sphere::unit_vector(all_val[3 * k], all_val[3 * k + 1]);
+    s.lon[u] = all_val[3 * k], s.lat[u] = all_val[3 * k + 1];
     s.valid[u] = static_cast<char>(all_key[k] & 1);
     s.area[u] = all_val[3 * k + 2];
   }
@@ -144,13 +146,45 @@ Gathered gather(const Grid& g, const std::vector<double>& area, MPI_Comm comm, c
   return s;
 }
 
-// The angle (radians) of a chord of squared length d2 between unit vectors.
-double angle_of(double d2) { return 2.0 * std::asin(std::min(1.0, 0.5 * std::sqrt(d2))); }
-
 // The chord of an angle in degrees, squared (for the k-d tree's radius searches).
 double sq_chord(double deg) {
   const double c = 2.0 * std::sin(0.5 * std::min(deg, 180.0) * kDeg);
   return c * c;
+}
+
+// OASIS's angular distance (SCRIP): acos of the cosine from sines and cosines, clamped.
+double oasis_angle(double sa, double ca, double so, double co, double sb, double cb, double sob, double cob) {
+  const double d = sa * sb + ca * cb * (co * cob + so * sob);
+  return std::acos(std::max(-1.0, std::min(1.0, d)));
+}
+
+// OASIS's test that two points coincide (remap_locc grid_search_nbr): sqrt(2 (1 - |cos|)) <= 1e-7.
+bool oasis_same(std::size_t a, std::size_t b, const std::vector<double>& sla, const std::vector<double>& cla,
+                const std::vector<double>& slo, const std::vector<double>& clo) {
+  double c = sla[a] * sla[b] + cla[a] * cla[b] * (clo[a] * clo[b] + slo[a] * slo[b]);
+  c = std::max(-1.0, std::min(1.0, c));
+  return !(std::sqrt(2.0 * (1.0 - std::fabs(c))) > 1e-7);
+}
+
+// grid_search_nbr of OASIS's remap_locc: the candidates (increasing index) inserted into a list
+// of n by distance, a later one only when strictly nearer (ties stay with the smaller index),
+// and not when it coincides with the neighbour before its place or the one at it.
+template <class Dist>
+void oasis_nearest(const std::vector<i64>& cand, std::size_t n, const Dist& dist, const std::vector<double>& sla,
+                   const std::vector<double>& cla, const std::vector<double>& slo, const std::vector<double>& clo,
+                   std::vector<std::pair<double, i64>>& near) {
+  near.clear();
+  for (i64 c : cand) {
+    const double d = dist(c);
+    if (near.size() == n && !(d < near.back().first)) continue;
+    std::size_t at = near.size() == n ? n - 1 : near.size();
+    while (at > 0 && d < near[at - 1].first) --at;
+    const auto u = static_cast<std::size_t>(c);
+    if (at > 0 && oasis_same(static_cast<std::size_t>(near[at - 1].second), u, sla, cla, slo, clo)) continue;
+    if (at < near.size() && oasis_same(static_cast<std::size_t>(near[at].second), u, sla, cla, slo, clo)) continue;
+    if (near.size() == n) near.pop_back();
+    near.insert(near.begin() + static_cast<std::ptrdiff_t>(at), {d, c});
+  }
 }
 
 }  // namespace
@@ -168,6 +202,9 @@ Links runoff_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Runo
       throw Error("the spread distance " + std::to_string(o.spread_distance) + " and the search distance " +
                       std::to_string(o.max_search_distance) + " must be angles in degrees from 0 to 180",
                   "runoff_weights");
+    if (spread && o.weighting == RunoffWeighting::gaussian)
+      throw Error("YAC's source point mapping weights 'avg' or 'dist', not Gaussian", "runoff_weights",
+                  "use uniform or distance weighting with a spread distance, or the n nearest (LOCCGAUS)");
     if (o.weighting == RunoffWeighting::gaussian && !(o.variance >= 1.1920929e-07))
       throw Error("the Gaussian variance " + std::to_string(o.variance) + " is not positive", "runoff_weights",
                   "give the variance multiplier (OASIS's $VAR), e.g. 1");
@@ -201,18 +238,16 @@ Links runoff_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Runo
   });
 
   const std::size_t nt = t.xyz.size();
-  double variance = 0;
-  if (o.weighting == RunoffWeighting::gaussian && nt > 0) {
-    // OASIS's grid_dist_average, on the target grid: the mean angle between consecutive points
-    // (the last and the first included), in grid order.
-    double average = angle_of(sq_dist(t.xyz[nt - 1], t.xyz[0]));
-    for (std::size_t u = 1; u < nt; ++u) average += angle_of(sq_dist(t.xyz[u - 1], t.xyz[u]));
-    average /= static_cast<double>(nt);
-    variance = o.variance * average * average;
+  // OASIS's trigonometry of the target points (radians) and its angular distance.
+  std::vector<double> cla(nt), sla(nt), clo(nt), slo(nt);
+  for (std::size_t u = 0; u < nt; ++u) {
+    cla[u] = std::cos(t.lat[u] * kDeg), sla[u] = std::sin(t.lat[u] * kDeg);
+    clo[u] = std::cos(t.lon[u] * kDeg), slo[u] = std::sin(t.lon[u] * kDeg);
   }
   std::vector<i64> ocean;
   for (std::size_t u = 0; u < nt; ++u)
     if (t.valid[u]) ocean.push_back(static_cast<i64>(u));
+  const std::size_t n_ocean = ocean.size();
   const KdTree tree(t.xyz, std::move(ocean));
 
   // This rank's block of source points.
@@ -230,26 +265,24 @@ Links runoff_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Runo
     const auto su = static_cast<std::size_t>(sg);
     if (!s.valid[su] || tree.empty()) continue;
     const Vec3& q = s.xyz[su];
-    // The k nearest unmasked target points: every point within the k-th nearest distance (with
-    // slack), taken in increasing index and kept when nearer than a kept one by more than
-    // kTieAngle, or as near within it and of a smaller index (so ties go to the smaller index
-    // whatever the rounding of the distances).
-    const std::size_t k = spread ? 1 : nn;
-    const double rk = tree.kth_sq_dist(q, k);
-    cand.clear();
-    tree.within(q, rk * (1 + 1e-9) + 1e-20, cand);
-    std::sort(cand.begin(), cand.end());
-    near.assign(k, {DBL_MAX, INT64_MAX});
-    for (i64 c : cand) {
-      const double d = angle_of(sq_dist(q, t.xyz[static_cast<std::size_t>(c)]));
-      for (std::size_t i = 0; i < k; ++i)
-        if (d + kTieAngle < near[i].first || (std::fabs(d - near[i].first) <= kTieAngle && c < near[i].second)) {
-          near.insert(near.begin() + static_cast<std::ptrdiff_t>(i), {d, c});
-          near.pop_back();
-          break;
-        }
+    const double sa = std::sin(s.lat[su] * kDeg), ca = std::cos(s.lat[su] * kDeg);
+    const double so = std::sin(s.lon[su] * kDeg), co = std::cos(s.lon[su] * kDeg);
+    auto dist = [&](i64 c) {
+      const auto v = static_cast<std::size_t>(c);
+      return oasis_angle(sa, ca, so, co, sla[v], cla[v], slo[v], clo[v]);
+    };
+    // OASIS's grid_search_nbr over the candidates within the k-th nearest chord (with slack;
+    // the angle grows with the chord), in increasing index; more when points that coincide
+    // with a kept one (skipped, as OASIS does) leave places empty.
+    const std::size_t want = spread ? 1 : nn;
+    for (std::size_t k = want;; k = std::min(2 * k, n_ocean)) {
+      const double rk = tree.kth_sq_dist(q, k);
+      cand.clear();
+      tree.within(q, rk * (1 + 1e-9) + 1e-20, cand);
+      std::sort(cand.begin(), cand.end());
+      oasis_nearest(cand, want, dist, sla, cla, slo, clo, near);
+      if (near.size() == want || k == n_ocean) break;
     }
-    while (!near.empty() && near.back().second == INT64_MAX) near.pop_back();
     if (spread) {
       if (o.max_search_distance > 0 && near[0].first > o.max_search_distance * kDeg) continue;
       const i64 t0 = near[0].second;
@@ -258,22 +291,44 @@ Links runoff_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Runo
       if (std::find(cand.begin(), cand.end(), t0) == cand.end()) cand.push_back(t0);
       std::sort(cand.begin(), cand.end());
       near.clear();
-      for (i64 c : cand) near.emplace_back(angle_of(sq_dist(q, t.xyz[static_cast<std::size_t>(c)])), c);
+      for (i64 c : cand) near.emplace_back(dist(c), c);
     }
-    // The shares, summed in the order of `near` (by distance, or by index for the spread).
-    share.assign(near.size(), 1.0);
-    if (o.weighting == RunoffWeighting::distance)
-      for (std::size_t i = 0; i < near.size(); ++i) share[i] = 1.0 / std::max(near[i].first, 1e-14);
-    else if (o.weighting == RunoffWeighting::gaussian)
-      for (std::size_t i = 0; i < near.size(); ++i) {
-        const double d = near[i].first;
-        share[i] = 1.0 / (std::exp(0.5 * d * d / variance) + DBL_EPSILON);
+    share.assign(near.size(), 1.0 / static_cast<double>(near.size()));
+    if (!spread && o.weighting != RunoffWeighting::uniform) {
+      // remap_locc_wgt: LOCCGAUS turns the distances into exp(d^2 / (2 sigma^2)), sigma^2 = $VAR
+      // x the mean angle between the neighbours squared, when there are two neighbours or more
+      // and all are nearer than 0.01 rad (else it weights as LOCCDIST); then
+      // w_i = 1 / (d_i sum_j 1 / (d_j + eps)).
+      if (o.weighting == RunoffWeighting::gaussian && near.size() > 1) {
+        double mean = 0, dmax = 0;
+        int pairs = 0;
+        for (std::size_t i = 0; i + 1 < near.size(); ++i)
+          for (std::size_t j = i + 1; j < near.size(); ++j) {
+            const auto a = static_cast<std::size_t>(near[i].second), b = static_cast<std::size_t>(near[j].second);
+            mean += oasis_angle(sla[b], cla[b], slo[b], clo[b], sla[a], cla[a], slo[a], clo[a]);
+            ++pairs;
+          }
+        for (const auto& nd : near) dmax = std::max(dmax, nd.first * nd.first);
+        if (dmax < 1e-4) {
+          const double var = o.variance * (mean / pairs) * (mean / pairs);
+          for (auto& nd : near) nd.first = std::exp(0.5 * nd.first * nd.first / var);
+        }
       }
-    const double total = std::accumulate(share.begin(), share.end(), 0.0);
+      // (OASIS adds eps in the sum only, so its shares sum to 1 within eps / d: at d = 1e-3 rad the
+      // total would drift by 2e-13. estuary normalises exactly, reading a d below eps as eps.)
+      double sum = 0;
+      for (std::size_t i = 0; i < near.size(); ++i) sum += share[i] = 1.0 / std::max(near[i].first, DBL_EPSILON);
+      for (double& x : share) x /= sum;
+    } else if (spread && o.weighting == RunoffWeighting::distance) {
+      // YAC's inverse distance, normalised (a zero distance read as 1e-14).
+      double total = 0;
+      for (std::size_t i = 0; i < near.size(); ++i) total += share[i] = 1.0 / std::max(near[i].first, 1e-14);
+      for (double& x : share) x /= total;
+    }
     for (std::size_t i = 0; i < near.size(); ++i) {
       const i64 tg = near[i].second;
       const auto tu = static_cast<std::size_t>(tg);
-      double w = share[i] / total;
+      double w = share[i];
       if (o.scaling == RunoffScaling::fracarea) w = w * s.area[su] / t.area[tu];
       else if (o.scaling == RunoffScaling::srcarea) w *= s.area[su];
       else if (o.scaling == RunoffScaling::invtgtarea) w /= t.area[tu];
