@@ -669,8 +669,8 @@ TEST_F(ConfigTest, MalformedYamlNamesFileLineAndKey) {
        "unknown key 'place' in couplings[0].transforms[1].mapping"},
       {"gauswgt_without_variance", yaml_with("- loctrans: average", "- scripr: {method: gauswgt}"), 7,
        "missing required key 'variance'"},
-      {"spmap_bad_weighting", yaml_with("- loctrans: average", "- scripr: {method: spmap, weighting: nearest}"), 7,
-       "unknown SPMAP weighting 'NEAREST'"},
+      {"spmap_bad_weighting", yaml_with("- loctrans: average", "- scripr: {method: spmap, weighting: gauss}"), 7,
+       "unknown SPMAP weighting 'GAUSS'"},
       {"spmap_bad_distance", yaml_with("- loctrans: average", "- scripr: {method: spmap, spread_distance: 200}"), 7,
        "must be from 0 to 180 degrees"},
       {"spread_for_locc", yaml_with("- loctrans: average", "- scripr: {method: loccunif, spread_distance: 2}"), 7,
@@ -707,14 +707,13 @@ TEST_F(ConfigTest, RunoffMappingsAreRead) {
   EXPECT_EQ(s.couplings[1].scripr->method, "LOCCUNIF");
   EXPECT_EQ(s.couplings[1].scripr->neighbors, 2);
   const CouplingSetup y = read_coupling_yaml(write("runoff.yaml", yaml_with("- loctrans: average",
-      "- scripr: {method: spmap, spread_distance: 1.5, max_search_distance: 10, weighting: gauss, variance: 2, scaling: srcarea}")));
+      "- scripr: {method: spmap, spread_distance: 1.5, max_search_distance: 10, weighting: dist, scaling: srcarea}")));
   ASSERT_TRUE(y.couplings[0].scripr);
   const ScriprSpec& m = *y.couplings[0].scripr;
   EXPECT_EQ(m.method, "SPMAP");
   EXPECT_EQ(m.spread_distance, 1.5);
   EXPECT_EQ(m.max_search_distance, 10.0);
-  EXPECT_EQ(m.weighting, "GAUSS");
-  EXPECT_EQ(m.variance, 2.0);
+  EXPECT_EQ(m.weighting, "DIST");
   EXPECT_EQ(m.scaling, "SRCAREA");
   const CouplingSetup d = read_coupling_yaml(write("runoff_default.yaml", yaml_with("- loctrans: average", "- scripr: {method: spmap}")));
   EXPECT_EQ(d.couplings[0].scripr->weighting, "AVG");

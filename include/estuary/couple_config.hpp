@@ -73,8 +73,8 @@ struct ScriprSpec {
   int neighbors = 4;         // DISTWGT, GAUSWGT, LOCC*: source (LOCC*: target) neighbours
   std::string normalization; // CONSERV only: FRACAREA, DESTAREA, FRACNNEI
   std::string order;         // CONSERV only: FIRST or SECOND
-  double variance = 0.0;     // GAUSWGT, LOCCGAUS, SPMAP GAUSS: OASIS's variance multiplier
-  // SPMAP only (estuary::RunoffOptions): degrees, the weighting AVG|DIST|GAUSS and the scaling
+  double variance = 0.0;     // GAUSWGT, LOCCGAUS: OASIS's variance multiplier
+  // SPMAP only (estuary::RunoffOptions): degrees, the weighting AVG|DIST and the scaling
   // FRACAREA|SRCAREA|INVTGTAREA|NONE.
   double spread_distance = 0.0;
   double max_search_distance = 0.0;

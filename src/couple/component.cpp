@@ -45,7 +45,7 @@ std::optional<RunoffOptions> runoff_options(const ScriprSpec& s) {
   if (s.method != "SPMAP") return std::nullopt;
   o.spread_distance = s.spread_distance;
   o.max_search_distance = s.max_search_distance;
-  o.weighting = s.weighting == "DIST" ? RunoffWeighting::distance : s.weighting == "GAUSS" ? RunoffWeighting::gaussian : RunoffWeighting::uniform;
+  o.weighting = s.weighting == "DIST" ? RunoffWeighting::distance : RunoffWeighting::uniform;
   o.scaling = s.scaling == "SRCAREA"      ? RunoffScaling::srcarea
               : s.scaling == "INVTGTAREA" ? RunoffScaling::invtgtarea
               : s.scaling == "NONE"       ? RunoffScaling::none

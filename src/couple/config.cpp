@@ -189,8 +189,8 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
   s.weighting = upper(s.weighting);
   s.scaling = upper(s.scaling);
   if (s.method == "SPMAP") {
-    if (s.weighting != "AVG" && s.weighting != "DIST" && s.weighting != "GAUSS")
-      fail("unknown SPMAP weighting " + quoted(s.weighting), "use avg, dist or gauss");
+    if (s.weighting != "AVG" && s.weighting != "DIST")
+      fail("unknown SPMAP weighting " + quoted(s.weighting), "use avg or dist (YAC's; for Gaussian weights use loccgaus)");
     if (s.scaling != "FRACAREA" && s.scaling != "SRCAREA" && s.scaling != "INVTGTAREA" && s.scaling != "NONE")
       fail("unknown SPMAP scaling " + quoted(s.scaling), "use fracarea, srcarea, invtgtarea or none");
     if (!(s.spread_distance >= 0 && s.spread_distance <= 180 && s.max_search_distance >= 0 && s.max_search_distance <= 180))
@@ -198,7 +198,7 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
                number_text(s.max_search_distance) + " must be from 0 to 180 degrees",
            "give angles in degrees (max_search_distance 0: no limit)");
   }
-  const bool gauss = s.method == "GAUSWGT" || s.method == "LOCCGAUS" || (s.method == "SPMAP" && s.weighting == "GAUSS");
+  const bool gauss = s.method == "GAUSWGT" || s.method == "LOCCGAUS";
   if (gauss && !(s.variance > 0))
     fail("the SCRIPR " + s.method + " variance must be positive, not " + number_text(s.variance),
          "give OASIS's variance multiplier, e.g. 1 (OASIS3-MCT stops on 0 too)");
@@ -1225,8 +1225,8 @@ void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingCon
       s.weighting = v["weighting"] ? scalar(v["weighting"], key + ".weighting") : "AVG";
       s.scaling = v["scaling"] ? scalar(v["scaling"], key + ".scaling") : "FRACAREA";
     }
-    const bool gauss = s.method == "GAUSWGT" || s.method == "LOCCGAUS" || (spmap && upper(s.weighting) == "GAUSS");
-    if (v["variance"] && !gauss) fail(v["variance"], key + ".variance is for the Gaussian methods only (gauswgt, loccgaus, spmap with weighting gauss)");
+    const bool gauss = s.method == "GAUSWGT" || s.method == "LOCCGAUS";
+    if (v["variance"] && !gauss) fail(v["variance"], key + ".variance is for methods gauswgt and loccgaus only");
     if (gauss) s.variance = number(required(v, "variance", key), key + ".variance");
     for (const char* k : {"normalization", "order"})
       if (v[k] && s.method != "CONSERV") fail(v[k], key + "." + k + " is for method conserv only");
