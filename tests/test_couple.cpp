@@ -742,7 +742,8 @@ struct ConservRun {
 // field(t) on the grid src_grid makes of its partition, the target (tripolar 8 x 9, with land
 // if `ocean_land`) gets.
 ConservRun run_scripr(const std::string& dir, const std::function<estuary::Grid(const Decomp&)>& src_grid,
-                      const std::function<std::vector<double>(double)>& field, int times, bool ocean_land = false) {
+                      const std::function<std::vector<double>(double)>& field, int times, bool ocean_land = false,
+                      i64 src_size = kNs) {
   const Layout l = layout();
   ComponentOptions o;
   o.config = dir + "/namcouple";
@@ -750,7 +751,7 @@ ConservRun run_scripr(const std::string& dir, const std::function<estuary::Grid(
   ConservRun out;
   {
     Component comp(l.comp, o);
-    const Decomp sd = src_decomp(l), dd = dst_decomp(l);
+    const Decomp sd = l.src ? gen::cyclic(src_size, l.index, l.count) : Decomp::empty(src_size), dd = dst_decomp(l);
     const GridGen dg = ocean_land ? GridGen::tripolar(8, 9).with_land() : GridGen::tripolar(8, 9);
     int sv = -1, dv = -1;
     if (l.src) {
@@ -932,5 +933,56 @@ TEST(Couple, ScriprRunoffRiverMouth) {
     MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     const double river = s_all.area[static_cast<std::size_t>(mouth)] * f[static_cast<std::size_t>(mouth)];
     EXPECT_NEAR(total, river, 1e-13 * river);
+  }
+}
+
+// SCRIPR BILINEAR D on a reduced Gaussian source (the toy atmosphere's grid kind, stored south to
+// north, with land): the coupled values equal W f with W from bilinear_weights_reduced computed
+// serially (OASIS's search for a grid of type D). BICUBIC D is refused at enddef, naming the
+// coupling, rather than interpolated as if the grid were one row.
+TEST(Couple, ScriprBilinearOnReducedGaussianSource) {
+  const Layout l = layout();
+  const GridGen sg = GridGen::reduced_gaussian(6).with_land();
+  const i64 ns = sg.size();
+  auto field = [&](double t) {
+    std::vector<double> f(static_cast<std::size_t>(ns));
+    const estuary::Grid g = sg.make();
+    for (std::size_t i = 0; i < f.size(); ++i) f[i] = std::cos(g.lat[i] * 0.017) * std::sin(g.lon[i] * 0.0349) + 1e-4 * t;
+    return f;
+  };
+  auto text = [&](const std::string& method) {
+    return " $NFIELDS\n 1\n $END\n $RUNTIME\n " + std::to_string(static_cast<long>(kPeriod)) +
+           "\n $END\n $NLOGPRT\n 1\n $END\n $STRINGS\nA_F O_F 1 " + std::to_string(static_cast<long>(kPeriod)) +
+           " 1 rst.nc EXPORTED\nagrd ogrd\nR 0 R 0\nSCRIPR\n" + method + " D SCALAR LATITUDE 1\n $END\n";
+  };
+  {
+    const std::string dir = fresh_dir("scripr_bilinear_d");
+    write_text(dir + "/namcouple", text("BILINEAR"));
+    const ConservRun r = run_scripr(dir, [&](const Decomp& d) { return sg.make(d); }, field, 1, false, ns);
+    if (l.dst) {
+      const estuary::Grid dg = GridGen::tripolar(8, 9).make();
+      Links w = estuary::bilinear_weights_reduced(sg.make(), dg, MPI_COMM_SELF);
+      const i64 before = w.size();
+      estuary::fill_nearest(sg.make(), dg, MPI_COMM_SELF, w);
+      EXPECT_EQ(w.size(), before) << "OASIS's own fallback leaves nothing to fill";
+      const std::vector<double> f = field(0);
+      std::vector<double> ref(static_cast<std::size_t>(kNd), 0.0);
+      for (i64 k = 0; k < w.size(); ++k) {
+        const auto u = static_cast<std::size_t>(k);
+        ref[static_cast<std::size_t>(w.row[u])] += w.weight[u] * f[static_cast<std::size_t>(w.col[u])];
+      }
+      const Decomp dd = dst_decomp(l);
+      const std::vector<double> want = local_of(ref, dd);
+      ASSERT_EQ(r.got.size(), 1u);
+      for (std::size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(r.got[0][j], want[j], 1e-12) << "point " << j;
+    }
+  }
+  const std::string dir = fresh_dir("scripr_bicubic_d");
+  write_text(dir + "/namcouple", text("BICUBIC"));
+  try {
+    run_scripr(dir, [&](const Decomp& d) { return sg.make(d); }, field, 1, false, ns);
+    ADD_FAILURE() << "BICUBIC D accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("BICUBIC on a reduced (D) source grid is not supported yet"), std::string::npos) << e.what();
   }
 }

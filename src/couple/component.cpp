@@ -731,6 +731,21 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
         } catch (const Error& e) {  // name the coupling (file and line) the neighbours come from
           throw Error("SCRIPR DISTWGT: " + e.fault(), here + ", distance_weights", e.fix());
         }
+      } else if (method == "BILINEAR" && cfg.scripr->grid_type == "D") {
+        // A reduced Gaussian source (OASIS's grid type D): OASIS's row-by-row search, with its
+        // own nearest-neighbour fallback (the fill below then finds nothing left to fill).
+        ReducedBilinearOptions o;
+        o.nearest_fill = cfg.scripr->nearest_fill;
+        try {
+          links = bilinear_weights_reduced(sg, dg, c.comm, o);
+        } catch (const MpiError&) {
+          throw;
+        } catch (const Error& e) {
+          throw Error("SCRIPR BILINEAR D: " + e.fault(), here + ", bilinear_weights_reduced", e.fix());
+        }
+      } else if (method == "BICUBIC" && cfg.scripr->grid_type == "D") {
+        throw Error("SCRIPR BICUBIC on a reduced (D) source grid is not supported yet by estuary", here,
+                    "use BILINEAR D, or MAPPING with weights generated offline (OASIS's remap_bicubic_reduced)");
       } else if (method == "BILINEAR") {
         links = bilinear_weights(sg, dg, c.comm);
       } else if (method == "GAUSWGT") {
