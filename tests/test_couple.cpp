@@ -895,11 +895,19 @@ TEST(Couple, ScriprRunoffRiverMouth) {
   ASSERT_GE(mouth, 0);
   std::vector<double> f(static_cast<std::size_t>(kNs), 0.0);
   f[static_cast<std::size_t>(mouth)] = 2500.0;
-  for (const std::string method : {"LOCCUNIF", "LOCCDIST", "LOCCGAUS"}) {
+  for (const std::string method : {"LOCCUNIF", "LOCCDIST", "LOCCGAUS", "SPMAP"}) {
     SCOPED_TRACE(method);
     const std::string dir = fresh_dir("scripr_" + method);
     const std::string params = method == "LOCCGAUS" ? " 3 0.8" : " 3";
-    write_text(dir + "/namcouple", namcouple(kPeriod, "A_F O_F", 1, "SCRIPR\n" + method + " LR SCALAR LATLON 1" + params + "\n"));
+    if (method == "SPMAP")  // YAC's, from a YAML configuration
+      write_text(dir + "/namcouple", "runtime: " + std::to_string(static_cast<long>(kPeriod)) +
+                                         "\ncouplings:\n  - source: {field: A_F, grid: agrd}\n"
+                                         "    target: {field: O_F, grid: ogrd}\n    period: " +
+                                         std::to_string(static_cast<long>(kPeriod)) +
+                                         "\n    transforms:\n      - scripr: {method: spmap, spread_distance: 60, "
+                                         "weighting: dist}\n");
+    else
+      write_text(dir + "/namcouple", namcouple(kPeriod, "A_F O_F", 1, "SCRIPR\n" + method + " LR SCALAR LATLON 1" + params + "\n"));
     const ConservRun run = run_scripr(dir, land_model, [&](double) { return f; }, 1, true);
     const std::vector<double> got = l.dst ? run.got.at(0) : std::vector<double>();
     const Decomp dd = dst_decomp(l);
@@ -908,9 +916,12 @@ TEST(Couple, ScriprRunoffRiverMouth) {
     ro.neighbors = 3;
     ro.variance = 0.8;
     ro.weighting = method == "LOCCUNIF"   ? estuary::RunoffWeighting::uniform
-                   : method == "LOCCDIST" ? estuary::RunoffWeighting::distance
-                                          : estuary::RunoffWeighting::gaussian;
+                   : method == "LOCCGAUS" ? estuary::RunoffWeighting::gaussian
+                                          : estuary::RunoffWeighting::distance;
+    if (method == "SPMAP") ro.spread_distance = 60;
     const Links w = estuary::runoff_weights(s_all, d_all, MPI_COMM_SELF, ro);
+    const auto reached = std::count(w.col.begin(), w.col.end(), mouth);
+    EXPECT_EQ(reached > 3, method == "SPMAP") << reached << " ocean points reached from the mouth";
     std::vector<double> ref(static_cast<std::size_t>(kNd), 0.0);
     std::vector<char> mapped(static_cast<std::size_t>(kNd), 0);
     for (i64 k = 0; k < w.size(); ++k) {

@@ -649,6 +649,10 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
                     who, "store a reduced grid row by row, from north to south or from south to north");
   });
   const std::size_t nr = rows.size();
+  std::vector<char> increasing(nr, 1);
+  for (std::size_t n = 0; n < nr; ++n)
+    for (i64 a = rows[n].first; a < rows[n].last; ++a)
+      if (!(lon[static_cast<std::size_t>(a)] < lon[static_cast<std::size_t>(a + 1)])) increasing[n] = 0;
 
   // OASIS's angular distance from the target (sines and cosines given) to source point v.
   auto distance = [&](double sa, double ca, double so, double co, std::size_t v) {
@@ -668,8 +672,9 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
     } else if (plat <= rows[nr - 1].lat) {
       lo_row = hi_row = nr - 1;
     } else {
-      std::size_t n = 0;
-      while (n + 1 < nr && !(plat <= rows[n].lat && plat >= rows[n + 1].lat)) ++n;
+      // The first n with lat(n) >= plat >= lat(n+1), by bisection (latitudes decrease).
+      const auto m = std::partition_point(rows.begin(), rows.end(), [&](const Row& row) { return row.lat > plat; });
+      const auto n = static_cast<std::size_t>(m - rows.begin()) - 1;
       lo_row = n, hi_row = n + 1;
       quad = n > 0;
     }
@@ -677,19 +682,36 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
     if (quad) {
       const Row &up = rows[lo_row], &dn = rows[hi_row];
       const auto L = [&](i64 a) { return lon[static_cast<std::size_t>(a)]; };
+      // In a row of strictly increasing longitudes the first point of OASIS's scan is found by
+      // bisection; otherwise the row is scanned as OASIS does.
+      const auto first_geq = [&](const Row& row) {
+        if (!increasing[static_cast<std::size_t>(&row - rows.data())]) return i64{-1};
+        const auto b = lon.begin() + row.first, e = lon.begin() + row.last + 1;
+        return static_cast<i64>(std::lower_bound(b, e, plon) - lon.begin());
+      };
       i64 a1 = up.last, a2 = up.first, a3 = dn.last, a4 = dn.first;
-      if (!(plon <= L(up.first) || plon > L(up.last)))
-        for (i64 a = up.first; a <= up.last - 1; ++a)
-          if (plon > L(a) && plon <= L(a + 1)) {
-            a1 = a, a2 = a + 1;
-            break;
-          }
-      if (!(plon <= L(dn.first) || plon >= L(dn.last)))
-        for (i64 a = dn.first; a < dn.last; ++a)
-          if (plon >= L(a) && plon <= L(a + 1)) {
-            a3 = a, a4 = a + 1;
-            break;
-          }
+      if (!(plon <= L(up.first) || plon > L(up.last))) {
+        if (const i64 g = first_geq(up); g > up.first) {
+          a1 = g - 1, a2 = g;
+        } else {
+          for (i64 a = up.first; a <= up.last - 1; ++a)
+            if (plon > L(a) && plon <= L(a + 1)) {
+              a1 = a, a2 = a + 1;
+              break;
+            }
+        }
+      }
+      if (!(plon <= L(dn.first) || plon >= L(dn.last))) {
+        if (const i64 g = first_geq(dn); g > dn.first) {
+          a3 = g - 1, a4 = g;
+        } else {
+          for (i64 a = dn.first; a < dn.last; ++a)
+            if (plon >= L(a) && plon <= L(a + 1)) {
+              a3 = a, a4 = a + 1;
+              break;
+            }
+        }
+      }
       c[0] = a3, c[1] = a4, c[2] = a2, c[3] = a1;  // SW, SE, NE, NW
       for (i64 a : c)
         if (!s.valid[static_cast<std::size_t>(a)]) quad = false;
