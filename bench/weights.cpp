@@ -2,9 +2,12 @@
 // timed in the same run on the same grids (written as SCRIP grid files for CDO). One JSON line
 // per direction (and one per CDO run):
 //   mpirun -n P build/bench/weights --grids full|medium|small [--cdo 1] [--order 1|2]
-//                                   [--method conservative|bicubic|gauswgt]
+//                                   [--method conservative|bicubic|gauswgt|runoff|bilinear_reduced]
 // bicubic needs a logically rectangular source: only the tripolar -> reduced Gaussian direction.
-// gauswgt (OASIS's GAUSWGT, 4 neighbours, variance 1) has no CDO counterpart.
+// gauswgt (OASIS's GAUSWGT, 4 neighbours, variance 1) has no CDO counterpart, nor have runoff
+// (LOCCDIST, 4 target neighbours, from the land points of the source to the ocean points of the
+// target, both grids with land) and bilinear_reduced (OASIS's BILINEAR D: the reduced Gaussian
+// -> tripolar direction only).
 // full: ORCA025-like tripolar (1442 x 1021) <-> T799-class reduced Gaussian (842 962 cells).
 // Each rank holds a block of both grids. Reports the wall time (max over ranks), each phase's
 // max and mean over ranks (search, fetch, intersections), the time to write the SCRIP file (CDO's
@@ -22,6 +25,7 @@
 #include "bench_util.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/grid.hpp"
+#include "estuary/runoff.hpp"
 #include "estuary/weightgen.hpp"
 #include "estuary/weights.hpp"
 
@@ -74,9 +78,11 @@ int main(int argc, char** argv) {
   if (r == 0) std::filesystem::create_directories(dir);
   const std::string method = args.str("method", "conservative");
   const auto [a, b] = grids(size);
-  for (int dirn = 0; dirn < (method == "bicubic" ? 1 : 2); ++dirn) {
-    const GridGen& src = dirn == 0 ? a : b;
-    const GridGen& dst = dirn == 0 ? b : a;
+  const bool one_way = method == "bicubic" || method == "bilinear_reduced";
+  for (int dirn = 0; dirn < (one_way ? 1 : 2); ++dirn) {
+    const bool flip = method == "bilinear_reduced" ? dirn == 0 : dirn != 0;  // reduced as the source
+    const GridGen src = method == "runoff" ? (flip ? b : a).with_land() : flip ? b : a;
+    const GridGen dst = method == "runoff" ? (flip ? a : b).with_land() : flip ? a : b;
     if (method != "conservative") {
       // The quad and neighbour methods: generation, then the SCRIP file (4 columns for bicubic).
       if (cdo && r == 0 && method == "bicubic") {
@@ -85,8 +91,10 @@ int main(int argc, char** argv) {
                       .add("dst", dst.name()).add("threads", 1).add("seconds", t).str().c_str());
       }
       MPI_Barrier(MPI_COMM_WORLD);
-      const estuary::Grid s = src.make(estuary::gen::block(src.size(), r, p));
+      estuary::Grid s = src.make(estuary::gen::block(src.size(), r, p));
       const estuary::Grid d = dst.make(estuary::gen::block(dst.size(), r, p));
+      if (method == "runoff")
+        for (auto& m : s.mask) m = 1 - m;  // the land points send
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
       estuary::Links links;
@@ -95,13 +103,22 @@ int main(int argc, char** argv) {
         estuary::BicubicWeights w = estuary::bicubic_weights(s, d, MPI_COMM_WORLD);
         for (const auto& c : w.columns) columns.insert(columns.end(), c.begin(), c.end());
         links = std::move(w.value);
+      } else if (method == "runoff") {
+        estuary::RunoffOptions ro;
+        ro.neighbors = 4;
+        ro.weighting = estuary::RunoffWeighting::distance;
+        links = estuary::runoff_weights(s, d, MPI_COMM_WORLD, ro);
+      } else if (method == "bilinear_reduced") {
+        links = estuary::bilinear_weights_reduced(s, d, MPI_COMM_WORLD);
       } else {
         links = estuary::gaussian_weights(s, d, MPI_COMM_WORLD);
       }
       const double wall = bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
       const double t1 = MPI_Wtime();
       estuary::WeightWriteOptions wo;
-      wo.map_method = method == "bicubic" ? "Bicubic remapping" : "Distance weighted avg of nearest neighbors";
+      wo.map_method = method == "bicubic" ? "Bicubic remapping"
+                      : method == "bilinear_reduced" ? "Bilinear remapping"
+                      : method == "runoff" ? "Runoff (LOCCDIST)" : "Distance weighted avg of nearest neighbors";
       if (method == "bicubic") wo.columns = &columns, wo.num_wgts = 4;
       estuary::write_weights(dir + "/estuary_weights.nc", links, src.size(), dst.size(), MPI_COMM_WORLD, wo);
       const double write = bench::max_over_ranks(MPI_Wtime() - t1, MPI_COMM_WORLD);

@@ -547,8 +547,14 @@ TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
        "unexpected 'both' in the MAPPING line"},
       {"gauswgt_zero_variance", with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "GAUSWGT LR SCALAR LATLON 1 4 0.0"}}),
        14, "the SCRIPR GAUSWGT variance must be positive"},
-      {"locc", with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "LOCCUNIF U SCALAR LATLON 1 4"}}),
-       14, "SCRIPR LOCCUNIF (OASIS3-MCT 5 runoff mapping) is not supported yet by estuary"},
+      {"loccgaus_zero_variance", with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "LOCCGAUS U SCALAR LATLON 1 4 0"}}),
+       14, "the SCRIPR LOCCGAUS variance must be positive"},
+      {"loccgaus_without_variance", with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "LOCCGAUS U SCALAR LATLON 1 4"}}),
+       14, "expected the SCRIPR line 'LOCCGAUS LR SCALAR LATLON bins neighbours variance': the variance is required"},
+      {"loccdist_without_neighbours", with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "LOCCDIST U SCALAR LATLON 1"}}),
+       14, "the number of neighbours is required"},
+      {"spmap_in_namcouple", with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "SPMAP U SCALAR LATLON 1 4"}}),
+       14, "SPMAP is YAC's source point mapping, not a namcouple method"},
       {"bicubic_on_unstructured",
        with_entry_lines({{12, "LOCTRANS SCRIPR"}, {14, "BICUBIC U SCALAR LATLON 1"}}), 14,
        "SCRIPR BICUBIC needs a source grid of type LR or D"},
@@ -663,6 +669,12 @@ TEST_F(ConfigTest, MalformedYamlNamesFileLineAndKey) {
        "unknown key 'place' in couplings[0].transforms[1].mapping"},
       {"gauswgt_without_variance", yaml_with("- loctrans: average", "- scripr: {method: gauswgt}"), 7,
        "missing required key 'variance'"},
+      {"spmap_bad_weighting", yaml_with("- loctrans: average", "- scripr: {method: spmap, weighting: gauss}"), 7,
+       "unknown SPMAP weighting 'GAUSS'"},
+      {"spmap_bad_distance", yaml_with("- loctrans: average", "- scripr: {method: spmap, spread_distance: 200}"), 7,
+       "must be from 0 to 180 degrees"},
+      {"spread_for_locc", yaml_with("- loctrans: average", "- scripr: {method: loccunif, spread_distance: 2}"), 7,
+       "spread_distance is for method spmap only"},
       {"blas_not_number", yaml_with("- loctrans: average", "- blasold: {scale: two}"), 7,
        "couplings[0].transforms[0].blasold.scale must be a number, found 'two'"},
       {"syntax_error", yaml_with("    period: 3600\n", "    period: [3600\n"), 6,
@@ -676,3 +688,35 @@ TEST_F(ConfigTest, MalformedYamlNamesFileLineAndKey) {
 }
 
 }  // namespace
+
+// OASIS 5's runoff mappings in a namcouple, and YAC's SPMAP in YAML: the words and keys as read.
+TEST_F(ConfigTest, RunoffMappingsAreRead) {
+  const std::string p = write("runoff",
+                              " $NFIELDS\n 2\n $END\n $RUNTIME\n 86400\n $END\n $STRINGS\n"
+                              "RUNOFF O_RIV 1 3600 1 r.nc EXPORTED\nlgrd ogrd\nP 0 P 0\nSCRIPR\n"
+                              "LOCCGAUS U SCALAR LATLON 1 6 0.5\n"
+                              "CALVING O_CAL 1 3600 1 r.nc EXPORTED\nlgrd ogrd\nP 0 P 0\nSCRIPR\n"
+                              "LOCCUNIF LR SCALAR LATLON 1 2\n $END\n");
+  const CouplingSetup s = read_namcouple(p);
+  ASSERT_EQ(s.couplings.size(), 2u);
+  ASSERT_TRUE(s.couplings[0].scripr);
+  EXPECT_EQ(s.couplings[0].scripr->method, "LOCCGAUS");
+  EXPECT_EQ(s.couplings[0].scripr->neighbors, 6);
+  EXPECT_EQ(s.couplings[0].scripr->variance, 0.5);
+  ASSERT_TRUE(s.couplings[1].scripr);
+  EXPECT_EQ(s.couplings[1].scripr->method, "LOCCUNIF");
+  EXPECT_EQ(s.couplings[1].scripr->neighbors, 2);
+  const CouplingSetup y = read_coupling_yaml(write("runoff.yaml", yaml_with("- loctrans: average",
+      "- scripr: {method: spmap, spread_distance: 1.5, max_search_distance: 10, weighting: dist, scaling: srcarea}")));
+  ASSERT_TRUE(y.couplings[0].scripr);
+  const ScriprSpec& m = *y.couplings[0].scripr;
+  EXPECT_EQ(m.method, "SPMAP");
+  EXPECT_EQ(m.spread_distance, 1.5);
+  EXPECT_EQ(m.max_search_distance, 10.0);
+  EXPECT_EQ(m.weighting, "DIST");
+  EXPECT_EQ(m.scaling, "SRCAREA");
+  const CouplingSetup d = read_coupling_yaml(write("runoff_default.yaml", yaml_with("- loctrans: average", "- scripr: {method: spmap}")));
+  EXPECT_EQ(d.couplings[0].scripr->weighting, "AVG");
+  EXPECT_EQ(d.couplings[0].scripr->scaling, "FRACAREA");
+  EXPECT_EQ(d.couplings[0].scripr->spread_distance, 0.0);
+}

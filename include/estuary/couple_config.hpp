@@ -60,7 +60,8 @@ struct MappingSpec {
 // "DISTWGT LR SCALAR LATLON 1 4", "BILINEAR LR SCALAR LATLON 1",
 // "CONSERV LR SCALAR LATLON 1 FRACNNEI FIRST".
 struct ScriprSpec {
-  std::string method;        // DISTWGT, BILINEAR, CONSERV (others are rejected when read);
+  std::string method;        // DISTWGT, BILINEAR, BICUBIC, GAUSWGT, CONSERV, LOCCUNIF, LOCCDIST,
+                             // LOCCGAUS (OASIS 5 runoff), SPMAP (YAC's, YAML only);
                              // OASIS's "*NF" variants are read as the method without NF and
                              // nearest_fill = false
   bool nearest_fill = true;  // targets the method leaves without links get the nearest unmasked
@@ -69,10 +70,16 @@ struct ScriprSpec {
   std::string field_type;    // SCALAR
   std::string restriction;   // LATLON or LATITUDE
   int bins = 1;
-  int neighbors = 4;         // DISTWGT only
+  int neighbors = 4;         // DISTWGT, GAUSWGT, LOCC*: source (LOCC*: target) neighbours
   std::string normalization; // CONSERV only: FRACAREA, DESTAREA, FRACNNEI
   std::string order;         // CONSERV only: FIRST or SECOND
-  double variance = 0.0;     // GAUSWGT only: OASIS's variance multiplier
+  double variance = 0.0;     // GAUSWGT, LOCCGAUS: OASIS's variance multiplier
+  // SPMAP only (estuary::RunoffOptions): degrees, the weighting AVG|DIST and the scaling
+  // FRACAREA|SRCAREA|INVTGTAREA|NONE.
+  double spread_distance = 0.0;
+  double max_search_distance = 0.0;
+  std::string weighting;
+  std::string scaling;
   bool operator==(const ScriprSpec&) const = default;
 };
 

@@ -20,5 +20,6 @@
 #include "estuary/remap.hpp"
 #include "estuary/schedule.hpp"
 #include "estuary/types.hpp"
+#include "estuary/runoff.hpp"
 #include "estuary/weightgen.hpp"
 #include "estuary/weights.hpp"

@@ -89,6 +89,29 @@ struct BicubicWeights {
 };
 BicubicWeights bicubic_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options = {});
 
+// Bilinear weights from a reduced Gaussian source grid as OASIS3-MCT's SCRIP computes them for a
+// grid of type D (namcouple "BILINEAR D SCALAR LATITUDE bins": remap_bi with
+// grid_search_bilin_reduced). The source is a sequence of rows, each a run of points of equal
+// latitude with longitudes increasing (src.dims = {n} or {n, 1}); rows are taken from north to
+// south (a grid stored south to north is searched as the same grid stored north to south:
+// OASIS itself, given one, falls back to the 4 nearest points of the two southern rows for
+// almost every target). For a target point between two rows n and n+1 (n > 1):
+//  - in each row, the two points around its longitude (cyclic: the last and the first when it
+//    is beyond either end), giving corners SW, SE (lower row), NE, NW (upper row);
+//  - SCRIP's Newton iteration for (i, j) and weights (1-i)(1-j), i(1-j), ij, (1-i)j (OASIS stops
+//    when it does not converge: estuary throws an Error naming the target point).
+// Above the second row, below the last one, or with a masked corner: the 4 nearest points of the
+// two rows (of the last row below it) by OASIS's angular distance, weighted 1/(d + 1e-14) over
+// all four, masked ones then given 0 and the rest renormalised (their 4 links stored, zero
+// weights included); all 4 masked: with nearest_fill, the nearest unmasked point of those rows,
+// else of the grid. Each target's links are stored in increasing source index. Collective over
+// comm; `src`, `dst` as for distance_weights. Throws estuary::Error (on every rank) when the
+// source rows' latitudes are not strictly monotonic or there are fewer than two rows.
+struct ReducedBilinearOptions {
+  bool nearest_fill = true;  // OASIS's default; false for BILINEARNF
+};
+Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, const ReducedBilinearOptions& options = {});
+
 // OASIS3-MCT's GAUSWGT (SCRIP's remap_dist_gaus_wgt): the n nearest source points by angular
 // distance d (ties to the smaller index), masked ones dropped, weighted by
 // 1 / (exp(d^2 / (2 sigma^2)) + epsilon) and normalised, where sigma^2 = variance x the mean

@@ -1226,7 +1226,7 @@ NB_MODULE(_estuary, m) {
             sc["field_type"] = s.field_type;
             sc["restriction"] = s.restriction;
             sc["bins"] = s.bins;
-            sc["neighbors"] = s.method == "DISTWGT" || s.method == "GAUSWGT" ? s.neighbors : 0;
+            sc["neighbors"] = s.method == "DISTWGT" || s.method == "GAUSWGT" || s.method.rfind("LOCC", 0) == 0 ? s.neighbors : 0;
             sc["variance"] = s.variance;
             sc["normalization"] = s.normalization;
             sc["order"] = s.order;

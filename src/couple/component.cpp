@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "estuary/couple.hpp"
 #include "estuary/error.hpp"
 #include "estuary/grid_files.hpp"  // OASIS grid files
+#include "estuary/runoff.hpp"
 #include "estuary/weightgen.hpp"
 
 namespace estuary {
@@ -27,6 +29,29 @@ using detail::Coupling;
 using i64 = std::int64_t;
 
 namespace {
+
+// The runoff mapping a SCRIPR entry asks for (OASIS 5's LOCC*: the n nearest unmasked targets,
+// conservative; YAC's SPMAP from YAML), or none for the other methods.
+std::optional<RunoffOptions> runoff_options(const ScriprSpec& s) {
+  RunoffOptions o;
+  o.variance = s.variance;
+  if (s.method == "LOCCUNIF" || s.method == "LOCCDIST" || s.method == "LOCCGAUS") {
+    o.neighbors = s.neighbors;
+    o.weighting = s.method == "LOCCUNIF"   ? RunoffWeighting::uniform
+                  : s.method == "LOCCDIST" ? RunoffWeighting::distance
+                                           : RunoffWeighting::gaussian;
+    return o;
+  }
+  if (s.method != "SPMAP") return std::nullopt;
+  o.spread_distance = s.spread_distance;
+  o.max_search_distance = s.max_search_distance;
+  o.weighting = s.weighting == "DIST" ? RunoffWeighting::distance : RunoffWeighting::uniform;
+  o.scaling = s.scaling == "SRCAREA"      ? RunoffScaling::srcarea
+              : s.scaling == "INVTGTAREA" ? RunoffScaling::invtgtarea
+              : s.scaling == "NONE"       ? RunoffScaling::none
+                                          : RunoffScaling::fracarea;
+  return o;
+}
 
 // What one rank defined, as all ranks learn it at enddef.
 struct VarInfo {
@@ -609,7 +634,7 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
       GridFileNeeds needs;
       needs.mask = true;
       needs.corners = cfg.scripr && cfg.scripr->method == "CONSERV";
-      needs.area = static_cast<bool>(cfg.conserv);
+      needs.area = static_cast<bool>(cfg.conserv) || (cfg.scripr && runoff_options(*cfg.scripr));
       needs.context = here + ", " + (source ? "source" : "target") + " grid";
       const OasisGridFiles files = OasisGridFiles::in(opt.directory);
       Grid out = read_oasis_grid(files, ref.name, holds ? parts[static_cast<std::size_t>(part)].decomp : Decomp::empty(global),
@@ -706,6 +731,21 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
         } catch (const Error& e) {  // name the coupling (file and line) the neighbours come from
           throw Error("SCRIPR DISTWGT: " + e.fault(), here + ", distance_weights", e.fix());
         }
+      } else if (method == "BILINEAR" && cfg.scripr->grid_type == "D") {
+        // A reduced Gaussian source (OASIS's grid type D): OASIS's row-by-row search, with its
+        // own nearest-neighbour fallback (the fill below then finds nothing left to fill).
+        ReducedBilinearOptions o;
+        o.nearest_fill = cfg.scripr->nearest_fill;
+        try {
+          links = bilinear_weights_reduced(sg, dg, c.comm, o);
+        } catch (const MpiError&) {
+          throw;
+        } catch (const Error& e) {
+          throw Error("SCRIPR BILINEAR D: " + e.fault(), here + ", bilinear_weights_reduced", e.fix());
+        }
+      } else if (method == "BICUBIC" && cfg.scripr->grid_type == "D") {
+        throw Error("SCRIPR BICUBIC on a reduced (D) source grid is not supported yet by estuary", here,
+                    "use BILINEAR D, or MAPPING with weights generated offline (OASIS's remap_bicubic_reduced)");
       } else if (method == "BILINEAR") {
         links = bilinear_weights(sg, dg, c.comm);
       } else if (method == "GAUSWGT") {
@@ -719,6 +759,15 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
         } catch (const Error& e) {
           throw Error("SCRIPR GAUSWGT: " + e.fault(), here + ", gaussian_weights", e.fix());
         }
+      } else if (const auto ro = runoff_options(*cfg.scripr)) {
+        // Runoff (LOCC*, SPMAP): each source point spread over the nearest unmasked targets.
+        try {
+          links = runoff_weights(sg, dg, c.comm, *ro);
+        } catch (const MpiError&) {
+          throw;
+        } catch (const Error& e) {
+          throw Error("SCRIPR " + method + ": " + e.fault(), here + ", runoff_weights", e.fix());
+        }
       } else if (method == "BICUBIC") {
         // CDO's genbic links, folded with its source gradients into one matrix (as `cdo remap`
         // applies a bicubic file): the model gives no gradients.
@@ -728,7 +777,8 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
       }
       // OASIS3-MCT fills the targets the method leaves without links from the nearest unmasked
       // source point, unless the namcouple says DISTWGTNF / BILINEARNF / BICUBICNF / GAUSWGTNF.
-      if (cfg.scripr->nearest_fill) {
+      // (Not after a runoff mapping: a target no river reaches gets nothing, or the total would change.)
+      if (cfg.scripr->nearest_fill && !runoff_options(*cfg.scripr)) {
         const std::size_t before = links.row.size();
         fill_nearest(sg, dg, c.comm, links);
         long long filled = static_cast<long long>(links.row.size() - before);

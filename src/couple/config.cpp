@@ -154,11 +154,12 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
       s.method.resize(s.method.size() - 2);
       s.nearest_fill = false;
     }
-  if (s.method != "DISTWGT" && s.method != "BILINEAR" && s.method != "CONSERV" &&
-      s.method != "BICUBIC" && s.method != "GAUSWGT")
+  const bool runoff = s.method == "LOCCUNIF" || s.method == "LOCCDIST" || s.method == "LOCCGAUS" || s.method == "SPMAP";
+  if (s.method != "DISTWGT" && s.method != "BILINEAR" && s.method != "CONSERV" && s.method != "BICUBIC" &&
+      s.method != "GAUSWGT" && !runoff)
     fail("unknown SCRIPR method " + quoted(s.method),
          "use CONSERV, BILINEAR, BICUBIC, DISTWGT or GAUSWGT (the last four also with NF: no "
-         "nearest-neighbour fill)");
+         "nearest-neighbour fill), or the runoff mappings LOCCUNIF, LOCCDIST, LOCCGAUS (SPMAP in YAML)");
   const bool quads = s.method == "BILINEAR" || s.method == "BICUBIC";
   if (s.grid_type != "LR" && s.grid_type != "D" && s.grid_type != "U")
     fail("unknown SCRIPR grid type " + quoted(s.grid_type), "use LR, D or U");
@@ -185,8 +186,21 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
       fail("SCRIPR CONSERV order " + quoted(s.order) + " is not supported by estuary", "use FIRST or SECOND");
   }
   // Accepted by OASIS3-MCT, not (yet) by estuary: refused rather than approximated.
-  if (s.method == "GAUSWGT" && !(s.variance > 0))
-    fail("the SCRIPR GAUSWGT variance must be positive, not " + number_text(s.variance),
+  s.weighting = upper(s.weighting);
+  s.scaling = upper(s.scaling);
+  if (s.method == "SPMAP") {
+    if (s.weighting != "AVG" && s.weighting != "DIST")
+      fail("unknown SPMAP weighting " + quoted(s.weighting), "use avg or dist (YAC's; for Gaussian weights use loccgaus)");
+    if (s.scaling != "FRACAREA" && s.scaling != "SRCAREA" && s.scaling != "INVTGTAREA" && s.scaling != "NONE")
+      fail("unknown SPMAP scaling " + quoted(s.scaling), "use fracarea, srcarea, invtgtarea or none");
+    if (!(s.spread_distance >= 0 && s.spread_distance <= 180 && s.max_search_distance >= 0 && s.max_search_distance <= 180))
+      fail("the SPMAP spread distance " + number_text(s.spread_distance) + " and search distance " +
+               number_text(s.max_search_distance) + " must be from 0 to 180 degrees",
+           "give angles in degrees (max_search_distance 0: no limit)");
+  }
+  const bool gauss = s.method == "GAUSWGT" || s.method == "LOCCGAUS";
+  if (gauss && !(s.variance > 0))
+    fail("the SCRIPR " + s.method + " variance must be positive, not " + number_text(s.variance),
          "give OASIS's variance multiplier, e.g. 1 (OASIS3-MCT stops on 0 too)");
   if (s.method == "CONSERV" && s.normalization != "FRACAREA" && s.normalization != "DESTAREA" &&
       s.normalization != "FRACNNEI")
@@ -837,6 +851,7 @@ void Namcouple::read_transform(CouplingConfig& c, const std::string& name, int e
     s.method = t[0];
     const std::string base = t[0].size() > 2 && t[0].substr(t[0].size() - 2) == "NF" ? t[0].substr(0, t[0].size() - 2) : t[0];
     const bool locc = t[0] == "LOCCUNIF" || t[0] == "LOCCDIST" || t[0] == "LOCCGAUS";
+    if (t[0] == "SPMAP") fail(l.no, "SPMAP is YAC's source point mapping, not a namcouple method", "use LOCCUNIF, LOCCDIST or LOCCGAUS (OASIS3-MCT 5), or SPMAP in a YAML configuration");
     if (!locc && base != "BILINEAR" && base != "BICUBIC" && base != "DISTWGT" && base != "GAUSWGT" && t[0] != "CONSERV")
       check_scripr(s, fail_here);  // names the unknown method
     // OASIS reads a missing word as blank (0 for the bin count); the words each method needs
@@ -870,13 +885,10 @@ void Namcouple::read_transform(CouplingConfig& c, const std::string& name, int e
     if (base == "GAUSWGT" || t[0] == "LOCCGAUS") {
       if (t.size() < 7)
         fail(l.no, "expected the SCRIPR line '" + t[0] + " LR SCALAR LATLON bins neighbours variance': the variance is required");
-      s.variance = number(l.no, t[6], "the GAUSWGT variance");
+      s.variance = number(l.no, t[6], "the " + t[0] + " variance");
       used = 7;
     }
     extra_words(l, used, "the SCRIPR " + t[0] + " parameters");
-    if (locc)
-      fail(l.no, "SCRIPR " + t[0] + " (OASIS3-MCT 5 runoff mapping) is not supported yet by estuary",
-           "generate the weights offline and use MAPPING");
     if (s.field_type == "VECTOR") note(l.no, "SCRIPR field type VECTOR read as SCALAR (as OASIS3-MCT does)");
     if (s.bins == 0) note(l.no, "SCRIPR without a search bin count (OASIS reads 0); estuary's search uses none");
     check_scripr(s, fail_here);
@@ -1186,8 +1198,8 @@ void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingCon
     }
     c.mapping = m;
   } else if (up == "SCRIPR") {
-    keys(v, key, {"method", "grid_type", "field_type", "restriction", "bins", "neighbors",
-                  "normalization", "order", "nearest_fill", "variance"});
+    keys(v, key, {"method", "grid_type", "field_type", "restriction", "bins", "neighbors", "normalization", "order",
+                  "nearest_fill", "variance", "spread_distance", "max_search_distance", "weighting", "scaling"});
     ScriprSpec s;
     s.method = upper(scalar(required(v, "method", key), key + ".method"));
     s.grid_type = v["grid_type"] ? scalar(v["grid_type"], key + ".grid_type") : "LR";
@@ -1196,12 +1208,26 @@ void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingCon
     if (const auto x = v["bins"]) s.bins = static_cast<int>(integer(x, key + ".bins", 1));
     // OASIS's nearest-neighbour fill of targets the method leaves empty (namcouple: *NF is false).
     if (const auto x = v["nearest_fill"]) s.nearest_fill = boolean(x, key + ".nearest_fill");
+    const bool locc = s.method == "LOCCUNIF" || s.method == "LOCCDIST" || s.method == "LOCCGAUS";
     if (const auto x = v["neighbors"]) {
-      if (s.method != "DISTWGT" && s.method != "GAUSWGT") fail(x, key + ".neighbors is for methods distwgt and gauswgt only");
+      if (s.method != "DISTWGT" && s.method != "GAUSWGT" && !locc)
+        fail(x, key + ".neighbors is for methods distwgt, gauswgt and locc* only");
       s.neighbors = static_cast<int>(integer(x, key + ".neighbors", 1));
+    } else if (locc) {
+      s.neighbors = 1;  // the nearest ocean point
     }
-    if (v["variance"] && s.method != "GAUSWGT") fail(v["variance"], key + ".variance is for method gauswgt only");
-    if (s.method == "GAUSWGT") s.variance = number(required(v, "variance", key), key + ".variance");
+    const bool spmap = s.method == "SPMAP";
+    for (const char* k : {"spread_distance", "max_search_distance", "weighting", "scaling"})
+      if (v[k] && !spmap) fail(v[k], key + "." + k + " is for method spmap only");
+    if (spmap) {
+      s.spread_distance = v["spread_distance"] ? number(v["spread_distance"], key + ".spread_distance") : 0.0;
+      s.max_search_distance = v["max_search_distance"] ? number(v["max_search_distance"], key + ".max_search_distance") : 0.0;
+      s.weighting = v["weighting"] ? scalar(v["weighting"], key + ".weighting") : "AVG";
+      s.scaling = v["scaling"] ? scalar(v["scaling"], key + ".scaling") : "FRACAREA";
+    }
+    const bool gauss = s.method == "GAUSWGT" || s.method == "LOCCGAUS";
+    if (v["variance"] && !gauss) fail(v["variance"], key + ".variance is for methods gauswgt and loccgaus only");
+    if (gauss) s.variance = number(required(v, "variance", key), key + ".variance");
     for (const char* k : {"normalization", "order"})
       if (v[k] && s.method != "CONSERV") fail(v[k], key + "." + k + " is for method conserv only");
     if (s.method == "CONSERV") {

@@ -450,6 +450,12 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
     if (src.dims.size() != 2 || src.dims[0] * src.dims[1] != src.global_size)
       throw Error("the source grid is not two-dimensional (grid_dims {nx, ny})", who,
                   "bilinear and bicubic weights need a logically rectangular source: lon-lat, Gaussian or curvilinear");
+    // A grid of one row (nx x 1, as a reduced grid is stored in OASIS's grids.nc) has no quads:
+    // every point would silently get the distance-weighted fallback.
+    if (src.dims[1] < 2 || src.dims[0] < 2)
+      throw Error("the source grid " + src.name + " is " + std::to_string(src.dims[0]) + " x " + std::to_string(src.dims[1]) +
+                      ": a grid of one row or column has no quads to interpolate in",
+                  who, "for a reduced Gaussian grid use bilinear_weights_reduced (namcouple grid type D)");
     i64 sizes[2] = {src.global_size, -src.global_size};
     detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
     if (sizes[0] != -sizes[1]) throw Error("the ranks disagree on the source grid size", who);
@@ -587,6 +593,205 @@ Links bilinear_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const
   MPI_Comm_rank(comm, &r);
   const Grid part = src.make(gen::block(src.size(), r, p));
   return bilinear_weights(part, dst, comm, options);
+}
+
+// ---- bilinear from a reduced Gaussian grid (OASIS3-MCT's SCRIP, grid type D) ----
+
+namespace {
+
+// A row of a reduced grid: global indices first..last (longitudes increasing), its latitude.
+struct Row {
+  i64 first, last;
+  double lat;  // radians
+};
+
+// OASIS's radians: longitudes into [0, 2 pi], latitudes clamped to +-pi/2.
+double oasis_lon(double deg) {
+  double r = deg * (M_PI / 180.0);
+  if (r > kPi2) r -= kPi2;
+  if (r < 0.0) r += kPi2;
+  return r;
+}
+
+}  // namespace
+
+Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, const ReducedBilinearOptions& options) {
+  const char* who = "bilinear_weights_reduced";
+  SourcePoints s;
+  detail::agree(comm, [&] {
+    src.check();
+    dst.check();
+  });
+  detail::agree(comm, [&] { s = gather_source(src, comm, who); });
+  const std::size_t ng = s.xyz.size();
+  std::vector<double> lon(ng), lat(ng), cla(ng), sla(ng), clo(ng), slo(ng);
+  for (std::size_t u = 0; u < ng; ++u) {
+    lon[u] = oasis_lon(s.lon[u]);
+    lat[u] = cdo_lat(s.lat[u]);
+    cla[u] = std::cos(lat[u]), sla[u] = std::sin(lat[u]), clo[u] = std::cos(lon[u]), slo[u] = std::sin(lon[u]);
+  }
+  // The rows (runs of equal latitude, as OASIS's grids.f90 counts them), north to south.
+  std::vector<Row> rows;
+  for (std::size_t u = 0; u < ng; ++u) {
+    if (u == 0 || lat[u] != lat[u - 1]) rows.push_back({static_cast<i64>(u), static_cast<i64>(u), lat[u]});
+    rows.back().last = static_cast<i64>(u);
+  }
+  if (rows.size() >= 2 && rows[0].lat < rows[1].lat) std::reverse(rows.begin(), rows.end());
+  detail::agree(comm, [&] {
+    if (rows.size() < 2)
+      throw Error("the source grid " + src.name + " has " + std::to_string(rows.size()) + " row(s) of equal latitude", who,
+                  "a reduced (D) grid for BILINEAR needs at least two rows");
+    for (std::size_t n = 1; n < rows.size(); ++n)
+      if (!(rows[n].lat < rows[n - 1].lat))
+        throw Error("the rows of the source grid " + src.name + " are not ordered by latitude: row " + std::to_string(n) +
+                        " (points " + std::to_string(rows[n].first) + ".." + std::to_string(rows[n].last) +
+                        ") comes after a row at the same or the other side's latitude",
+                    who, "store a reduced grid row by row, from north to south or from south to north");
+  });
+  const std::size_t nr = rows.size();
+  std::vector<char> increasing(nr, 1);
+  for (std::size_t n = 0; n < nr; ++n)
+    for (i64 a = rows[n].first; a < rows[n].last; ++a)
+      if (!(lon[static_cast<std::size_t>(a)] < lon[static_cast<std::size_t>(a + 1)])) increasing[n] = 0;
+
+  // OASIS's angular distance from the target (sines and cosines given) to source point v.
+  auto distance = [&](double sa, double ca, double so, double co, std::size_t v) {
+    return std::acos(std::clamp(ca * cla[v] * (co * clo[v] + so * slo[v]) + sa * sla[v], -1.0, 1.0));
+  };
+  Links out;
+  std::string failed;  // a target where SCRIP's iteration did not converge
+  for (i64 k = 0; k < dst.size() && failed.empty(); ++k) {
+    if (!dst.valid(k)) continue;
+    const auto ku = static_cast<std::size_t>(k);
+    const double plat = cdo_lat(dst.lat[ku]), plon = oasis_lon(dst.lon[ku]);
+    // grid_search_bilin_reduced: the bin between rows n and n+1 (0-based); the first bin, and
+    // above the first row, fall back on rows 0 and 1; below the last row on the last row.
+    std::size_t lo_row = 0, hi_row = 1;
+    bool quad = false;
+    if (plat >= rows[0].lat) {
+    } else if (plat <= rows[nr - 1].lat) {
+      lo_row = hi_row = nr - 1;
+    } else {
+      // The first n with lat(n) >= plat >= lat(n+1), by bisection (latitudes decrease).
+      const auto m = std::partition_point(rows.begin(), rows.end(), [&](const Row& row) { return row.lat > plat; });
+      const auto n = static_cast<std::size_t>(m - rows.begin()) - 1;
+      lo_row = n, hi_row = n + 1;
+      quad = n > 0;
+    }
+    i64 c[4] = {0, 0, 0, 0};
+    if (quad) {
+      const Row &up = rows[lo_row], &dn = rows[hi_row];
+      const auto L = [&](i64 a) { return lon[static_cast<std::size_t>(a)]; };
+      // In a row of strictly increasing longitudes the first point of OASIS's scan is found by
+      // bisection; otherwise the row is scanned as OASIS does.
+      const auto first_geq = [&](const Row& row) {
+        if (!increasing[static_cast<std::size_t>(&row - rows.data())]) return i64{-1};
+        const auto b = lon.begin() + row.first, e = lon.begin() + row.last + 1;
+        return static_cast<i64>(std::lower_bound(b, e, plon) - lon.begin());
+      };
+      i64 a1 = up.last, a2 = up.first, a3 = dn.last, a4 = dn.first;
+      if (!(plon <= L(up.first) || plon > L(up.last))) {
+        if (const i64 g = first_geq(up); g > up.first) {
+          a1 = g - 1, a2 = g;
+        } else {
+          for (i64 a = up.first; a <= up.last - 1; ++a)
+            if (plon > L(a) && plon <= L(a + 1)) {
+              a1 = a, a2 = a + 1;
+              break;
+            }
+        }
+      }
+      if (!(plon <= L(dn.first) || plon >= L(dn.last))) {
+        if (const i64 g = first_geq(dn); g > dn.first) {
+          a3 = g - 1, a4 = g;
+        } else {
+          for (i64 a = dn.first; a < dn.last; ++a)
+            if (plon >= L(a) && plon <= L(a + 1)) {
+              a3 = a, a4 = a + 1;
+              break;
+            }
+        }
+      }
+      c[0] = a3, c[1] = a4, c[2] = a2, c[3] = a1;  // SW, SE, NE, NW
+      for (i64 a : c)
+        if (!s.valid[static_cast<std::size_t>(a)]) quad = false;
+    }
+    double w[4] = {0, 0, 0, 0};
+    int nlinks = 4;
+    if (quad) {
+      Quad q{};
+      for (int m = 0; m < 4; ++m) {
+        q.idx[m] = c[m];
+        q.lon[m] = lon[static_cast<std::size_t>(c[m])];
+        q.lat[m] = lat[static_cast<std::size_t>(c[m])];
+      }
+      const auto [x, y] = find_weights(plon, plat, q);
+      if (x == -1.0 && y == -1.0) {
+        failed = "target point " + std::to_string(dst.global_index(k)) + " (lon " + std::to_string(dst.lon[ku]) +
+                 ", lat " + std::to_string(dst.lat[ku]) + ")";
+        break;
+      }
+      w[0] = (1.0 - x) * (1.0 - y), w[1] = x * (1.0 - y), w[2] = x * y, w[3] = (1.0 - x) * y;
+    } else {
+      // remap_bi's fallback: the 4 nearest of the rows' points (in increasing index, a later
+      // one only when strictly nearer), 1/(d + tiny) over the four, masked ones then dropped.
+      // (Points are visited row by row from north to south, so that a grid stored south to north
+      // breaks ties as the same grid stored north to south.)
+      const auto each = [&](std::size_t r0, std::size_t r1, const auto& f) {
+        for (std::size_t n = r0; n <= r1; ++n)
+          for (i64 a = rows[n].first; a <= rows[n].last; ++a) f(a);
+      };
+      const double sa = std::sin(plat), ca = std::cos(plat), so = std::sin(plon), co = std::cos(plon);
+      double d[4] = {DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX};
+      c[0] = c[1] = c[2] = c[3] = -1;
+      each(lo_row, hi_row, [&](i64 a) {
+        const double x = distance(sa, ca, so, co, static_cast<std::size_t>(a));
+        if (!(x < d[3])) return;
+        int at = 0;
+        while (!(x < d[at])) ++at;
+        for (int m = 3; m > at; --m) d[m] = d[m - 1], c[m] = c[m - 1];
+        d[at] = x, c[at] = a;
+      });
+      double total = 0;
+      for (int m = 0; m < 4; ++m) total += w[m] = c[m] < 0 ? 0.0 : 1.0 / (d[m] + 1e-14);
+      int count = 0;
+      for (int m = 0; m < 4; ++m) {
+        w[m] /= total;
+        if (c[m] < 0 || !s.valid[static_cast<std::size_t>(c[m])]) w[m] = 0.0;
+        else ++count;
+      }
+      if (count > 0) {
+        const double sum = w[0] + w[1] + w[2] + w[3];
+        for (double& x : w) x /= sum;
+      } else if (options.nearest_fill) {
+        // The nearest unmasked point of the rows, else of the whole grid.
+        i64 best = -1;
+        double bd = DBL_MAX;
+        const auto nearer = [&](i64 a) {
+          if (!s.valid[static_cast<std::size_t>(a)]) return;
+          const double x = distance(sa, ca, so, co, static_cast<std::size_t>(a));
+          if (x < bd) bd = x, best = a;
+        };
+        each(lo_row, hi_row, nearer);
+        if (best < 0) each(0, nr - 1, nearer);
+        if (best < 0) continue;
+        c[0] = best, w[0] = 1.0, nlinks = 1;
+      } else {
+        continue;
+      }
+    }
+    int order[4] = {0, 1, 2, 3};
+    std::sort(order, order + nlinks, [&](int a, int b) { return c[a] < c[b]; });
+    const i64 row = dst.global_index(k);
+    for (int m = 0; m < nlinks; ++m)
+      if (c[order[m]] >= 0) out.add(row, c[order[m]], w[order[m]]);
+  }
+  detail::agree(comm, [&] {
+    if (!failed.empty())
+      throw Error("SCRIP's bilinear iteration did not converge for " + failed + " (OASIS stops there too)", who,
+                  "check the source grid's rows (longitudes increasing within each row)");
+  });
+  return out;
 }
 
 }  // namespace estuary

@@ -181,7 +181,7 @@ E8  Then, for EXPORTED/EXPOUT, each transformation in order reads its configurat
 E9  A transformation listed twice is read twice; the last reading wins.
 
 UNSUPPORTED (``unsupported(reading)``, the UNSUPPORTED table below; edit it as estuary grows)
-U1  SCRIPR LOCCUNIF, LOCCDIST, LOCCGAUS; CONSERV normalisations
+U1  CONSERV normalisations (SCRIPR LOCCUNIF, LOCCDIST, LOCCGAUS: supported since issue 20)
     DESTNNEI FRACARTR DESTARTR FRACNNTR DESTNNTR; CONSERV order other than FIRST or SECOND;
     CONSERV north/south thresholds; global CONSERV GSSPOS/BSSPOS; BLASNEW field combinations.  The line is the transformation's configuration
     line (for BLASNEW the term line); estuary should refuse naming it and "not supported".
@@ -230,7 +230,7 @@ CONSERV_OPTS = ("bfb", "opt", "lsum8", "lsum16", "gather", "ddpdd", "reprosum")
 
 # What estuary does not implement yet (edit these when it does).
 UNSUPPORTED = {
-    "scripr_methods": ("LOCCUNIF", "LOCCDIST", "LOCCGAUS"),
+    "scripr_methods": (),
     "normalizations": ("DESTNNEI", "FRACARTR", "DESTARTR", "FRACNNTR", "DESTNNTR"),
     "orders": ("FIRST", "SECOND"),  # anything else is unsupported
     "conserv_modes": ("GSSPOS", "BSSPOS"),
