@@ -122,6 +122,12 @@ int est_comp_def_var(est_comp c, const char* name, int partition, est_direction 
 int est_comp_enddef(est_comp c);
 /* n values: bundle x the partition's local size (member b at b * size + i). */
 int est_comp_put(est_comp c, int var, double time, const double* values, int64_t n, est_info* info);
+/* est_comp_put with what OASIS's and YAC's puts may carry besides the values (estuary::PutExtras):
+ * ngrad gradient arrays of n values each (OASIS's fld2..fld4, for a coupling whose weights have
+ * ngrad + 1 columns: a num_wgts 3 or 4 file, SCRIPR BICUBIC; 0 / NULL: none), and a fractional
+ * mask of n values in [0, 1] (YAC's yac_cput_frac; NULL: none): the target gets W (f x) / W f. */
+int est_comp_put_ext(est_comp c, int var, double time, const double* values, int64_t n,
+                     const double* const* gradients, int ngrad, const double* fraction, est_info* info);
 int est_comp_get(est_comp c, int var, double time, double* values, int64_t n, est_info* info);
 int est_comp_terminate(est_comp c);
 int est_comp_free(est_comp* c); /* sets *c to NULL; NULL is accepted; terminates if needed */

@@ -132,25 +132,6 @@ std::string config(const std::string& timeline_line) {
          "      - mapping: {file: w_a2o.nc, location: dst, order: sum}\n";
 }
 
-struct Side {
-  bool atm = false, ocn = false;
-  std::string comp;
-  int index = 0, count = 1;
-};
-
-Side side() {
-  const int r = world_rank(), p = world_size();
-  if (p == 1) return {true, true, "solo", 0, 1};
-  const int h = p / 2;
-  Side s;
-  s.atm = r < h;
-  s.ocn = !s.atm;
-  s.comp = s.atm ? "atm" : "ocn";
-  s.index = s.atm ? r : r - h;
-  s.count = s.atm ? h : p - h;
-  return s;
-}
-
 // The run folder with the configuration (`timeline_line`: "" or "timeline: ...\n") and weights.
 std::string prepare(const std::string& name, const std::string& text) {
   const std::string dir = fresh_dir("timeline_" + name);

@@ -77,6 +77,21 @@ inline constexpr int Double = 8;      // OASIS_Double
 
 enum class Direction { in, out };
 
+// What a put may carry besides the values (Component::put's overload); spans of bundle *
+// (partition size) values each, laid out as the values.
+struct PutExtras {
+  // OASIS's fld2..fld4: the model's own source gradients for a coupling whose weights have
+  // several columns (a num_wgts 3 or 4 weight file, SCRIPR BICUBIC), in the order of the
+  // columns 2.. (CONSERV SECOND: d/dlat, d/dlon; bicubic: d/di, d/dj, d2/didj). The target
+  // gets W1 x + W2 g1 + W3 g2 (+ W4 g3) instead of the matrix folded with estuary's own (CDO's)
+  // gradients. Give all of them or none.
+  std::vector<std::span<const double>> gradients;
+  // YAC's yac_cput_frac: the fraction (0..1) of each source value that is valid, changing at
+  // every put. The target gets W (f x) / W f, and the unmapped value (0) where W f = 0; the
+  // weights stay as they are. All fields of a coupling give one, or none.
+  std::span<const double> fraction;
+};
+
 struct ComponentOptions {
   // The configuration file. Empty: $ESTUARY_CONFIG, else "estuary.yaml" in the working
   // directory if it exists, else "namcouple" (OASIS's name).
@@ -186,6 +201,10 @@ class Component {
 
   // `values`: bundle * (partition size) values. Returns what was done (OASIS's info code).
   Info put(int var, double time, std::span<const double> values);
+  // The same, with the model's gradients or a fractional mask (PutExtras). Every coupling the
+  // field goes to must take them: gradients to a coupling whose weights have one column are an
+  // error naming the field and the coupling.
+  Info put(int var, double time, std::span<const double> values, const PutExtras& extra);
   Info get(int var, double time, std::span<double> values);
 
   // Collective over the world: finishes the transfers in flight, writes restarts (lagged

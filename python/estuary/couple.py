@@ -429,10 +429,16 @@ class Var:
         self.id = self._comp._c.def_var(name, partition.id, d == OasisParameters.OASIS_OUT, bundle_size)
         self._comp.variables.append(self)
 
-    def put(self, time, field) -> int:
+    def put(self, time, field, *gradients, fraction=None) -> int:
+        """oasis_put. ``gradients``: OASIS's optional fld2..fld4, the model's own source gradients
+        for a coupling whose weights have several columns (a num_wgts 3 or 4 file, SCRIPR BICUBIC);
+        ``fraction``: YAC's fractional mask (0..1 per source value; the target gets W (f x) / W f)."""
         if self.direction != OasisParameters.OASIS_OUT:
             raise _estuary.Error(f"estuary: put of {self.name}, an input field (OASIS_IN)")
-        return self._comp._c.put(self.id, float(time), field)
+        # Laid out as the field (any contiguous order, as put takes it).
+        grads = [np.asarray(g, dtype=np.float64) for g in gradients]
+        frac = None if fraction is None else np.asarray(fraction, dtype=np.float64)
+        return self._comp._c.put(self.id, float(time), field, gradients=grads or None, fraction=frac)
 
     def get(self, time, field) -> int:
         if self.direction != OasisParameters.OASIS_IN:

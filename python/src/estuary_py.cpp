@@ -955,11 +955,22 @@ NB_MODULE(_estuary, m) {
       })
       .def(
           "put",
-          [](estuary::Component& c, int var, double time, InArray values) {
+          [](estuary::Component& c, int var, double time, InArray values, std::optional<std::vector<InArray>> gradients,
+             std::optional<InArray> fraction) {
+            // estuary::PutExtras: the model's gradients (OASIS's fld2..fld4) or a fractional
+            // mask (YAC's yac_cput_frac). A given fraction is given even when empty (a rank
+            // without points): the span must not be null then.
+            static const double none = 0;
+            estuary::PutExtras extra;
+            if (gradients)
+              for (const InArray& g : *gradients) extra.gradients.push_back(span_of(g));
+            if (fraction) extra.fraction = {fraction->data() ? fraction->data() : &none, fraction->size()};
             nb::gil_scoped_release release;
-            return static_cast<int>(c.put(var, time, span_of(values)));
+            return static_cast<int>(c.put(var, time, span_of(values), extra));
           },
-          "var"_a, "time"_a, "values"_a)
+          "var"_a, "time"_a, "values"_a, "gradients"_a = nb::none(), "fraction"_a = nb::none(),
+          "gradients: the model's source gradients, one array per extra weight column (OASIS's fld2..fld4); "
+          "fraction: YAC's fractional mask, values in [0, 1] (the target gets W (f x) / W f).")
       .def(
           "get",
           [](estuary::Component& c, int var, double time, OutArray values) {

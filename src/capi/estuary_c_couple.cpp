@@ -217,6 +217,27 @@ int est_comp_put(est_comp c, int var, double time, const double* values, int64_t
   }));
 }
 
+int est_comp_put_ext(est_comp c, int var, double time, const double* values, int64_t n,
+                     const double* const* gradients, int ngrad, const double* fraction, est_info* info) {
+  return logged(c, guarded("est_comp_put_ext", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require_count(n, "n");
+    if (n > 0) require(values, "values");
+    if (ngrad < 0) throw std::invalid_argument("argument 'ngrad' = " + std::to_string(ngrad) + " is negative");
+    if (ngrad > 0) require(gradients, "gradients");
+    const auto un = static_cast<std::size_t>(n);
+    estuary::PutExtras extra;
+    for (int j = 0; j < ngrad; ++j) {
+      if (n > 0 && !gradients[j])
+        throw std::invalid_argument("argument 'gradients[" + std::to_string(j) + "]' is NULL");
+      extra.gradients.emplace_back(gradients[j], un);
+    }
+    if (fraction) extra.fraction = {fraction, un};
+    const estuary::Info i = c->comp->put(var, time, {values, un}, extra);
+    if (info) *info = static_cast<est_info>(static_cast<int>(i));
+  }));
+}
+
 int est_comp_get(est_comp c, int var, double time, double* values, int64_t n, est_info* info) {
   return logged(c, guarded("est_comp_get", EST_ERR_COUPLE, [&] {
     require(c, "c");

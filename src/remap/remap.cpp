@@ -112,7 +112,9 @@ struct Remap::Impl {
     step();
     move_s += MPI_Wtime() - t0;
   }
-  std::size_t nfields = 0;  // split phase: the field count of the first call
+  // Split phase: the field counts prepared (or, without prepare, of the first call). Several:
+  // the coupler runs one Remap with n fields, or 2n for a put with a fractional mask.
+  std::vector<std::size_t> nfields;
 };
 
 void Remap::Impl::set_columns(const std::vector<i64>& col, const std::vector<i64>& x_of, const std::vector<i64>& cols) {
@@ -399,7 +401,8 @@ void Remap::prepare(int nfields) {
   const std::vector<Type> types(static_cast<std::size_t>(nfields), Type::f64);
   for (Redist* r : {impl_->gather.get(), impl_->after.get()})
     if (r) r->prepare(types);
-  impl_->nfields = static_cast<std::size_t>(nfields);
+  const std::size_t n = static_cast<std::size_t>(nfields);
+  if (std::find(impl_->nfields.begin(), impl_->nfields.end(), n) == impl_->nfields.end()) impl_->nfields.push_back(n);
 }
 
 void Remap::Impl::check_sizes(std::span<const RemapField> fields, const char* where) const {
@@ -414,11 +417,11 @@ void Remap::Impl::check_sizes(std::span<const RemapField> fields, const char* wh
 void Remap::Impl::check_split(std::span<const RemapField> fields, const char* where) {
   check_sizes(fields, where);
   if (fields.empty()) throw Error("no fields given", where);
-  if (nfields != 0 && fields.size() != nfields)
-    throw Error("called with " + std::to_string(fields.size()) + " fields, the first call had " +
-                    std::to_string(nfields),
+  if (!nfields.empty() && std::find(nfields.begin(), nfields.end(), fields.size()) == nfields.end())
+    throw Error("called with " + std::to_string(fields.size()) + " fields, prepared for " +
+                    std::to_string(nfields.front()) + (nfields.size() > 1 ? " (or another count prepared)" : ""),
                 where, "pass the same fields to every start and finish");
-  nfields = fields.size();
+  if (nfields.empty()) nfields.push_back(fields.size());
   for (const Redist* r : {gather.get(), after.get()})
     if (r && r->schedule().stages.size() > 1)
       throw Error("the split-phase remap needs a single-stage schedule, not \"" + opt.algorithm + "\"", where,
