@@ -231,6 +231,20 @@ module estuary
       integer(c_int), intent(out) :: info
       integer(c_int) :: rc
     end function est_comp_put
+    function est_comp_put_ext(c, var, time, values, n, gradients, ngrad, fraction, info) &
+        bind(c, name='est_comp_put_ext') result(rc)
+      import :: c_int, c_int64_t, c_double, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int), value :: var
+      real(c_double), value :: time
+      real(c_double), intent(in) :: values(*)
+      integer(c_int64_t), value :: n
+      type(c_ptr), intent(in) :: gradients(*)
+      integer(c_int), value :: ngrad
+      type(c_ptr), value :: fraction
+      integer(c_int), intent(out) :: info
+      integer(c_int) :: rc
+    end function est_comp_put_ext
     function est_comp_get(c, var, time, values, n, info) bind(c, name='est_comp_get') result(rc)
       import :: c_int, c_int64_t, c_double, c_ptr
       type(c_ptr), value :: c
@@ -897,7 +911,9 @@ contains
                          int_text(int(lastdim, int64)))
   end function check_field
 
-  subroutine put_d(comp_id, var_id, time, n, lastdim, rank, field, info, ierror)
+  !> grad1..grad3: the model's gradients (OASIS's fld2..fld4) for a coupling whose weights have
+  !> several columns; fraction: YAC's fractional mask (estuary::PutExtras). All n values, optional.
+  subroutine put_d(comp_id, var_id, time, n, lastdim, rank, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: comp_id, var_id
     real(real64), intent(in) :: time
     integer(int64), intent(in) :: n
@@ -905,17 +921,40 @@ contains
     real(c_double), intent(in) :: field(*)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    type(c_ptr) :: c
-    integer(c_int) :: cinfo
+    real(c_double), intent(in), optional, target :: grad1(*), grad2(*), grad3(*), fraction(*)
+    type(c_ptr) :: c, grads(3), frac
+    integer(c_int) :: cinfo, ngrad
     integer :: rc
     info = -1
     rc = check_field(comp_id, var_id, lastdim, rank, 'estuary_put', c)
-    if (rc == 0) rc = c_result(est_comp_put(c, int(var_id, c_int), real(time, c_double), field, int(n, c_int64_t), cinfo))
+    if (rc == 0 .and. ((present(grad2) .and. .not. present(grad1)) .or. (present(grad3) .and. .not. present(grad2)))) &
+      rc = fail(estuary_err_argument, 'estuary_put: variable id ' // int_text(int(var_id, int64)) // &
+                ': give the gradients in order (grad1, grad2[, grad3])')
+    if (rc == 0 .and. .not. (present(grad1) .or. present(fraction))) then
+      rc = c_result(est_comp_put(c, int(var_id, c_int), real(time, c_double), field, int(n, c_int64_t), cinfo))
+    else if (rc == 0) then
+      grads(:) = c_null_ptr
+      frac = c_null_ptr
+      ngrad = 0
+      ! A rank without points passes no pointers (the C API accepts NULL for 0 values); its puts
+      ! follow the other ranks' (the coupler agrees on what the action carries).
+      if (n > 0) then
+        if (present(grad1)) grads(1) = c_loc(grad1(1))
+        if (present(grad2)) grads(2) = c_loc(grad2(1))
+        if (present(grad3)) grads(3) = c_loc(grad3(1))
+        if (present(fraction)) frac = c_loc(fraction(1))
+      end if
+      if (present(grad1)) ngrad = 1
+      if (present(grad2)) ngrad = 2
+      if (present(grad3)) ngrad = 3
+      rc = c_result(est_comp_put_ext(c, int(var_id, c_int), real(time, c_double), field, int(n, c_int64_t), grads, &
+                                     ngrad, frac, cinfo))
+    end if
     if (rc == 0) info = int(cinfo)
     call give(rc, ierror)
   end subroutine put_d
 
-  subroutine put_s(comp_id, var_id, time, n, lastdim, rank, field, info, ierror)
+  subroutine put_s(comp_id, var_id, time, n, lastdim, rank, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: comp_id, var_id
     real(real64), intent(in) :: time
     integer(int64), intent(in) :: n
@@ -923,10 +962,16 @@ contains
     real(c_float), intent(in) :: field(*)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    real(c_double), allocatable :: buf(:)
+    real(c_float), intent(in), optional :: grad1(*), grad2(*), grad3(*), fraction(*)
+    ! Unallocated: absent in the call below (Fortran 2008).
+    real(c_double), allocatable :: buf(:), b1(:), b2(:), b3(:), bf(:)
     allocate (buf(n))
     buf(:) = real(field(1:n), c_double)
-    call put_d(comp_id, var_id, time, n, lastdim, rank, buf, info, ierror)
+    if (present(grad1)) b1 = real(grad1(1:n), c_double)
+    if (present(grad2)) b2 = real(grad2(1:n), c_double)
+    if (present(grad3)) b3 = real(grad3(1:n), c_double)
+    if (present(fraction)) bf = real(fraction(1:n), c_double)
+    call put_d(comp_id, var_id, time, n, lastdim, rank, buf, info, ierror, b1, b2, b3, bf)
   end subroutine put_s
 
   subroutine get_d(comp_id, var_id, time, n, lastdim, rank, field, info, ierror)
@@ -1511,112 +1556,136 @@ contains
 
   ! ---- put and get: one specific per kind, rank and time type (generated by the same pattern) ----
 
-  subroutine put_r8_1t(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_1t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real64), intent(in) :: field(:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 1), 1, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:), grad2(:), grad3(:), fraction(:)
+    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 1), 1, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_1t
 
-  subroutine put_r8_1d(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_1d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real64), intent(in) :: field(:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 1), 1, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:), grad2(:), grad3(:), fraction(:)
+    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 1), 1, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_1d
 
-  subroutine put_r8_2t(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_2t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real64), intent(in) :: field(:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 2), 2, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:,:), grad2(:,:), grad3(:,:), fraction(:,:)
+    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 2), 2, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_2t
 
-  subroutine put_r8_2d(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_2d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real64), intent(in) :: field(:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 2), 2, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:,:), grad2(:,:), grad3(:,:), fraction(:,:)
+    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 2), 2, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_2d
 
-  subroutine put_r8_3t(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_3t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real64), intent(in) :: field(:,:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 3), 3, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:,:,:), grad2(:,:,:), grad3(:,:,:), fraction(:,:,:)
+    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 3), 3, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_3t
 
-  subroutine put_r8_3d(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_3d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real64), intent(in) :: field(:,:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 3), 3, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:,:,:), grad2(:,:,:), grad3(:,:,:), fraction(:,:,:)
+    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 3), 3, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_3d
 
-  subroutine put_r4_1t(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_1t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real32), intent(in) :: field(:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 1), 1, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:), grad2(:), grad3(:), fraction(:)
+    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 1), 1, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_1t
 
-  subroutine put_r4_1d(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_1d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real32), intent(in) :: field(:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 1), 1, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:), grad2(:), grad3(:), fraction(:)
+    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 1), 1, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_1d
 
-  subroutine put_r4_2t(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_2t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real32), intent(in) :: field(:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 2), 2, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:,:), grad2(:,:), grad3(:,:), fraction(:,:)
+    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 2), 2, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_2t
 
-  subroutine put_r4_2d(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_2d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real32), intent(in) :: field(:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 2), 2, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:,:), grad2(:,:), grad3(:,:), fraction(:,:)
+    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 2), 2, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_2d
 
-  subroutine put_r4_3t(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_3t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real32), intent(in) :: field(:,:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 3), 3, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:,:,:), grad2(:,:,:), grad3(:,:,:), fraction(:,:,:)
+    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 3), 3, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_3t
 
-  subroutine put_r4_3d(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_3d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real32), intent(in) :: field(:,:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 3), 3, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:,:,:), grad2(:,:,:), grad3(:,:,:), fraction(:,:,:)
+    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 3), 3, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_3d
 
   subroutine get_r8_1t(handle, var_id, time, field, info, ierror)

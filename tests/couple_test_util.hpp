@@ -31,17 +31,17 @@ inline int world_size() {
 
 // The two components of a two-sided test: the first half of the world's ranks is "atm" (the
 // source side), the rest "ocn" (the target side); on one rank one component, "solo", holds both.
-struct Side {
+struct TwoSides {
   bool atm = false, ocn = false;
   std::string comp;
   int index = 0, count = 1;  // this rank's place among its side's ranks
 };
 
-inline Side side() {
+inline TwoSides two_sides() {
   const int r = world_rank(), p = world_size();
   if (p == 1) return {true, true, "solo", 0, 1};
   const int h = p / 2;
-  Side s;
+  TwoSides s;
   s.atm = r < h;
   s.ocn = !s.atm;
   s.comp = s.atm ? "atm" : "ocn";

@@ -30,7 +30,7 @@ namespace {
 constexpr double kPeriod = 3600;
 
 // This rank's block of a grid of n points, on its side (`mine`), else nothing.
-Decomp block(i64 n, bool mine, const Side& s) {
+Decomp block(i64 n, bool mine, const TwoSides& s) {
   if (!mine) return Decomp::empty(n);
   const i64 lo = n * s.index / s.count, hi = n * (s.index + 1) / s.count;
   return Decomp::stripes(n, {{lo, hi - lo, 1}});
@@ -49,7 +49,7 @@ std::string namcouple(int steps, const std::vector<i64>& dims, const std::string
 template <class Extras>
 std::vector<std::vector<double>> run(const std::string& dir, int steps, i64 ns, i64 nd,
                                      const std::vector<std::vector<double>>& x, Extras extra) {
-  const Side s = side();
+  const TwoSides s = two_sides();
   ComponentOptions o;
   o.config = dir + "/namcouple";
   o.directory = dir;
@@ -167,7 +167,7 @@ std::vector<rtest::Case> unmasked_cases() {
 
 TEST(PutExtras, ModelGradientsEqualCdoRemap) {
   if (!rtest::data_ready()) GTEST_SKIP() << "no remap data (" << rtest::kData << ")";
-  const Side s = side();
+  const TwoSides s = two_sides();
   for (const rtest::Case& cs : unmasked_cases()) {
     SCOPED_TRACE(cs.name());
     const Columns c = read_columns(rtest::weight_file(rtest::kData, cs));
@@ -221,7 +221,7 @@ TEST(PutExtras, ModelGradientsEqualCdoRemap) {
 }
 
 TEST(PutExtras, GradientsToOneColumnCouplingNameTheField) {
-  const Side s = side();
+  const TwoSides s = two_sides();
   constexpr i64 ns = 12 * 10, nd = 8 * 9;
   const std::string dir = fresh_dir("putgrad1");
   write_synthetic_weights(dir + "/w.nc", ns, nd);
@@ -287,7 +287,7 @@ double fraction(i64 s, int k) {
 }  // namespace
 
 TEST(PutExtras, FractionalMaskIsConservative) {
-  const Side s = side();
+  const TwoSides s = two_sides();
   constexpr i64 ns = 12 * 10, nd = 8 * 9;
   constexpr int steps = 3;
   const Conservative c = conservative(ns, nd);

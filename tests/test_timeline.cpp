@@ -143,7 +143,7 @@ std::string prepare(const std::string& name, const std::string& text) {
 
 // The two models' loops (get first, then compute, then put, as the demo's toy).
 void run_models(const std::string& dir, const std::string& config_file = "estuary.yaml") {
-  const Side s = side();
+  const TwoSides s = two_sides();
   ComponentOptions o;
   o.config = dir + "/" + config_file;
   o.directory = dir;
@@ -384,7 +384,7 @@ TEST_F(Timeline, NamcoupleNegativeTimerLevel) {
                std::string(" $NFIELDS\n 1\n $END\n $RUNTIME\n 21600\n $END\n $NLOGPRT\n ") + level +
                    "\n $END\n $NNOREST\n T\n $END\n $STRINGS\n"
                    "A_T O_T 1 3600 1 rst.nc EXPORTED\n12 10 8 9 agrd ogrd LAG=0\nR 0 R 0\nMAPPING\nw_a2o.nc\n $END\n");
-    const Side s = side();
+    const TwoSides s = two_sides();
     ComponentOptions o;
     o.config = dir + "/namcouple";
     o.directory = dir;

@@ -396,3 +396,48 @@ def test_uncoupled_component(comm, shared_dir):
         else:
             assert put_info == OASIS.Sent and get_info == OASIS.Recvd
             np.testing.assert_array_equal(g, np.arange(lo, hi) + t)
+
+
+def fraction_of(t):
+    """A fractional mask (YAC's yac_cput_frac) that changes every coupling time: some 0, some 1."""
+    i = np.arange(NS)
+    m = (i + int(t // PERIOD)) % 4
+    return np.where(m == 0, 0.0, np.where(m == 1, 1.0, 0.2 + 0.15 * ((i * 3 + int(t // PERIOD)) % 5)))
+
+
+def test_put_fraction_and_gradients(comm, shared_dir):
+    """put(..., fraction=f): the target gets W (f x) / W f (0 where W f = 0), computed here with
+    numpy; put(..., g1, g2): an error naming the field, the weights having one column."""
+    setup_dir(comm, shared_dir, namcouple("MAPPING\nw.nc dst bfb\n", 1))
+    is_src, is_dst, name, index, count = layout(comm)
+    comp = pyoasis.Component(name, config=str(shared_dir / "namcouple"), directory=str(shared_dir))
+    spts = np.arange(index, NS, count)
+    dpts = np.arange(index * ND // count, (index + 1) * ND // count)
+    if is_src:
+        sv = pyoasis.Var("A_F", pyoasis.PointsPartition(spts.tolist(), global_size=NS, name="agrd"), OASIS.OUT)
+    if is_dst:
+        dv = pyoasis.Var("O_F", pyoasis.PointsPartition(dpts.tolist(), global_size=ND, name="ogrd"), OASIS.IN)
+    comp.enddef()
+    errors, gets = [], []
+    for t in np.arange(0.0, RUNTIME, PERIOD):
+        if is_src:
+            x = global_field(t)[spts]
+            if t == 0:
+                try:
+                    sv.put(t, x, x, x)
+                except estuary.Error as e:
+                    errors.append(str(e))
+            assert sv.put(t, x, fraction=fraction_of(t)[spts]) == OASIS.Sent
+        if is_dst:
+            v = np.zeros(len(dpts))
+            assert dv.get(t, v) == OASIS.Recvd
+            gets.append((t, v))
+    comp.terminate()
+    if is_src:
+        assert len(errors) == 1 and "A_F" in errors[0] and "one column" in errors[0], errors
+    for t, v in gets:
+        f = fraction_of(t)
+        num, den = apply_ref(f * global_field(t)), apply_ref(f)
+        want = np.where(den != 0, num / np.where(den != 0, den, 1), 0.0)[dpts]
+        np.testing.assert_allclose(v, want, rtol=1e-14, atol=1e-14, err_msg=f"t={t}")
+        assert np.any(den[dpts] == 0) or count > 1  # some targets fall back (on one rank: all targets here)
