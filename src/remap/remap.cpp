@@ -456,9 +456,31 @@ std::vector<Field> Remap::Impl::after_moves(std::span<const RemapField> fields) 
 void Remap::Impl::product(std::span<const RemapField> fields) {
   const std::size_t nf = fields.size(), nx = static_cast<std::size_t>(x_size), ny = ptr.size() - 1;
   if (!direct_rows) ybuf.resize(nf * ny);
-  for (std::size_t f = 0; f < nf; ++f) {
-    const double* x = gather ? xbuf.data() + f * nx : fields[f].src.data();
-    double* y = direct_rows ? fields[f].dst.data() : ybuf.data() + f * ny;
+  const auto src_of = [&](std::size_t f) { return gather ? xbuf.data() + f * nx : fields[f].src.data(); };
+  const auto dst_of = [&](std::size_t f) { return direct_rows ? fields[f].dst.data() : ybuf.data() + f * ny; };
+  // Fields in pairs: one pass over the links (weights and indices read once) forms two rows,
+  // each summed in link order as alone (bit-identical). The coupler's fractional mask runs
+  // f x and f together; most multi-field couplings gain too.
+  std::size_t f0 = 0;
+  for (; f0 + 1 < nf; f0 += 2) {
+    const double *x0 = src_of(f0), *x1 = src_of(f0 + 1);
+    double *y0 = dst_of(f0), *y1 = dst_of(f0 + 1);
+    for (std::size_t r = 0; r < ny; ++r) {
+      const i64 b = ptr[r], e = ptr[r + 1];
+      double s0 = 0.0, s1 = 0.0;
+      for (i64 k = b; k < e; ++k) {
+        const double wk = w[static_cast<std::size_t>(k)];
+        const std::uint32_t j = xi[static_cast<std::size_t>(k)];
+        s0 += wk * x0[j];
+        s1 += wk * x1[j];
+      }
+      y0[r] = b == e ? opt.unmapped_value : s0;
+      y1[r] = b == e ? opt.unmapped_value : s1;
+    }
+  }
+  for (std::size_t f = f0; f < nf; ++f) {
+    const double* x = src_of(f);
+    double* y = dst_of(f);
     for (std::size_t r = 0; r < ny; ++r) {
       const i64 b = ptr[r], e = ptr[r + 1];
       double s = 0.0;
