@@ -73,6 +73,8 @@ struct ScriprSpec {
   std::string normalization; // CONSERV only: FRACAREA, DESTAREA, FRACNNEI
   std::string order;         // CONSERV only: FIRST or SECOND
   double variance = 0.0;     // GAUSWGT only: OASIS's variance multiplier
+  std::string callback;      // CALLBACK only (YAML `name`): the weight function the target
+                             // component registers (Component::register_weights)
   bool operator==(const ScriprSpec&) const = default;
 };
 

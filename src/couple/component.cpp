@@ -83,6 +83,7 @@ struct Component::Impl {
   std::vector<Part> parts;
   std::vector<GridDef> grids;
   std::vector<Var> vars;
+  std::map<std::string, WeightFunction> weight_functions;  // SCRIPR CALLBACK, by name
   CouplingSetup setup;
   bool defined = false, terminated = false;
   std::vector<std::unique_ptr<Coupling>> couplings;
@@ -138,6 +139,7 @@ struct Component::Impl {
   void read_config();
   void build(const CouplingConfig& cfg, std::map<std::pair<std::string, int>, VarInfo>& table);
   void setup_mapping(Coupling& c, const CouplingConfig& cfg, int src_part, int dst_part);
+  Links callback_links(Coupling& c, const CouplingConfig& cfg, const Grid& sg, const Grid& dg, const std::string& here);
   void read_restart(Coupling& c);
   void write_restarts();
   Redist to_root(const Decomp& d, i64 global) const {  // this component's points -> its root
@@ -290,6 +292,13 @@ void Component::terminate_grids_writing() {
   impl_->grid_writing.terminate(impl_->where());
 }
 // ---- end of OASIS grid files ----
+
+void Component::register_weights(const std::string& name, WeightFunction f) {
+  Impl& m = *impl_;
+  if (m.defined) throw Error("register_weights(\"" + name + "\") after enddef", m.where(), "register before enddef");
+  if (!f) throw Error("register_weights(\"" + name + "\") without a function", m.where());
+  m.weight_functions[name] = std::move(f);
+}
 
 int Component::def_var(const std::string& name, int partition, Direction direction, int bundle) {
   Impl& m = *impl_;
@@ -609,6 +618,82 @@ Decomp stacked_decomp(const Decomp& src, int ncols) {
 }
 }  // namespace
 
+// Every rank's values gathered on every rank of comm, in rank order.
+template <class T>
+std::vector<T> allgather_all(const std::vector<T>& mine, MPI_Datatype type, MPI_Comm comm) {
+  int p = 1;
+  MPI_Comm_size(comm, &p);
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p), 0);
+  check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  for (int r = 1; r < p; ++r)
+    displs[static_cast<std::size_t>(r)] = displs[static_cast<std::size_t>(r - 1)] + counts[static_cast<std::size_t>(r - 1)];
+  std::vector<T> all(static_cast<std::size_t>(displs.back() + counts.back()));
+  check_mpi(MPI_Allgatherv(mine.data(), n, type, all.data(), counts.data(), displs.data(), type, comm), "MPI_Allgatherv");
+  return all;
+}
+
+// SCRIPR CALLBACK (YAC's callback interpolation): every target rank asks the registered
+// function for the links of its targets, given every source centre; what it returns is checked
+// (indices in range, rows among the rank's own targets) and agreed over the coupling.
+Links Component::Impl::callback_links(Coupling& c, const CouplingConfig& cfg, const Grid& sg, const Grid& dg,
+                                      const std::string& here) {
+  const std::vector<i64> mine = c.is_src ? c.src_decomp.to_indices() : std::vector<i64>{};
+  std::vector<std::int32_t> mask_mine(mine.size(), 1);
+  for (std::size_t i = 0; i < mine.size() && !sg.mask.empty(); ++i) mask_mine[i] = sg.mask[i];
+  const std::vector<i64> idx = allgather_all(mine, MPI_INT64_T, c.comm);
+  const std::vector<double> lon_all = allgather_all(c.is_src ? sg.lon : std::vector<double>{}, MPI_DOUBLE, c.comm);
+  const std::vector<double> lat_all = allgather_all(c.is_src ? sg.lat : std::vector<double>{}, MPI_DOUBLE, c.comm);
+  const std::vector<std::int32_t> mask_all = allgather_all(mask_mine, MPI_INT32_T, c.comm);
+  const auto n = static_cast<std::size_t>(c.src_global);
+  std::vector<double> lon(n, 0.0), lat(n, 0.0);
+  std::vector<std::int32_t> mask(n, 1);
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    const auto g = static_cast<std::size_t>(idx[k]);
+    lon[g] = lon_all[k], lat[g] = lat_all[k], mask[g] = mask_all[k];
+  }
+  const std::string& fn = cfg.scripr->callback;
+  Links out;
+  std::string fault, fix;
+  if (c.is_dst) {
+    const auto it = weight_functions.find(fn);
+    const std::vector<i64> dst_idx = c.dst_decomp.to_indices();
+    if (it == weight_functions.end()) {
+      fault = "no weight function \"" + fn + "\" is registered on this rank of " + c.dst_comp;
+      fix = "call register_weights(\"" + fn + "\", f) on every rank of the target component before enddef";
+    } else {
+      WeightQuery q{c.label, lon, lat, mask, dst_idx, dg.lon, dg.lat};
+      try {
+        out = it->second(q);
+      } catch (const std::exception& e) {
+        fault = "the weight function \"" + fn + "\" failed: " + e.what();
+      }
+      std::vector<i64> own = dst_idx;
+      std::sort(own.begin(), own.end());
+      const std::size_t m = out.row.size();
+      if (fault.empty() && (out.col.size() != m || out.weight.size() != m))
+        fault = "the weight function \"" + fn + "\" returned " + std::to_string(m) + " targets, " +
+                std::to_string(out.col.size()) + " sources and " + std::to_string(out.weight.size()) + " weights";
+      for (std::size_t k = 0; k < m && fault.empty(); ++k) {
+        const i64 col = out.col[k], row = out.row[k];
+        if (col < 0 || col >= c.src_global)
+          fault = "the weight function \"" + fn + "\" returned link " + std::to_string(k) + " to source index " +
+                  std::to_string(col) + ", outside [0, " + std::to_string(c.src_global) + ")";
+        else if (!std::binary_search(own.begin(), own.end(), row))
+          fault = "the weight function \"" + fn + "\" returned link " + std::to_string(k) + " to target index " +
+                  std::to_string(row) + ", which this rank does not hold";
+        if (!fault.empty()) fix = "return links (global target index, global source index, weight) for the rank's own targets";
+      }
+    }
+    if (!fault.empty()) fault += " (" + detail::world_rank_label() + ")";
+  }
+  detail::agree(c.comm, [&] {
+    if (!fault.empty()) throw Error("SCRIPR CALLBACK: " + fault, here, fix);
+  });
+  log("coupling " + c.label + ": weights from the registered function \"" + fn + "\"");
+  return out;
+}
+
 // The mapping of a coupling: a weight file, weights generated here, or the identity.
 void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int src_part, int dst_part) {
   RemapOptions ro;
@@ -749,6 +834,8 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
         } catch (const Error& e) {
           throw Error("SCRIPR GAUSWGT: " + e.fault(), here + ", gaussian_weights", e.fix());
         }
+      } else if (method == "CALLBACK") {
+        links = callback_links(c, cfg, sg, dg, here);
       } else if (method == "BICUBIC") {
         // CDO's genbic links, folded with its source gradients into one matrix (as `cdo remap`
         // applies a bicubic file): the model gives no gradients.
