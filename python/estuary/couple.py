@@ -141,6 +141,14 @@ class Component:
         """The grid's cells at the partition's points (an estuary.Grid), for SCRIPR and CONSERV."""
         self._c.def_grid(name, partition.id, grid)
 
+    def register_weights(self, name: str, fn) -> None:
+        """YAC's callback interpolation: the weights of the couplings configured with
+        ``scripr: {method: callback, name: NAME}``. ``fn(query)`` gets a dict (``coupling``,
+        ``src_lon``, ``src_lat``, ``src_mask``: every source point; ``dst_index``, ``dst_lon``,
+        ``dst_lat``: this rank's targets; degrees, global indices) and returns ``(rows, cols,
+        weights)`` for this rank's targets. Register on the target component's ranks before enddef."""
+        self._c.register_weights(name, fn)
+
     def enddef(self) -> None:
         """Collective over the world: reads the configuration and sets up every coupling."""
         self._c.enddef()
