@@ -48,7 +48,7 @@
 !>   pass comm%MPI_VAL).
 module estuary
   use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int64_t, c_double, c_float, &
-                                         c_char, c_null_char, c_associated, c_loc, c_int32_t
+                                         c_char, c_null_char, c_associated, c_loc, c_int32_t, c_funptr
   use, intrinsic :: iso_fortran_env, only: error_unit, int64, real32, real64
   implicit none
   private
@@ -86,6 +86,15 @@ module estuary
   type, public :: estuary_decomp
     type(c_ptr) :: ptr = c_null_ptr
   end type estuary_decomp
+  !> The C API's est_weight_query (c_f_pointer the arrays: nsrc and ndst values; src_mask may
+  !> be null: every source valid).
+  type, public, bind(c) :: estuary_weight_query
+    type(c_ptr) :: coupling
+    integer(c_int64_t) :: nsrc
+    type(c_ptr) :: src_lon, src_lat, src_mask
+    integer(c_int64_t) :: ndst
+    type(c_ptr) :: dst_index, dst_lon, dst_lat
+  end type estuary_weight_query
   !> A redistribution between two decompositions over a communicator.
   type, public :: estuary_redist
     type(c_ptr) :: ptr = c_null_ptr
@@ -96,6 +105,13 @@ module estuary
             estuary_enddef, estuary_put, estuary_get, estuary_terminate, estuary_abort, &
             estuary_error_message, estuary_create_couplcomm, estuary_def_grid, estuary_grid_gen, estuary_grid_info, &
             estuary_get_runtime, estuary_last_source_integral
+  ! SCRIPR CALLBACK (YAC's callback interpolation) through the C API: a bind(c) function
+  !   integer(c_int) function fn(ctx, q, out) bind(c); type(c_ptr), value :: ctx, out
+  !     type(estuary_weight_query), intent(in) :: q
+  ! registered with estuary_register_weights(comp_id, name, c_funloc(fn), ctx, ierror) on the
+  ! target's ranks before estuary_enddef; it adds links (0-based global target, source, weight)
+  ! with estuary_links_add(out, target, source, weight) and returns 0 (the C est_weight_fn).
+  public :: estuary_register_weights, estuary_links_add
   public :: estuary_decomp_new_indices, estuary_decomp_new_box, estuary_decomp_size, &
             estuary_decomp_free, estuary_redist_new, estuary_redist_run, estuary_redist_free
 
@@ -245,6 +261,21 @@ module estuary
       integer(c_int), intent(out) :: info
       integer(c_int) :: rc
     end function est_comp_put_ext
+    function est_comp_register_weights(c, name, fn, ctx) bind(c, name='est_comp_register_weights') result(rc)
+      import :: c_int, c_ptr, c_char, c_funptr
+      type(c_ptr), value :: c
+      character(kind=c_char), intent(in) :: name(*)
+      type(c_funptr), value :: fn
+      type(c_ptr), value :: ctx
+      integer(c_int) :: rc
+    end function est_comp_register_weights
+    function estuary_links_add(out, target, source, weight) bind(c, name='est_links_add') result(rc)
+      import :: c_int, c_ptr, c_int64_t, c_double
+      type(c_ptr), value :: out
+      integer(c_int64_t), value :: target, source
+      real(c_double), value :: weight
+      integer(c_int) :: rc
+    end function estuary_links_add
     function est_comp_get(c, var, time, values, n, info) bind(c, name='est_comp_get') result(rc)
       import :: c_int, c_int64_t, c_double, c_ptr
       type(c_ptr), value :: c
@@ -892,6 +923,20 @@ contains
     if (ierror /= 0) return
     ierror = c_result(est_comp_enddef(c))
   end subroutine estuary_enddef
+
+  !> SCRIPR CALLBACK: fn (c_funloc of a bind(c) function, see estuary_weight_query) is the
+  !> weight function `name` of this component, called at estuary_enddef with ctx.
+  subroutine estuary_register_weights(comp_id, name, fn, ctx, ierror)
+    integer, intent(in) :: comp_id
+    character(len=*), intent(in) :: name
+    type(c_funptr), intent(in) :: fn
+    type(c_ptr), intent(in) :: ctx
+    integer, intent(out) :: ierror
+    type(c_ptr) :: c
+    ierror = comp_of(comp_id, 'estuary_register_weights', c)
+    if (ierror /= 0) return
+    ierror = c_result(est_comp_register_weights(c, c_str(name), fn, ctx))
+  end subroutine estuary_register_weights
 
   !> Checks handle and the array's shape for a put or get: a bundle of nb members needs an
   !> array whose last dimension is nb (rank 2 or 3). The total size is checked by the library.
