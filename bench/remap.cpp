@@ -9,6 +9,9 @@
 // and of Conserv::apply (GLOBAL), median and min over iterations, and conserv's ratio to
 // lsum8's; with the link count and the weight generation time (slowest rank) of the direction.
 // --small uses reduced_gaussian(48) and tripolar(144, 102) instead.
+// Besides, one "remap_frac" line per (direction, location, order): a run with a dynamic
+// fractional mask (f x and f in one run, then the division, as the coupler's put with a
+// fraction does) against the static run of the same field, interleaved, and their ratio.
 //
 // Memory-bandwidth bound: a STREAM triad a[i] = b[i] + s*c[i] on three arrays of --triad-mb MB
 // each (default 80), best of 5, run by rank 0 alone while the others wait at a barrier, counted
@@ -30,6 +33,7 @@
 #include <cmath>
 #include <iostream>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "bench_util.hpp"
@@ -166,6 +170,48 @@ int main(int argc, char** argv) {
             if (m && lsum8_med > 0) j.add("conserv_ratio_to_lsum8", cons_med / lsum8_med);
             if (rank == 0) std::cout << j.str() << std::endl;
           }
+          // Dynamic fractional mask (the coupler's put with a fraction, YAC's yac_cput_frac):
+          // one run with f x and f, then W (f x) / W f, against the static run of x just
+          // before (the same Remap, interleaved iterations). One line per location and order.
+          std::vector<double> fx(x.size()), f(x.size()), yy(2 * y.size());
+          for (std::size_t i = 0; i < x.size(); ++i) {
+            f[i] = 0.25 + 0.75 * std::fabs(std::sin(a.lon[i] * 0.1 + a.lat[i] * 0.07));  // changes with the point
+            fx[i] = f[i] * x[i];
+          }
+          const std::size_t nd = y.size();
+          const estuary::RemapField two[2] = {{fx, std::span<double>(yy.data(), nd)},
+                                               {f, std::span<double>(yy.data() + nd, nd)}};
+          Times st, dy, run2;  // run2: the two-field run alone (without the product and division)
+          rm.run(two);  // warm-up of the two-field exchange
+          for (int it = 0; it < iterations; ++it) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+            rm.run(x, y);
+            st.run.push_back(bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD));
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+            for (std::size_t i = 0; i < x.size(); ++i) fx[i] = f[i] * x[i];  // the source side's product
+            rm.run(two);
+            for (std::size_t i = 0; i < nd; ++i) y[i] = yy[nd + i] != 0.0 ? yy[i] / yy[nd + i] : 0.0;
+            dy.run.push_back(bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD));
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+            rm.run(two);
+            run2.run.push_back(bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD));
+          }
+          bench::Json j;
+          j.add("bench", "remap_frac").add("src", ga->name()).add("dst", gb->name()).add("src_n", na).add("dst_n", nb)
+              .add("links", nlinks).add("ranks", ranks)
+              .add("location", loc == estuary::RemapLocation::src ? "src" : "dst")
+              .add("order", order == estuary::RemapOrder::bfb ? "bfb" : "sum").add("iterations", iterations)
+              .add("static_s_median", bench::median(st.run)).add("frac_s_median", bench::median(dy.run))
+              .add("static_s_min", *std::min_element(st.run.begin(), st.run.end()))
+              .add("frac_s_min", *std::min_element(dy.run.begin(), dy.run.end()))
+              .add("two_field_run_s_median", bench::median(run2.run))
+              .add("frac_ratio_median", bench::median(dy.run) / bench::median(st.run))
+              .add("frac_ratio_min", *std::min_element(dy.run.begin(), dy.run.end()) /
+                                         *std::min_element(st.run.begin(), st.run.end()));
+          if (rank == 0) std::cout << j.str() << std::endl;
         }
     }
     MPI_Finalize();

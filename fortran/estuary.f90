@@ -48,7 +48,7 @@
 !>   pass comm%MPI_VAL).
 module estuary
   use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_int, c_int64_t, c_double, c_float, &
-                                         c_char, c_null_char, c_associated, c_loc, c_int32_t
+                                         c_char, c_null_char, c_associated, c_loc, c_int32_t, c_funptr
   use, intrinsic :: iso_fortran_env, only: error_unit, int64, real32, real64
   implicit none
   private
@@ -86,6 +86,15 @@ module estuary
   type, public :: estuary_decomp
     type(c_ptr) :: ptr = c_null_ptr
   end type estuary_decomp
+  !> The C API's est_weight_query (c_f_pointer the arrays: nsrc and ndst values; src_mask may
+  !> be null: every source valid).
+  type, public, bind(c) :: estuary_weight_query
+    type(c_ptr) :: coupling
+    integer(c_int64_t) :: nsrc
+    type(c_ptr) :: src_lon, src_lat, src_mask
+    integer(c_int64_t) :: ndst
+    type(c_ptr) :: dst_index, dst_lon, dst_lat
+  end type estuary_weight_query
   !> A redistribution between two decompositions over a communicator.
   type, public :: estuary_redist
     type(c_ptr) :: ptr = c_null_ptr
@@ -96,6 +105,13 @@ module estuary
             estuary_enddef, estuary_put, estuary_get, estuary_terminate, estuary_abort, &
             estuary_error_message, estuary_create_couplcomm, estuary_def_grid, estuary_grid_gen, estuary_grid_info, &
             estuary_get_runtime, estuary_last_source_integral
+  ! SCRIPR CALLBACK (YAC's callback interpolation) through the C API: a bind(c) function
+  !   integer(c_int) function fn(ctx, q, out) bind(c); type(c_ptr), value :: ctx, out
+  !     type(estuary_weight_query), intent(in) :: q
+  ! registered with estuary_register_weights(comp_id, name, c_funloc(fn), ctx, ierror) on the
+  ! target's ranks before estuary_enddef; it adds links (0-based global target, source, weight)
+  ! with estuary_links_add(out, target, source, weight) and returns 0 (the C est_weight_fn).
+  public :: estuary_register_weights, estuary_links_add
   public :: estuary_decomp_new_indices, estuary_decomp_new_box, estuary_decomp_size, &
             estuary_decomp_free, estuary_redist_new, estuary_redist_run, estuary_redist_free
 
@@ -231,6 +247,35 @@ module estuary
       integer(c_int), intent(out) :: info
       integer(c_int) :: rc
     end function est_comp_put
+    function est_comp_put_ext(c, var, time, values, n, gradients, ngrad, fraction, info) &
+        bind(c, name='est_comp_put_ext') result(rc)
+      import :: c_int, c_int64_t, c_double, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int), value :: var
+      real(c_double), value :: time
+      real(c_double), intent(in) :: values(*)
+      integer(c_int64_t), value :: n
+      type(c_ptr), intent(in) :: gradients(*)
+      integer(c_int), value :: ngrad
+      type(c_ptr), value :: fraction
+      integer(c_int), intent(out) :: info
+      integer(c_int) :: rc
+    end function est_comp_put_ext
+    function est_comp_register_weights(c, name, fn, ctx) bind(c, name='est_comp_register_weights') result(rc)
+      import :: c_int, c_ptr, c_char, c_funptr
+      type(c_ptr), value :: c
+      character(kind=c_char), intent(in) :: name(*)
+      type(c_funptr), value :: fn
+      type(c_ptr), value :: ctx
+      integer(c_int) :: rc
+    end function est_comp_register_weights
+    function estuary_links_add(out, target, source, weight) bind(c, name='est_links_add') result(rc)
+      import :: c_int, c_ptr, c_int64_t, c_double
+      type(c_ptr), value :: out
+      integer(c_int64_t), value :: target, source
+      real(c_double), value :: weight
+      integer(c_int) :: rc
+    end function estuary_links_add
     function est_comp_get(c, var, time, values, n, info) bind(c, name='est_comp_get') result(rc)
       import :: c_int, c_int64_t, c_double, c_ptr
       type(c_ptr), value :: c
@@ -879,6 +924,20 @@ contains
     ierror = c_result(est_comp_enddef(c))
   end subroutine estuary_enddef
 
+  !> SCRIPR CALLBACK: fn (c_funloc of a bind(c) function, see estuary_weight_query) is the
+  !> weight function `name` of this component, called at estuary_enddef with ctx.
+  subroutine estuary_register_weights(comp_id, name, fn, ctx, ierror)
+    integer, intent(in) :: comp_id
+    character(len=*), intent(in) :: name
+    type(c_funptr), intent(in) :: fn
+    type(c_ptr), intent(in) :: ctx
+    integer, intent(out) :: ierror
+    type(c_ptr) :: c
+    ierror = comp_of(comp_id, 'estuary_register_weights', c)
+    if (ierror /= 0) return
+    ierror = c_result(est_comp_register_weights(c, c_str(name), fn, ctx))
+  end subroutine estuary_register_weights
+
   !> Checks handle and the array's shape for a put or get: a bundle of nb members needs an
   !> array whose last dimension is nb (rank 2 or 3). The total size is checked by the library.
   integer function check_field(comp_id, var_id, lastdim, rank, routine, c)
@@ -897,7 +956,9 @@ contains
                          int_text(int(lastdim, int64)))
   end function check_field
 
-  subroutine put_d(comp_id, var_id, time, n, lastdim, rank, field, info, ierror)
+  !> grad1..grad3: the model's gradients (OASIS's fld2..fld4) for a coupling whose weights have
+  !> several columns; fraction: YAC's fractional mask (estuary::PutExtras). All n values, optional.
+  subroutine put_d(comp_id, var_id, time, n, lastdim, rank, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: comp_id, var_id
     real(real64), intent(in) :: time
     integer(int64), intent(in) :: n
@@ -905,17 +966,40 @@ contains
     real(c_double), intent(in) :: field(*)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    type(c_ptr) :: c
-    integer(c_int) :: cinfo
+    real(c_double), intent(in), optional, target :: grad1(*), grad2(*), grad3(*), fraction(*)
+    type(c_ptr) :: c, grads(3), frac
+    integer(c_int) :: cinfo, ngrad
     integer :: rc
     info = -1
     rc = check_field(comp_id, var_id, lastdim, rank, 'estuary_put', c)
-    if (rc == 0) rc = c_result(est_comp_put(c, int(var_id, c_int), real(time, c_double), field, int(n, c_int64_t), cinfo))
+    if (rc == 0 .and. ((present(grad2) .and. .not. present(grad1)) .or. (present(grad3) .and. .not. present(grad2)))) &
+      rc = fail(estuary_err_argument, 'estuary_put: variable id ' // int_text(int(var_id, int64)) // &
+                ': give the gradients in order (grad1, grad2[, grad3])')
+    if (rc == 0 .and. .not. (present(grad1) .or. present(fraction))) then
+      rc = c_result(est_comp_put(c, int(var_id, c_int), real(time, c_double), field, int(n, c_int64_t), cinfo))
+    else if (rc == 0) then
+      grads(:) = c_null_ptr
+      frac = c_null_ptr
+      ngrad = 0
+      ! A rank without points passes no pointers (the C API accepts NULL for 0 values); its puts
+      ! follow the other ranks' (the coupler agrees on what the action carries).
+      if (n > 0) then
+        if (present(grad1)) grads(1) = c_loc(grad1(1))
+        if (present(grad2)) grads(2) = c_loc(grad2(1))
+        if (present(grad3)) grads(3) = c_loc(grad3(1))
+        if (present(fraction)) frac = c_loc(fraction(1))
+      end if
+      if (present(grad1)) ngrad = 1
+      if (present(grad2)) ngrad = 2
+      if (present(grad3)) ngrad = 3
+      rc = c_result(est_comp_put_ext(c, int(var_id, c_int), real(time, c_double), field, int(n, c_int64_t), grads, &
+                                     ngrad, frac, cinfo))
+    end if
     if (rc == 0) info = int(cinfo)
     call give(rc, ierror)
   end subroutine put_d
 
-  subroutine put_s(comp_id, var_id, time, n, lastdim, rank, field, info, ierror)
+  subroutine put_s(comp_id, var_id, time, n, lastdim, rank, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: comp_id, var_id
     real(real64), intent(in) :: time
     integer(int64), intent(in) :: n
@@ -923,10 +1007,16 @@ contains
     real(c_float), intent(in) :: field(*)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    real(c_double), allocatable :: buf(:)
+    real(c_float), intent(in), optional :: grad1(*), grad2(*), grad3(*), fraction(*)
+    ! Unallocated: absent in the call below (Fortran 2008).
+    real(c_double), allocatable :: buf(:), b1(:), b2(:), b3(:), bf(:)
     allocate (buf(n))
     buf(:) = real(field(1:n), c_double)
-    call put_d(comp_id, var_id, time, n, lastdim, rank, buf, info, ierror)
+    if (present(grad1)) b1 = real(grad1(1:n), c_double)
+    if (present(grad2)) b2 = real(grad2(1:n), c_double)
+    if (present(grad3)) b3 = real(grad3(1:n), c_double)
+    if (present(fraction)) bf = real(fraction(1:n), c_double)
+    call put_d(comp_id, var_id, time, n, lastdim, rank, buf, info, ierror, b1, b2, b3, bf)
   end subroutine put_s
 
   subroutine get_d(comp_id, var_id, time, n, lastdim, rank, field, info, ierror)
@@ -1511,112 +1601,136 @@ contains
 
   ! ---- put and get: one specific per kind, rank and time type (generated by the same pattern) ----
 
-  subroutine put_r8_1t(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_1t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real64), intent(in) :: field(:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 1), 1, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:), grad2(:), grad3(:), fraction(:)
+    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 1), 1, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_1t
 
-  subroutine put_r8_1d(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_1d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real64), intent(in) :: field(:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 1), 1, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:), grad2(:), grad3(:), fraction(:)
+    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 1), 1, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_1d
 
-  subroutine put_r8_2t(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_2t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real64), intent(in) :: field(:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 2), 2, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:,:), grad2(:,:), grad3(:,:), fraction(:,:)
+    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 2), 2, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_2t
 
-  subroutine put_r8_2d(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_2d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real64), intent(in) :: field(:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 2), 2, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:,:), grad2(:,:), grad3(:,:), fraction(:,:)
+    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 2), 2, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_2d
 
-  subroutine put_r8_3t(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_3t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real64), intent(in) :: field(:,:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 3), 3, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:,:,:), grad2(:,:,:), grad3(:,:,:), fraction(:,:,:)
+    call put_d(handle, var_id, time, size(field, kind=int64), size(field, 3), 3, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_3t
 
-  subroutine put_r8_3d(handle, var_id, time, field, info, ierror)
+  subroutine put_r8_3d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real64), intent(in) :: field(:,:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 3), 3, field, info, ierror)
+    real(real64), intent(in), optional :: grad1(:,:,:), grad2(:,:,:), grad3(:,:,:), fraction(:,:,:)
+    call put_d(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 3), 3, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r8_3d
 
-  subroutine put_r4_1t(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_1t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real32), intent(in) :: field(:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 1), 1, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:), grad2(:), grad3(:), fraction(:)
+    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 1), 1, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_1t
 
-  subroutine put_r4_1d(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_1d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real32), intent(in) :: field(:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 1), 1, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:), grad2(:), grad3(:), fraction(:)
+    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 1), 1, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_1d
 
-  subroutine put_r4_2t(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_2t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real32), intent(in) :: field(:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 2), 2, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:,:), grad2(:,:), grad3(:,:), fraction(:,:)
+    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 2), 2, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_2t
 
-  subroutine put_r4_2d(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_2d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real32), intent(in) :: field(:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 2), 2, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:,:), grad2(:,:), grad3(:,:), fraction(:,:)
+    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 2), 2, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_2d
 
-  subroutine put_r4_3t(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_3t(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     real(real64), intent(in) :: time
     real(real32), intent(in) :: field(:,:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 3), 3, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:,:,:), grad2(:,:,:), grad3(:,:,:), fraction(:,:,:)
+    call put_s(handle, var_id, time, size(field, kind=int64), size(field, 3), 3, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_3t
 
-  subroutine put_r4_3d(handle, var_id, time, field, info, ierror)
+  subroutine put_r4_3d(handle, var_id, time, field, info, ierror, grad1, grad2, grad3, fraction)
     integer, intent(in) :: handle, var_id
     integer, intent(in) :: time
     real(real32), intent(in) :: field(:,:,:)
     integer, intent(out) :: info
     integer, intent(out), optional :: ierror
-    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 3), 3, field, info, ierror)
+    real(real32), intent(in), optional :: grad1(:,:,:), grad2(:,:,:), grad3(:,:,:), fraction(:,:,:)
+    call put_s(handle, var_id, real(time, real64), size(field, kind=int64), size(field, 3), 3, field, info, ierror, &
+               grad1, grad2, grad3, fraction)
   end subroutine put_r4_3d
 
   subroutine get_r8_1t(handle, var_id, time, field, info, ierror)

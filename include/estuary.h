@@ -122,7 +122,33 @@ int est_comp_def_var(est_comp c, const char* name, int partition, est_direction 
 int est_comp_enddef(est_comp c);
 /* n values: bundle x the partition's local size (member b at b * size + i). */
 int est_comp_put(est_comp c, int var, double time, const double* values, int64_t n, est_info* info);
+/* est_comp_put with what OASIS's and YAC's puts may carry besides the values (estuary::PutExtras):
+ * ngrad gradient arrays of n values each (OASIS's fld2..fld4, for a coupling whose weights have
+ * ngrad + 1 columns: a num_wgts 3 or 4 file, SCRIPR BICUBIC; 0 / NULL: none), and a fractional
+ * mask of n values in [0, 1] (YAC's yac_cput_frac; NULL: none): the target gets W (f x) / W f. */
+int est_comp_put_ext(est_comp c, int var, double time, const double* values, int64_t n,
+                     const double* const* gradients, int ngrad, const double* fraction, est_info* info);
 int est_comp_get(est_comp c, int var, double time, double* values, int64_t n, est_info* info);
+/* SCRIPR CALLBACK (YAML scripr: {method: callback, name: NAME}; YAC's callback interpolation):
+ * the weight function of the couplings that name it, registered on the target component's
+ * ranks before est_comp_enddef. At enddef each target rank calls fn once: q gives every source
+ * centre (degrees, global order; src_mask 1 valid, 0 masked) and this rank's targets; fn adds
+ * links (global target index, global source index, weight) for its own targets with
+ * est_links_add and returns 0 (nonzero: failure). Links to indices out of range are an error
+ * naming the coupling and the rank, on every rank. */
+typedef struct est_weight_query {
+  const char* coupling;
+  int64_t nsrc;
+  const double *src_lon, *src_lat;
+  const int32_t* src_mask; /* NULL: every source point valid */
+  int64_t ndst;
+  const int64_t* dst_index;
+  const double *dst_lon, *dst_lat;
+} est_weight_query;
+typedef struct est_links_s* est_links_out;
+int est_links_add(est_links_out out, int64_t target, int64_t source, double weight);
+typedef int (*est_weight_fn)(void* ctx, const est_weight_query* q, est_links_out out);
+int est_comp_register_weights(est_comp c, const char* name, est_weight_fn fn, void* ctx);
 int est_comp_terminate(est_comp c);
 int est_comp_free(est_comp* c); /* sets *c to NULL; NULL is accepted; terminates if needed */
 

@@ -29,6 +29,27 @@ inline int world_size() {
   return p;
 }
 
+// The two components of a two-sided test: the first half of the world's ranks is "atm" (the
+// source side), the rest "ocn" (the target side); on one rank one component, "solo", holds both.
+struct TwoSides {
+  bool atm = false, ocn = false;
+  std::string comp;
+  int index = 0, count = 1;  // this rank's place among its side's ranks
+};
+
+inline TwoSides two_sides() {
+  const int r = world_rank(), p = world_size();
+  if (p == 1) return {true, true, "solo", 0, 1};
+  const int h = p / 2;
+  TwoSides s;
+  s.atm = r < h;
+  s.ocn = !s.atm;
+  s.comp = s.atm ? "atm" : "ocn";
+  s.index = s.atm ? r : r - h;
+  s.count = s.atm ? h : p - h;
+  return s;
+}
+
 // A fresh folder shared by all ranks (rank 0 creates it).
 inline std::string fresh_dir(const std::string& name, MPI_Comm comm = MPI_COMM_WORLD) {
   const std::string d = std::filesystem::temp_directory_path().string() + "/estuary_couple_" + name + "_np" +

@@ -106,6 +106,22 @@ int main(int argc, char** argv) {
   if (src) { /* a put with the wrong number of values names the field */
     CHECK(est_comp_put(c, sv, 10800 + 1200, v, n + 1, NULL) == EST_ERR_COUPLE, "wrong size accepted");
     CHECK(strstr(est_last_error(), "A_F") != NULL, "message: %s", est_last_error());
+    /* est_comp_put_ext: gradients to weights of one column, a fraction with LOCTRANS ACCUMUL,
+     * and a fraction outside [0, 1] are errors naming the field. */
+    const double* grads[2] = {v, v};
+    CHECK(est_comp_put_ext(c, sv, 10800 + 1200, v, n, grads, 2, NULL, NULL) == EST_ERR_COUPLE, "gradients accepted");
+    CHECK(strstr(est_last_error(), "A_F") != NULL && strstr(est_last_error(), "one column") != NULL, "message: %s",
+          est_last_error());
+    double frac[N];
+    for (int64_t k = 0; k < n; ++k) frac[k] = 0.5;
+    CHECK(est_comp_put_ext(c, sv, 10800 + 1200, v, n, NULL, 0, frac, NULL) == EST_ERR_COUPLE, "fraction accepted");
+    CHECK(strstr(est_last_error(), "A_F") != NULL && strstr(est_last_error(), "LOCTRANS") != NULL, "message: %s",
+          est_last_error());
+    if (n > 0) {
+      frac[0] = 1.5;
+      CHECK(est_comp_put_ext(c, sv, 10800 + 1200, v, n, NULL, 0, frac, NULL) == EST_ERR_COUPLE, "fraction 1.5 accepted");
+      CHECK(strstr(est_last_error(), "between 0 and 1") != NULL, "message: %s", est_last_error());
+    }
   }
   OK(est_comp_terminate(c));
   OK(est_comp_free(&c));

@@ -27,7 +27,7 @@ program test_fortran_couple
   integer :: p_agrd = -1, p_ogrd = -1, p_abox = -1, p_oora = -1, p_bad
   integer :: v_af = -1, v_of = -1, v_ag = -1, v_og = -1, v_ab = -1, v_ob = -1, v_as = -1, v_os = -1, v_bad
   real(real64), allocatable :: f1(:), g1(:), f3(:, :, :), g3(:, :), bad3(:, :)
-  real(real32), allocatable :: f2(:, :), g2(:), f4(:, :), g4(:, :, :)
+  real(real32), allocatable :: f2(:, :), g2(:), f4(:, :), g4(:, :, :), fr2(:, :)
   real(real64) :: time, acc, want, cnt
   real(real32) :: want4
 
@@ -146,7 +146,9 @@ program test_fortran_couple
           f2(x - xlo + 1, y + 1) = v2(x + nx * y, time)
         end do
       end do
-      call estuary_put(comp, v_ag, time, f2, info, ierr)
+      ! with a fractional mask of ones (the identity mapping: W (f x) / W f = x, exactly)
+      if (.not. allocated(fr2)) allocate (fr2(size(f2, 1), size(f2, 2)), source=1.0_real32)
+      call estuary_put(comp, v_ag, time, f2, info, ierr, fraction=fr2)
       call ok(ierr, 'put A_G')
       call check_info(info, merge(estuary_Sent, estuary_Ok, coupling(time)), 'put A_G (INSTANT)')
       ! A_B: a bundle of 3 as a real(8) 3-D array; the wrong last dimension first
@@ -244,6 +246,10 @@ program test_fortran_couple
     call estuary_put(comp, v_af, runtime + dt, f1, info, ierr)
     call check(ierr == estuary_err_couple, 'a put with the wrong size accepted')
     call expect_message('A_F')
+    ! gradients (OASIS's fld2, fld3) to a coupling whose weights have one column
+    call estuary_put(comp, v_ag, runtime + dt, f2, info, ierr, grad1=f2, grad2=f2)
+    call check(ierr == estuary_err_couple, 'gradients to a one-column coupling accepted')
+    call expect_message('one column')
   end if
   call estuary_terminate(comp, ierr)
   call ok(ierr, 'estuary_terminate')

@@ -132,25 +132,6 @@ std::string config(const std::string& timeline_line) {
          "      - mapping: {file: w_a2o.nc, location: dst, order: sum}\n";
 }
 
-struct Side {
-  bool atm = false, ocn = false;
-  std::string comp;
-  int index = 0, count = 1;
-};
-
-Side side() {
-  const int r = world_rank(), p = world_size();
-  if (p == 1) return {true, true, "solo", 0, 1};
-  const int h = p / 2;
-  Side s;
-  s.atm = r < h;
-  s.ocn = !s.atm;
-  s.comp = s.atm ? "atm" : "ocn";
-  s.index = s.atm ? r : r - h;
-  s.count = s.atm ? h : p - h;
-  return s;
-}
-
 // The run folder with the configuration (`timeline_line`: "" or "timeline: ...\n") and weights.
 std::string prepare(const std::string& name, const std::string& text) {
   const std::string dir = fresh_dir("timeline_" + name);
@@ -162,7 +143,7 @@ std::string prepare(const std::string& name, const std::string& text) {
 
 // The two models' loops (get first, then compute, then put, as the demo's toy).
 void run_models(const std::string& dir, const std::string& config_file = "estuary.yaml") {
-  const Side s = side();
+  const TwoSides s = two_sides();
   ComponentOptions o;
   o.config = dir + "/" + config_file;
   o.directory = dir;
@@ -403,7 +384,7 @@ TEST_F(Timeline, NamcoupleNegativeTimerLevel) {
                std::string(" $NFIELDS\n 1\n $END\n $RUNTIME\n 21600\n $END\n $NLOGPRT\n ") + level +
                    "\n $END\n $NNOREST\n T\n $END\n $STRINGS\n"
                    "A_T O_T 1 3600 1 rst.nc EXPORTED\n12 10 8 9 agrd ogrd LAG=0\nR 0 R 0\nMAPPING\nw_a2o.nc\n $END\n");
-    const Side s = side();
+    const TwoSides s = two_sides();
     ComponentOptions o;
     o.config = dir + "/namcouple";
     o.directory = dir;

@@ -30,6 +30,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -40,6 +41,7 @@
 #include "estuary/grid.hpp"
 #include "estuary/oasis_partition.hpp"
 #include "estuary/schedule.hpp"
+#include "estuary/weights.hpp"
 
 namespace estuary {
 
@@ -76,6 +78,21 @@ inline constexpr int Double = 8;      // OASIS_Double
 }  // namespace oasis
 
 enum class Direction { in, out };
+
+// What a put may carry besides the values (Component::put's overload); spans of bundle *
+// (partition size) values each, laid out as the values.
+struct PutExtras {
+  // OASIS's fld2..fld4: the model's own source gradients for a coupling whose weights have
+  // several columns (a num_wgts 3 or 4 weight file, SCRIPR BICUBIC), in the order of the
+  // columns 2.. (CONSERV SECOND: d/dlat, d/dlon; bicubic: d/di, d/dj, d2/didj). The target
+  // gets W1 x + W2 g1 + W3 g2 (+ W4 g3) instead of the matrix folded with estuary's own (CDO's)
+  // gradients. Give all of them or none.
+  std::vector<std::span<const double>> gradients;
+  // YAC's yac_cput_frac: the fraction (0..1) of each source value that is valid, changing at
+  // every put. The target gets W (f x) / W f, and the unmapped value (0) where W f = 0; the
+  // weights stay as they are. All fields of a coupling give one, or none.
+  std::span<const double> fraction;
+};
 
 struct ComponentOptions {
   // The configuration file. Empty: $ESTUARY_CONFIG, else "estuary.yaml" in the working
@@ -133,6 +150,22 @@ struct CouplingSchedules {
                                              // for INPUT/OUTPUT (no Remap)
 };
 
+// YAC's callback interpolation: the weights of a SCRIPR CALLBACK coupling (YAML `scripr:
+// {method: callback, name: NAME}`) come from a function the target component registers under
+// NAME (Component::register_weights) before enddef. At enddef every rank holding target points
+// calls it once with every source point's centre (global order; masked points included, see
+// src_mask) and its own target points; it returns links (target, source, weight) by global
+// index, for its own targets only. A link to a source index out of range or to a target the
+// rank does not hold is an error naming the coupling and the rank.
+struct WeightQuery {
+  std::string coupling;                    // "A_F -> O_F (estuary.yaml:12)"
+  std::span<const double> src_lon, src_lat;   // degrees, every source point, global order
+  std::span<const std::int32_t> src_mask;     // 1 valid, 0 masked; empty: all valid
+  std::span<const std::int64_t> dst_index;    // this rank's target points (global indices)
+  std::span<const double> dst_lon, dst_lat;   // their centres, degrees
+};
+using WeightFunction = std::function<Links(const WeightQuery&)>;
+
 class Component {
  public:
   // Collective over options.world.
@@ -180,12 +213,20 @@ class Component {
   // Local: a coupling field on a partition; `bundle` values per point (a bundle moves as one
   // field with an extra, slowest dimension: value (point i, member b) at b*size + i).
   int def_var(const std::string& name, int partition, Direction direction, int bundle = 1);
+  // Local, before enddef: the weight function of the SCRIPR CALLBACK couplings that name it
+  // (WeightQuery above); registered on the target component's ranks. A second registration of
+  // a name replaces the first.
+  void register_weights(const std::string& name, WeightFunction f);
   // Collective over the world: reads the configuration, matches every field with it, checks
   // that both sides agree, sets up every mapping and transfer, reads restarts.
   void enddef();
 
   // `values`: bundle * (partition size) values. Returns what was done (OASIS's info code).
   Info put(int var, double time, std::span<const double> values);
+  // The same, with the model's gradients or a fractional mask (PutExtras). Every coupling the
+  // field goes to must take them: gradients to a coupling whose weights have one column are an
+  // error naming the field and the coupling.
+  Info put(int var, double time, std::span<const double> values, const PutExtras& extra);
   Info get(int var, double time, std::span<double> values);
 
   // Collective over the world: finishes the transfers in flight, writes restarts (lagged

@@ -80,6 +80,8 @@ struct ScriprSpec {
   double max_search_distance = 0.0;
   std::string weighting;
   std::string scaling;
+  std::string callback;      // CALLBACK only (YAML `name`): the weight function the target
+                             // component registers (Component::register_weights)
   bool operator==(const ScriprSpec&) const = default;
 };
 

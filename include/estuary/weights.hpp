@@ -58,6 +58,12 @@ struct WeightReadOptions {
   // beyond them, is an error. -1: take the file's word (and check indices against it).
   std::int64_t src_size = -1;
   std::int64_t dst_size = -1;
+  // Multi-weight SCRIP files only: instead of folding CDO's gradients in, return every column
+  // as its own block of source indices: column c of link (d, s) becomes the link
+  // (d, c * src_size + s), columns of a link consecutive, links in file order. For a model that
+  // supplies the gradients itself (Component::put with gradients): the matrix then applies to
+  // the stacked source [x, g1, g2 (, g3)]. One-column files are returned as they are.
+  bool stack_columns = false;
 };
 
 struct WeightSlice {

@@ -141,6 +141,14 @@ class Component:
         """The grid's cells at the partition's points (an estuary.Grid), for SCRIPR and CONSERV."""
         self._c.def_grid(name, partition.id, grid)
 
+    def register_weights(self, name: str, fn) -> None:
+        """YAC's callback interpolation: the weights of the couplings configured with
+        ``scripr: {method: callback, name: NAME}``. ``fn(query)`` gets a dict (``coupling``,
+        ``src_lon``, ``src_lat``, ``src_mask``: every source point; ``dst_index``, ``dst_lon``,
+        ``dst_lat``: this rank's targets; degrees, global indices) and returns ``(rows, cols,
+        weights)`` for this rank's targets. Register on the target component's ranks before enddef."""
+        self._c.register_weights(name, fn)
+
     def enddef(self) -> None:
         """Collective over the world: reads the configuration and sets up every coupling."""
         self._c.enddef()
@@ -429,10 +437,16 @@ class Var:
         self.id = self._comp._c.def_var(name, partition.id, d == OasisParameters.OASIS_OUT, bundle_size)
         self._comp.variables.append(self)
 
-    def put(self, time, field) -> int:
+    def put(self, time, field, *gradients, fraction=None) -> int:
+        """oasis_put. ``gradients``: OASIS's optional fld2..fld4, the model's own source gradients
+        for a coupling whose weights have several columns (a num_wgts 3 or 4 file, SCRIPR BICUBIC);
+        ``fraction``: YAC's fractional mask (0..1 per source value; the target gets W (f x) / W f)."""
         if self.direction != OasisParameters.OASIS_OUT:
             raise _estuary.Error(f"estuary: put of {self.name}, an input field (OASIS_IN)")
-        return self._comp._c.put(self.id, float(time), field)
+        # Laid out as the field (any contiguous order, as put takes it).
+        grads = [np.asarray(g, dtype=np.float64) for g in gradients]
+        frac = None if fraction is None else np.asarray(fraction, dtype=np.float64)
+        return self._comp._c.put(self.id, float(time), field, gradients=grads or None, fraction=frac)
 
     def get(self, time, field) -> int:
         if self.direction != OasisParameters.OASIS_IN:

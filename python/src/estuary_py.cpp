@@ -37,6 +37,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -953,17 +954,63 @@ NB_MODULE(_estuary, m) {
             return c.def_var(name, part, out ? estuary::Direction::out : estuary::Direction::in, bundle);
           },
           "name"_a, "partition"_a, "out"_a, "bundle"_a = 1)
+      .def(
+          "register_weights",
+          [](estuary::Component& c, const std::string& name, nb::callable fn) {
+            // Called from enddef (GIL released there): the wrapper takes the GIL back, hands the
+            // query over as numpy arrays (copies) and converts the returned (rows, cols, weights).
+            c.register_weights(name, [fn](const estuary::WeightQuery& q) {
+              nb::gil_scoped_acquire gil;
+              const auto vec = [](auto sp) {
+                return to_numpy(std::vector<std::remove_const_t<typename decltype(sp)::element_type>>(sp.begin(), sp.end()));
+              };
+              nb::dict d;
+              d["coupling"] = q.coupling;
+              d["src_lon"] = vec(q.src_lon);
+              d["src_lat"] = vec(q.src_lat);
+              d["src_mask"] = vec(q.src_mask);
+              d["dst_index"] = vec(q.dst_index);
+              d["dst_lon"] = vec(q.dst_lon);
+              d["dst_lat"] = vec(q.dst_lat);
+              try {
+                nb::object r = fn(d);
+                auto t = nb::cast<std::tuple<IdxArray, IdxArray, InArray>>(r);
+                return links_from(std::get<0>(t), std::get<1>(t), std::get<2>(t));
+              } catch (const nb::python_error& e) {
+                throw estuary::Error(std::string("Python raised ") + e.what(), "weight function " + q.coupling);
+              } catch (const nb::cast_error&) {
+                throw estuary::Error("the weight function did not return (rows, cols, weights), three 1-D arrays "
+                                     "(int64, int64, float64)",
+                                     "weight function " + q.coupling);
+              }
+            });
+          },
+          "name"_a, "fn"_a,
+          "SCRIPR CALLBACK (YAML scripr: {method: callback, name: NAME}): fn(query) -> (rows, cols, weights), "
+          "global indices; query: dict of coupling, src_lon, src_lat, src_mask (every source point), dst_index, "
+          "dst_lon, dst_lat (this rank's targets). Register on the target's ranks before enddef.")
       .def("enddef", [](estuary::Component& c) {
         nb::gil_scoped_release release;
         c.enddef();
       })
       .def(
           "put",
-          [](estuary::Component& c, int var, double time, InArray values) {
+          [](estuary::Component& c, int var, double time, InArray values, std::optional<std::vector<InArray>> gradients,
+             std::optional<InArray> fraction) {
+            // estuary::PutExtras: the model's gradients (OASIS's fld2..fld4) or a fractional
+            // mask (YAC's yac_cput_frac). A given fraction is given even when empty (a rank
+            // without points): the span must not be null then.
+            static const double none = 0;
+            estuary::PutExtras extra;
+            if (gradients)
+              for (const InArray& g : *gradients) extra.gradients.push_back(span_of(g));
+            if (fraction) extra.fraction = {fraction->data() ? fraction->data() : &none, fraction->size()};
             nb::gil_scoped_release release;
-            return static_cast<int>(c.put(var, time, span_of(values)));
+            return static_cast<int>(c.put(var, time, span_of(values), extra));
           },
-          "var"_a, "time"_a, "values"_a)
+          "var"_a, "time"_a, "values"_a, "gradients"_a = nb::none(), "fraction"_a = nb::none(),
+          "gradients: the model's source gradients, one array per extra weight column (OASIS's fld2..fld4); "
+          "fraction: YAC's fractional mask, values in [0, 1] (the target gets W (f x) / W f).")
       .def(
           "get",
           [](estuary::Component& c, int var, double time, OutArray values) {

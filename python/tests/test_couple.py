@@ -396,3 +396,134 @@ def test_uncoupled_component(comm, shared_dir):
         else:
             assert put_info == OASIS.Sent and get_info == OASIS.Recvd
             np.testing.assert_array_equal(g, np.arange(lo, hi) + t)
+
+
+def fraction_of(t):
+    """A fractional mask (YAC's yac_cput_frac) that changes every coupling time: some 0, some 1."""
+    i = np.arange(NS)
+    m = (i + int(t // PERIOD)) % 4
+    return np.where(m == 0, 0.0, np.where(m == 1, 1.0, 0.2 + 0.15 * ((i * 3 + int(t // PERIOD)) % 5)))
+
+
+def test_put_fraction_and_gradients(comm, shared_dir):
+    """put(..., fraction=f): the target gets W (f x) / W f (0 where W f = 0), computed here with
+    numpy; put(..., g1, g2): an error naming the field, the weights having one column."""
+    setup_dir(comm, shared_dir, namcouple("MAPPING\nw.nc dst bfb\n", 1))
+    is_src, is_dst, name, index, count = layout(comm)
+    comp = pyoasis.Component(name, config=str(shared_dir / "namcouple"), directory=str(shared_dir))
+    spts = np.arange(index, NS, count)
+    dpts = np.arange(index * ND // count, (index + 1) * ND // count)
+    if is_src:
+        sv = pyoasis.Var("A_F", pyoasis.PointsPartition(spts.tolist(), global_size=NS, name="agrd"), OASIS.OUT)
+    if is_dst:
+        dv = pyoasis.Var("O_F", pyoasis.PointsPartition(dpts.tolist(), global_size=ND, name="ogrd"), OASIS.IN)
+    comp.enddef()
+    errors, gets = [], []
+    for t in np.arange(0.0, RUNTIME, PERIOD):
+        if is_src:
+            x = global_field(t)[spts]
+            if t == 0:
+                try:
+                    sv.put(t, x, x, x)
+                except estuary.Error as e:
+                    errors.append(str(e))
+            assert sv.put(t, x, fraction=fraction_of(t)[spts]) == OASIS.Sent
+        if is_dst:
+            v = np.zeros(len(dpts))
+            assert dv.get(t, v) == OASIS.Recvd
+            gets.append((t, v))
+    comp.terminate()
+    if is_src:
+        assert len(errors) == 1 and "A_F" in errors[0] and "one column" in errors[0], errors
+    for t, v in gets:
+        f = fraction_of(t)
+        num, den = apply_ref(f * global_field(t)), apply_ref(f)
+        want = np.where(den != 0, num / np.where(den != 0, den, 1), 0.0)[dpts]
+        np.testing.assert_allclose(v, want, rtol=1e-14, atol=1e-14, err_msg=f"t={t}")
+        assert np.any(den[dpts] == 0) or count > 1  # some targets fall back (on one rank: all targets here)
+
+
+def test_weight_callback(comm, shared_dir):
+    """SCRIPR CALLBACK from Python: a nearest-neighbour function (numpy, great-circle distance)
+    moves every value where an independent 3-D chord search says; a function returning a source
+    index out of range is an error naming the coupling and the rank, on every rank."""
+    from mpi4py import MPI
+
+    src_gen, dst_gen = estuary.GridGen.lonlat(12, 10).with_land(), estuary.GridGen.tripolar(8, 9)
+    ns, nd = NS, 8 * 9
+
+    def nearest(q, bad=False):
+        rad = np.pi / 180
+        valid = np.flatnonzero(q["src_mask"] != 0)
+        slon, slat = q["src_lon"][valid] * rad, q["src_lat"][valid] * rad
+        cols = []
+        for lon, lat in zip(q["dst_lon"] * rad, q["dst_lat"] * rad):
+            c = np.sin(lat) * np.sin(slat) + np.cos(lat) * np.cos(slat) * np.cos(lon - slon)
+            cols.append(valid[np.argmax(c)])
+        cols = np.array(cols, np.int64)
+        if bad and len(cols):
+            cols[-1] = len(q["src_lon"])
+        return q["dst_index"].astype(np.int64), cols, np.ones(len(cols))
+
+    def one_run(d, fn_name, fn):
+        is_src, is_dst, name, index, count = layout(comm)
+        if comm.rank == 0:
+            (d / "estuary.yaml").write_text(
+                "runtime: 3600\nno_restart: true\ntimeout: 60\ncouplings:\n"
+                "  - source: {fields: [A_F], grid: agrd}\n    target: {fields: [O_F], grid: ogrd}\n"
+                f"    period: 3600\n    transforms:\n      - scripr: {{method: callback, name: {fn_name}}}\n")
+        comm.Barrier()
+        comp = pyoasis.Component(name, config=str(d / "estuary.yaml"), directory=str(d))
+        spts, dpts = np.arange(index, ns, count), np.arange(index, nd, count)
+        if is_src:
+            sp = pyoasis.PointsPartition(spts.tolist(), global_size=ns, name="agrd")
+            comp.def_grid("agrd", sp, src_gen.make(estuary.Decomp.indices(ns, spts)))
+            sv = pyoasis.Var("A_F", sp, OASIS.OUT)
+        if is_dst:
+            dp = pyoasis.PointsPartition(dpts.tolist(), global_size=nd, name="ogrd")
+            comp.def_grid("ogrd", dp, dst_gen.make(estuary.Decomp.indices(nd, dpts)))
+            dv = pyoasis.Var("O_F", dp, OASIS.IN)
+            comp.register_weights(fn_name, fn)
+        error = None
+        try:
+            comp.enddef()
+        except estuary.Error as e:
+            error = str(e)
+        v = np.zeros(len(dpts))
+        if error is None:
+            if is_src:
+                sv.put(0, global_field(0)[spts])
+            if is_dst:
+                dv.get(0, v)
+        comp.terminate()
+        return error, (v, dpts) if is_dst else None
+
+    error, got = one_run(shared_dir, "near", nearest)
+    assert error is None, error
+    if got is not None:
+        v, dpts = got
+        sg, dg = src_gen.make(), dst_gen.make()
+
+        def unit(lon, lat):
+            lon, lat = np.radians(lon), np.radians(lat)
+            return np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1)
+
+        su, valid = unit(sg.lon, sg.lat), np.flatnonzero(sg.mask != 0)
+        du = unit(dg.lon, dg.lat)[dpts]
+        d2 = ((du[:, None, :] - su[None, valid, :]) ** 2).sum(axis=2)
+        # Ties (targets equidistant from several sources) may round either way: any source within
+        # 1e-12 of the smallest distance is right.
+        near = d2 <= d2.min(axis=1, keepdims=True) + 1e-12
+        x = global_field(0)[valid]
+        for k in range(len(v)):
+            assert v[k] in x[near[k]], (k, v[k], x[near[k]])
+    comm.Barrier()
+    bad_dir = shared_dir / "bad"
+    if comm.rank == 0:
+        bad_dir.mkdir()
+    comm.Barrier()
+    error, _ = one_run(bad_dir, "bad", lambda q: nearest(q, bad=True))
+    assert error is not None and "A_F -> O_F" in error and '"bad"' in error and "rank" in error, error
+    assert "source index" in error, error
+    comm.Barrier()
+    del MPI

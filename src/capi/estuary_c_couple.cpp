@@ -217,6 +217,63 @@ int est_comp_put(est_comp c, int var, double time, const double* values, int64_t
   }));
 }
 
+int est_comp_put_ext(est_comp c, int var, double time, const double* values, int64_t n,
+                     const double* const* gradients, int ngrad, const double* fraction, est_info* info) {
+  return logged(c, guarded("est_comp_put_ext", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require_count(n, "n");
+    if (n > 0) require(values, "values");
+    if (ngrad < 0) throw std::invalid_argument("argument 'ngrad' = " + std::to_string(ngrad) + " is negative");
+    if (ngrad > 0) require(gradients, "gradients");
+    const auto un = static_cast<std::size_t>(n);
+    estuary::PutExtras extra;
+    for (int j = 0; j < ngrad; ++j) {
+      if (n > 0 && !gradients[j])
+        throw std::invalid_argument("argument 'gradients[" + std::to_string(j) + "]' is NULL");
+      extra.gradients.emplace_back(gradients[j], un);
+    }
+    if (fraction) extra.fraction = {fraction, un};
+    const estuary::Info i = c->comp->put(var, time, {values, un}, extra);
+    if (info) *info = static_cast<est_info>(static_cast<int>(i));
+  }));
+}
+
+struct est_links_s {
+  estuary::Links links;
+};
+
+int est_links_add(est_links_out out, int64_t target, int64_t source, double weight) {
+  if (!out) return EST_ERR_ARGUMENT;
+  out->links.add(target, source, weight);
+  return EST_OK;
+}
+
+int est_comp_register_weights(est_comp c, const char* name, est_weight_fn fn, void* ctx) {
+  return logged(c, guarded("est_comp_register_weights", EST_ERR_COUPLE, [&] {
+    require(c, "c");
+    require(name, "name");
+    if (!fn) throw std::invalid_argument("argument 'fn' is NULL");
+    const std::string fname = name;
+    c->comp->register_weights(fname, [fn, ctx, fname](const estuary::WeightQuery& q) {
+      const est_weight_query cq{q.coupling.c_str(),
+                               static_cast<int64_t>(q.src_lon.size()),
+                               q.src_lon.data(),
+                               q.src_lat.data(),
+                               q.src_mask.empty() ? nullptr : q.src_mask.data(),
+                               static_cast<int64_t>(q.dst_index.size()),
+                               q.dst_index.data(),
+                               q.dst_lon.data(),
+                               q.dst_lat.data()};
+      est_links_s out;
+      const int rc = fn(ctx, &cq, &out);
+      if (rc != 0)
+        throw estuary::Error("the C weight function \"" + fname + "\" returned " + std::to_string(rc),
+                             "weight function of " + q.coupling);
+      return std::move(out.links);
+    });
+  }));
+}
+
 int est_comp_get(est_comp c, int var, double time, double* values, int64_t n, est_info* info) {
   return logged(c, guarded("est_comp_get", EST_ERR_COUPLE, [&] {
     require(c, "c");

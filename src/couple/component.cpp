@@ -1,6 +1,7 @@
 // Component: definitions, end of definition (matching with the configuration and setting up
 // every coupling), put/get dispatch and termination (restarts, timers).
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -107,6 +108,7 @@ struct Component::Impl {
   std::vector<Part> parts;
   std::vector<GridDef> grids;
   std::vector<Var> vars;
+  std::map<std::string, WeightFunction> weight_functions;  // SCRIPR CALLBACK, by name
   CouplingSetup setup;
   bool defined = false, terminated = false;
   std::vector<std::unique_ptr<Coupling>> couplings;
@@ -162,6 +164,7 @@ struct Component::Impl {
   void read_config();
   void build(const CouplingConfig& cfg, std::map<std::pair<std::string, int>, VarInfo>& table);
   void setup_mapping(Coupling& c, const CouplingConfig& cfg, int src_part, int dst_part);
+  Links callback_links(Coupling& c, const CouplingConfig& cfg, const Grid& sg, const Grid& dg, const std::string& here);
   void read_restart(Coupling& c);
   void write_restarts();
   Redist to_root(const Decomp& d, i64 global) const {  // this component's points -> its root
@@ -314,6 +317,13 @@ void Component::terminate_grids_writing() {
   impl_->grid_writing.terminate(impl_->where());
 }
 // ---- end of OASIS grid files ----
+
+void Component::register_weights(const std::string& name, WeightFunction f) {
+  Impl& m = *impl_;
+  if (m.defined) throw Error("register_weights(\"" + name + "\") after enddef", m.where(), "register before enddef");
+  if (!f) throw Error("register_weights(\"" + name + "\") without a function", m.where());
+  m.weight_functions[name] = std::move(f);
+}
 
 int Component::def_var(const std::string& name, int partition, Direction direction, int bundle) {
   Impl& m = *impl_;
@@ -608,6 +618,107 @@ void Component::Impl::build(const CouplingConfig& cfg, std::map<std::pair<std::s
   couplings.push_back(std::move(c));
 }
 
+namespace {
+// Generated multi-column weights as one matrix over the stacked source: column c of link
+// (d, s) is the link (d, c * n_src + s), a link's columns consecutive (as read_weights with
+// stack_columns returns a file's).
+Links stack_columns(const Links& value, const std::vector<std::array<double, 4>>& columns, i64 n_src) {
+  Links out;
+  for (std::size_t e = 0; e < value.row.size(); ++e)
+    for (std::size_t col = 0; col < 4; ++col)
+      out.add(value.row[e], static_cast<i64>(col) * n_src + value.col[e], columns[e][col]);
+  return out;
+}
+
+// The source decomposition of the stacked source [x, g1, ...]: the rank's points in each of
+// the `ncols` blocks, block after block (the layout of the Coupling's stacked buffer).
+Decomp stacked_decomp(const Decomp& src, int ncols) {
+  const i64 n = src.global_size();
+  const std::vector<i64> own = src.to_indices();
+  std::vector<i64> idx;
+  idx.reserve(own.size() * static_cast<std::size_t>(ncols));
+  for (int col = 0; col < ncols; ++col)
+    for (i64 g : own) idx.push_back(col * n + g);
+  return Decomp::indices(ncols * n, std::move(idx));
+}
+}  // namespace
+
+// Every rank's values gathered on every rank of comm, in rank order.
+template <class T>
+std::vector<T> allgather_all(const std::vector<T>& mine, MPI_Datatype type, MPI_Comm comm) {
+  int p = 1;
+  MPI_Comm_size(comm, &p);
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p), 0);
+  check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  for (int r = 1; r < p; ++r)
+    displs[static_cast<std::size_t>(r)] = displs[static_cast<std::size_t>(r - 1)] + counts[static_cast<std::size_t>(r - 1)];
+  std::vector<T> all(static_cast<std::size_t>(displs.back() + counts.back()));
+  check_mpi(MPI_Allgatherv(mine.data(), n, type, all.data(), counts.data(), displs.data(), type, comm), "MPI_Allgatherv");
+  return all;
+}
+
+// SCRIPR CALLBACK (YAC's callback interpolation): every target rank asks the registered
+// function for the links of its targets, given every source centre; what it returns is checked
+// (indices in range, rows among the rank's own targets) and agreed over the coupling.
+Links Component::Impl::callback_links(Coupling& c, const CouplingConfig& cfg, const Grid& sg, const Grid& dg,
+                                      const std::string& here) {
+  const std::vector<i64> mine = c.is_src ? c.src_decomp.to_indices() : std::vector<i64>{};
+  std::vector<std::int32_t> mask_mine(mine.size(), 1);
+  for (std::size_t i = 0; i < mine.size() && !sg.mask.empty(); ++i) mask_mine[i] = sg.mask[i];
+  const std::vector<i64> idx = allgather_all(mine, MPI_INT64_T, c.comm);
+  const std::vector<double> lon_all = allgather_all(c.is_src ? sg.lon : std::vector<double>{}, MPI_DOUBLE, c.comm);
+  const std::vector<double> lat_all = allgather_all(c.is_src ? sg.lat : std::vector<double>{}, MPI_DOUBLE, c.comm);
+  const std::vector<std::int32_t> mask_all = allgather_all(mask_mine, MPI_INT32_T, c.comm);
+  const auto n = static_cast<std::size_t>(c.src_global);
+  std::vector<double> lon(n, 0.0), lat(n, 0.0);
+  std::vector<std::int32_t> mask(n, 1);
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    const auto g = static_cast<std::size_t>(idx[k]);
+    lon[g] = lon_all[k], lat[g] = lat_all[k], mask[g] = mask_all[k];
+  }
+  const std::string& fn = cfg.scripr->callback;
+  Links out;
+  std::string fault, fix;
+  if (c.is_dst) {
+    const auto it = weight_functions.find(fn);
+    const std::vector<i64> dst_idx = c.dst_decomp.to_indices();
+    if (it == weight_functions.end()) {
+      fault = "no weight function \"" + fn + "\" is registered on this rank of " + c.dst_comp;
+      fix = "call register_weights(\"" + fn + "\", f) on every rank of the target component before enddef";
+    } else {
+      WeightQuery q{c.label, lon, lat, mask, dst_idx, dg.lon, dg.lat};
+      try {
+        out = it->second(q);
+      } catch (const std::exception& e) {
+        fault = "the weight function \"" + fn + "\" failed: " + e.what();
+      }
+      std::vector<i64> own = dst_idx;
+      std::sort(own.begin(), own.end());
+      const std::size_t m = out.row.size();
+      if (fault.empty() && (out.col.size() != m || out.weight.size() != m))
+        fault = "the weight function \"" + fn + "\" returned " + std::to_string(m) + " targets, " +
+                std::to_string(out.col.size()) + " sources and " + std::to_string(out.weight.size()) + " weights";
+      for (std::size_t k = 0; k < m && fault.empty(); ++k) {
+        const i64 col = out.col[k], row = out.row[k];
+        if (col < 0 || col >= c.src_global)
+          fault = "the weight function \"" + fn + "\" returned link " + std::to_string(k) + " to source index " +
+                  std::to_string(col) + ", outside [0, " + std::to_string(c.src_global) + ")";
+        else if (!std::binary_search(own.begin(), own.end(), row))
+          fault = "the weight function \"" + fn + "\" returned link " + std::to_string(k) + " to target index " +
+                  std::to_string(row) + ", which this rank does not hold";
+        if (!fault.empty()) fix = "return links (global target index, global source index, weight) for the rank's own targets";
+      }
+    }
+    if (!fault.empty()) fault += " (" + detail::world_rank_label() + ")";
+  }
+  detail::agree(c.comm, [&] {
+    if (!fault.empty()) throw Error("SCRIPR CALLBACK: " + fault, here, fix);
+  });
+  log("coupling " + c.label + ": weights from the registered function \"" + fn + "\"");
+  return out;
+}
+
 // The mapping of a coupling: a weight file, weights generated here, or the identity.
 void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int src_part, int dst_part) {
   RemapOptions ro;
@@ -661,6 +772,10 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
   };
   Links links;
   std::string weight_file;
+  // Multi-weight mappings (a num_wgts 3 or 4 file, SCRIPR BICUBIC): the columns stacked over
+  // the source [x, g1, g2 (, g3)], for puts with the model's gradients (see setup_gradients).
+  Links stacked;
+  int ncols = 1;
   if (cfg.mapping) {
     weight_file = path_in(opt.directory, cfg.mapping->file);
   } else if (cfg.scripr) {
@@ -768,10 +883,16 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
         } catch (const Error& e) {
           throw Error("SCRIPR " + method + ": " + e.fault(), here + ", runoff_weights", e.fix());
         }
+      } else if (method == "CALLBACK") {
+        links = callback_links(c, cfg, sg, dg, here);
       } else if (method == "BICUBIC") {
         // CDO's genbic links, folded with its source gradients into one matrix (as `cdo remap`
         // applies a bicubic file): the model gives no gradients.
-        links = bicubic_weights(sg, dg, c.comm).links;
+        // The four columns are kept too, for a model that puts its own gradients.
+        BicubicWeights bw = bicubic_weights(sg, dg, c.comm);
+        links = std::move(bw.links);
+        stacked = stack_columns(bw.value, bw.columns, c.src_global);
+        ncols = 4;
       } else {
         throw Error("SCRIPR " + method + " is not generated by estuary", here, "use DISTWGT, BILINEAR, or MAPPING with a weight file");
       }
@@ -781,6 +902,8 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
       if (cfg.scripr->nearest_fill && !runoff_options(*cfg.scripr)) {
         const std::size_t before = links.row.size();
         fill_nearest(sg, dg, c.comm, links);
+        for (std::size_t e = before; e < links.row.size() && ncols > 1; ++e)  // value column only
+          stacked.add(links.row[e], links.col[e], links.weight[e]);
         long long filled = static_cast<long long>(links.row.size() - before);
         check_mpi(MPI_Allreduce(MPI_IN_PLACE, &filled, 1, MPI_LONG_LONG, MPI_SUM, c.comm), "MPI_Allreduce");
         if (filled > 0)
@@ -802,14 +925,36 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
     for (i64 i = r * c.src_global / p; i < (r + 1) * c.src_global / p; ++i) links.add(i, i, 1.0);
   }
   try {
+    if (!weight_file.empty()) {
+      // Read once with the columns apart: a one-column file is the matrix itself; a
+      // multi-weight one is also read folded (the Remap of puts without gradients).
+      WeightReadOptions wro;
+      wro.src_size = c.src_global;
+      wro.dst_size = c.dst_global;
+      wro.stack_columns = true;
+      WeightSlice ws = read_weights(weight_file, c.comm, wro);
+      if (ws.info.num_wgts > 1) {
+        ncols = static_cast<int>(ws.info.num_wgts);
+        stacked = std::move(ws.links);
+      } else {
+        links = std::move(ws.links);
+        weight_file.clear();
+      }
+    }
     c.remap = weight_file.empty() ? std::make_unique<Remap>(links, c.src_decomp, c.dst_decomp, c.comm, ro)
                                   : std::make_unique<Remap>(weight_file, c.src_decomp, c.dst_decomp, c.comm, ro);
+    if (ncols > 1) {
+      c.ncols = ncols;
+      c.grad_remap = std::make_unique<Remap>(stacked, stacked_decomp(c.src_decomp, ncols), c.dst_decomp, c.comm, ro);
+      c.grad_remap->prepare(c.nvalues);
+    }
   } catch (const MpiError&) {
     throw;
   } catch (const Error& e) {
     throw Error(e.fault(), here + (e.where().empty() ? "" : ", " + e.where()), e.fix());
   }
   c.remap->prepare(c.nvalues);
+  c.remap->prepare(2 * c.nvalues);  // puts with a fractional mask: f x and f in one exchange
   if (cfg.conserv) {
     Grid sg = side_grid(true), dg = side_grid(false);
     detail::agree(c.comm, [&] {
@@ -945,7 +1090,9 @@ void Component::Impl::write_restarts() {
   });
 }
 
-Info Component::put(int var, double time, std::span<const double> values) {
+Info Component::put(int var, double time, std::span<const double> values) { return put(var, time, values, PutExtras{}); }
+
+Info Component::put(int var, double time, std::span<const double> values, const PutExtras& extra) {
   Impl& m = *impl_;
   if (!m.opt.coupled) return Info::ok;  // OASIS: nothing to do for an uncoupled component
   if (!m.defined || m.terminated) throw Error("put before enddef or after terminate", m.where());
@@ -957,7 +1104,7 @@ Info Component::put(int var, double time, std::span<const double> values) {
   for (auto [c, k] : m.vars[static_cast<std::size_t>(var)].uses) {
     const detail::SideClock before = c->src_clock;  // timeline
     const double t0 = MPI_Wtime();
-    const Info i = c->put(k, time, values);
+    const Info i = c->put(k, time, values, extra);
     const double t1 = MPI_Wtime();
     info = strongest(info, i);  // several targets: the strongest action
     c->src_timers.puts += 1;

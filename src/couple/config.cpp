@@ -156,10 +156,13 @@ void check_scripr(ScriprSpec& s, const Fail& fail) {
     }
   const bool runoff = s.method == "LOCCUNIF" || s.method == "LOCCDIST" || s.method == "LOCCGAUS" || s.method == "SPMAP";
   if (s.method != "DISTWGT" && s.method != "BILINEAR" && s.method != "CONSERV" && s.method != "BICUBIC" &&
-      s.method != "GAUSWGT" && !runoff)
+      s.method != "GAUSWGT" && s.method != "CALLBACK" && !runoff)
     fail("unknown SCRIPR method " + quoted(s.method),
          "use CONSERV, BILINEAR, BICUBIC, DISTWGT or GAUSWGT (the last four also with NF: no "
-         "nearest-neighbour fill), or the runoff mappings LOCCUNIF, LOCCDIST, LOCCGAUS (SPMAP in YAML)");
+         "nearest-neighbour fill), the runoff mappings LOCCUNIF, LOCCDIST, LOCCGAUS (SPMAP in YAML), "
+         "or CALLBACK (YAML) with the name of a registered weight function");
+  if (s.method == "CALLBACK" && s.callback.empty())
+    fail("SCRIPR CALLBACK without the name of its weight function", "give scripr: {method: callback, name: NAME}");
   const bool quads = s.method == "BILINEAR" || s.method == "BICUBIC";
   if (s.grid_type != "LR" && s.grid_type != "D" && s.grid_type != "U")
     fail("unknown SCRIPR grid type " + quoted(s.grid_type), "use LR, D or U");
@@ -1199,9 +1202,15 @@ void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingCon
     c.mapping = m;
   } else if (up == "SCRIPR") {
     keys(v, key, {"method", "grid_type", "field_type", "restriction", "bins", "neighbors", "normalization", "order",
-                  "nearest_fill", "variance", "spread_distance", "max_search_distance", "weighting", "scaling"});
+                  "nearest_fill", "variance", "spread_distance", "max_search_distance", "weighting", "scaling", "name"});
     ScriprSpec s;
     s.method = upper(scalar(required(v, "method", key), key + ".method"));
+    // YAC's callback interpolation: weights from a function the target component registers.
+    if (v["name"] && s.method != "CALLBACK") fail(v["name"], key + ".name is for method callback only");
+    if (s.method == "CALLBACK") {
+      s.callback = scalar(required(v, "name", key), key + ".name");
+      s.nearest_fill = false;  // the function's links are the whole matrix
+    }
     s.grid_type = v["grid_type"] ? scalar(v["grid_type"], key + ".grid_type") : "LR";
     s.field_type = v["field_type"] ? scalar(v["field_type"], key + ".field_type") : "SCALAR";
     s.restriction = v["restriction"] ? scalar(v["restriction"], key + ".restriction") : "LATLON";

@@ -38,10 +38,30 @@ Coupling::~Coupling() {
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
-std::vector<RemapField> Coupling::remap_fields() {
+// The fields of an action's Remap run: mode 0 the values; mode 1 per value field the stacked
+// source [x, g1, ...] (ncols * n_src) in xbuf; mode 2 the fields f x then f in xbuf, their
+// results in ybuf (divided into rbuf after the run).
+std::vector<RemapField> Coupling::remap_fields(int mode) {
+  const auto sz = [](i64 n) { return static_cast<std::size_t>(n); };
+  sbuf.resize(sz(nvalues * n_src));
+  rbuf.resize(sz(nvalues * n_dst));
+  if (mode == 1) {
+    std::vector<RemapField> f(sz(nvalues));
+    xbuf.resize(sz(nvalues * ncols * n_src));
+    for (int v = 0; v < nvalues; ++v)
+      f[sz(v)] = {std::span<const double>(xbuf.data() + v * ncols * n_src, sz(ncols * n_src)),
+                  std::span<double>(rbuf.data() + v * n_dst, sz(n_dst))};
+    return f;
+  }
+  if (mode == 2) {
+    std::vector<RemapField> f(sz(2 * nvalues));
+    xbuf.resize(sz(2 * nvalues * n_src));
+    ybuf.resize(sz(2 * nvalues * n_dst));
+    for (int v = 0; v < 2 * nvalues; ++v)
+      f[sz(v)] = {std::span<const double>(xbuf.data() + v * n_src, sz(n_src)), std::span<double>(ybuf.data() + v * n_dst, sz(n_dst))};
+    return f;
+  }
   std::vector<RemapField> f(static_cast<std::size_t>(nvalues));
-  sbuf.resize(static_cast<std::size_t>(nvalues * n_src));
-  rbuf.resize(static_cast<std::size_t>(nvalues * n_dst));
   for (int v = 0; v < nvalues; ++v)
     f[static_cast<std::size_t>(v)] = {std::span<const double>(sbuf.data() + v * n_src, static_cast<std::size_t>(n_src)),
                                       std::span<double>(rbuf.data() + v * n_dst, static_cast<std::size_t>(n_dst))};
@@ -55,7 +75,52 @@ static std::pair<i64, i64> slot(const std::vector<int>& bundle, int k) {
   return {first, bundle[static_cast<std::size_t>(k)]};
 }
 
-Info Coupling::put(int k, double t, std::span<const double> values) {
+// A put's gradients or fraction (PutExtras), checked against the coupling before anything is
+// kept: every rank of the component checks its own put (puts are local).
+void Coupling::check_extras(int k, const PutExtras& extra) const {
+  const std::string& name = cfg->src_fields[static_cast<std::size_t>(k)];
+  const i64 want = slot(bundle, k).second * n_src;
+  const std::string where = "component " + src_comp + ", " + label + ", " + world_rank_label();
+  const auto sized = [&](std::size_t got, const std::string& what) {
+    if (static_cast<i64>(got) != want)
+      throw Error("put of " + name + " passes " + std::to_string(got) + " values for its " + what + ", expected " +
+                      std::to_string(want),
+                  where, "give one value per local point and bundle member, as for the field");
+  };
+  const std::size_t g = extra.gradients.size();
+  const bool frac = extra.fraction.data() != nullptr;
+  if (g > 0) {
+    if (ncols == 1)
+      throw Error("put of " + name + " passes " + std::to_string(g) +
+                      " gradient field(s), but the weights of this coupling have one column",
+                  where,
+                  "pass gradients only to couplings with multi-weight mappings (a num_wgts 3 or 4 file, SCRIPR BICUBIC)");
+    if (static_cast<int>(g) != ncols - 1)
+      throw Error("put of " + name + " passes " + std::to_string(g) + " gradient field(s), the weights have " +
+                      std::to_string(ncols) + " columns",
+                  where, "pass " + std::to_string(ncols - 1) + " gradients (OASIS's fld2..fld" + std::to_string(ncols) + ")");
+    for (std::size_t j = 0; j < g; ++j) sized(extra.gradients[j].size(), "gradient " + std::to_string(j + 1));
+  }
+  if (frac) {
+    sized(extra.fraction.size(), "fraction");
+    for (std::size_t i = 0; i < extra.fraction.size(); ++i)
+      if (!(extra.fraction[i] >= 0.0 && extra.fraction[i] <= 1.0))
+        throw Error("put of " + name + " passes the fraction " + std::to_string(extra.fraction[i]) + " at local point " +
+                        std::to_string(i % static_cast<std::size_t>(std::max<i64>(n_src, 1))),
+                    where, "give fractions between 0 and 1");
+    if (cfg->conserv)
+      throw Error("put of " + name + " passes a fractional mask to a coupling with CONSERV", where,
+                  "the global correction does not take a fractional mask: remove CONSERV or the fraction");
+  }
+  if (g > 0 && frac)
+    throw Error("put of " + name + " passes both gradients and a fractional mask", where, "pass one or the other");
+  if ((g > 0 || frac) && cfg->loctrans.value_or(LocTrans::instant) != LocTrans::instant)
+    throw Error("put of " + name + " passes " + (g > 0 ? "gradients" : "a fractional mask") +
+                    " to a coupling with a LOCTRANS accumulation",
+                where, "use LOCTRANS INSTANT (or none) for couplings whose puts carry gradients or fractions");
+}
+
+Info Coupling::put(int k, double t, std::span<const double> values, const PutExtras& extra) {
   const auto kk = static_cast<std::size_t>(k);
   const std::string& name = cfg->src_fields[kk];
   const auto [first, nb] = slot(bundle, k);
@@ -64,6 +129,8 @@ Info Coupling::put(int k, double t, std::span<const double> values) {
     throw Error("put of " + name + " passes " + std::to_string(values.size()) + " values, the partition holds " +
                     std::to_string(n) + " points" + (nb > 1 ? " x bundle " + std::to_string(nb) : ""),
                 "component " + src_comp + ", " + world_rank_label(), "pass one value per local point and bundle member");
+  check_extras(k, extra);
+  const int mode = !extra.gradients.empty() ? 1 : extra.fraction.data() != nullptr ? 2 : 0;
   if (t <= last_put[kk])
     throw Error("put of " + name + " at t=" + time_str(t) +
                     (t == last_put[kk] ? " called twice" : " after a put at t=" + time_str(last_put[kk])),
@@ -94,6 +161,25 @@ Info Coupling::put(int k, double t, std::span<const double> values) {
                 "component " + src_comp + ", " + label, "put every field of the coupling at each coupling time");
   if (ready[kk])
     throw Error("put of " + name + " twice for the coupling time " + time_str(a), "component " + src_comp + ", " + label);
+  const bool first_of_action = !std::any_of(ready.begin(), ready.end(), [](char r) { return r != 0; });
+  if (first_of_action) action_mode = mode;
+  else if (action_mode != mode) {
+    static const char* const what[] = {"values only", "gradients", "a fractional mask"};
+    throw Error("put of " + name + " at t=" + time_str(t) + " passes " + what[mode] +
+                    ", another field of the coupling " + what[action_mode],
+                "component " + src_comp + ", " + label, "pass the same extras (gradients, fraction) with every field of a coupling");
+  }
+  if (mode == 1) {  // gradient j of value field v at (v * (ncols - 1) + j) * n
+    const i64 g = ncols - 1;
+    grad_pending.resize(static_cast<std::size_t>(nvalues * g * n));
+    for (i64 b = 0; b < nb; ++b)
+      for (i64 j = 0; j < g; ++j)
+        std::copy_n(extra.gradients[static_cast<std::size_t>(j)].begin() + b * n, n,
+                    grad_pending.begin() + ((first + b) * g + j) * n);
+  } else if (mode == 2) {
+    frac_pending.resize(static_cast<std::size_t>(nvalues * n));
+    std::copy(extra.fraction.begin(), extra.fraction.end(), frac_pending.begin() + first * n);
+  }
   // The value of this action for position k, straight into its place in the action buffer.
   pending.resize(static_cast<std::size_t>(nvalues * n));
   double* slot_k = pending.data() + first * n;
@@ -141,14 +227,48 @@ Info Coupling::put_inquire(int, double t) const {
 void Coupling::act(double a) {
   const double t0 = MPI_Wtime();
   complete_previous();
+  // Every source rank must run the same Remap with the same fields: the action's mode agreed
+  // over them (a rank without points may pass no extras, e.g. a null fraction; it follows).
+  {
+    const bool says = n_src > 0 || action_mode > 0;
+    int m[2] = {says ? action_mode : 99, says ? -action_mode : 1};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, m, 2, MPI_INT, MPI_MIN, src_comm), "MPI_Allreduce");
+    if (m[0] == 99) m[0] = m[1] = 0;
+    if (m[0] != -m[1])
+      throw Error("the ranks of " + src_comp + " put " + join(cfg->src_fields) + " for the coupling time " + time_str(a) +
+                      " with different extras (some with gradients or a fraction, some without)",
+                  "component " + src_comp + ", " + label, "pass the same extras on every rank of the component");
+    action_mode = m[0];
+  }
   auto fields = remap_fields();
   std::copy(pending.begin(), pending.end(), sbuf.begin());
   if (cfg->checkin) check("CHECKIN", sbuf, n_src, src_comm, a);
   if (cfg->blasold)
     for (double& x : sbuf) x = cfg->blasold->scale * x + cfg->blasold->add;
+  const int mode = action_mode;
+  const auto sz = [](i64 x) { return static_cast<std::size_t>(x); };
+  if (mode == 1) {  // per value field: x, then its gradients (BLASOLD's scale applies to them)
+    const i64 g = ncols - 1;
+    const double scale = cfg->blasold ? cfg->blasold->scale : 1.0;
+    xbuf.resize(sz(nvalues * ncols * n_src));
+    grad_pending.resize(sz(nvalues * g * n_src));
+    for (i64 v = 0; v < nvalues; ++v) {
+      double* out = xbuf.data() + v * ncols * n_src;
+      std::copy_n(sbuf.begin() + v * n_src, n_src, out);
+      for (i64 i = 0; i < g * n_src; ++i) out[n_src + i] = scale * grad_pending[sz(v * g * n_src + i)];
+    }
+  } else if (mode == 2) {  // f x for every value field, then f
+    xbuf.resize(sz(2 * nvalues * n_src));
+    frac_pending.resize(sz(nvalues * n_src));
+    const std::size_t m = sz(nvalues * n_src);
+    for (std::size_t i = 0; i < m; ++i) {
+      xbuf[i] = frac_pending[i] * sbuf[i];
+      xbuf[m + i] = frac_pending[i];
+    }
+  }
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  header.assign(1, a);
+  header.assign({a, static_cast<double>(mode)});
   if (conserv) {
     std::vector<std::span<const double>> s;
     for (const RemapField& f : fields) s.push_back(f.src);
@@ -164,12 +284,14 @@ void Coupling::act(double a) {
     awaiting_ack = true;
     last_sent = a;
   }
-  const double t1 = MPI_Wtime(), moved = remap->move_seconds();
-  remap->start(fields);
+  Remap& r = remap_of(mode);
+  const double t1 = MPI_Wtime(), moved = r.move_seconds();
+  r.start(mode == 0 ? fields : remap_fields(mode));
+  in_flight_mode = mode;
   in_flight = true;
   acted = true;
   in_flight_time = a;
-  const double started = MPI_Wtime() - t1, moves = remap->move_seconds() - moved;
+  const double started = MPI_Wtime() - t1, moves = r.move_seconds() - moved;
   src_timers.remap_s += started;
   src_clock.transfer += moves;
   src_clock.remap += started - moves;
@@ -226,10 +348,11 @@ void Coupling::complete_previous(bool terminating) {
   }
   double products = 0;  // of the finish: on a source rank that also holds target points
   if (in_flight) {
-    const double moved = remap->move_seconds(), f0 = MPI_Wtime();
-    remap->finish(remap_fields());
+    Remap& r = remap_of(in_flight_mode);
+    const double moved = r.move_seconds(), f0 = MPI_Wtime();
+    r.finish(remap_fields(in_flight_mode));
     in_flight = false;
-    products = MPI_Wtime() - f0 - (remap->move_seconds() - moved);
+    products = MPI_Wtime() - f0 - (r.move_seconds() - moved);
   }
   // The rest completed the sends of the previous action (headers and data): transfer.
   src_clock.remap += products;
@@ -278,7 +401,7 @@ Info Coupling::get(int k, double t, std::span<double> values) {
 void Coupling::receive(double t) {
   const double t0 = MPI_Wtime();
   MPI_Request req = MPI_REQUEST_NULL;
-  std::vector<double> h(1 + (conserv ? static_cast<std::size_t>(nvalues) : 0));
+  std::vector<double> h(2 + (conserv ? static_cast<std::size_t>(nvalues) : 0));  // {a, mode, Ss...}
   check_mpi(MPI_Irecv(h.data(), static_cast<int>(h.size()), MPI_DOUBLE, src_root, kHeaderTag, comm, &req), "MPI_Irecv");
   if (!wait_bounded(req, timeout))
     throw Error("get of " + join(cfg->dst_fields) + " at t=" + time_str(t) + " waited " + time_str(timeout) +
@@ -295,18 +418,24 @@ void Coupling::receive(double t) {
                     dst_comp + " gets it for " + time_str(t),
                 "component " + dst_comp + ", " + label,
                 "both sides must use the same coupling period and lag, and get every coupling time");
-  const double t1 = MPI_Wtime(), moved = remap->move_seconds();
+  const int mode = static_cast<int>(h[1]);
+  Remap& r = remap_of(mode);
+  const double t1 = MPI_Wtime(), moved = r.move_seconds();
   auto fields = remap_fields();
-  remap->finish(fields);
+  r.finish(mode == 0 ? fields : remap_fields(mode));
   if (is_src) in_flight = false;  // this rank's own sends completed with it
-  const double t2 = MPI_Wtime(), moves = remap->move_seconds() - moved;
+  if (mode == 2) {  // YAC's fractional mask: W (f x) / W f, the unmapped value (0) where W f = 0
+    const std::size_t m = static_cast<std::size_t>(nvalues * n_dst);
+    for (std::size_t i = 0; i < m; ++i) rbuf[i] = ybuf[m + i] != 0.0 ? ybuf[i] / ybuf[m + i] : 0.0;
+  }
+  const double t2 = MPI_Wtime(), moves = r.move_seconds() - moved;
   dst_clock.wait += t1 - t0;
   dst_clock.transfer += moves;
   dst_clock.remap += t2 - t1 - moves;
   if (conserv) {
     std::vector<std::span<double>> d;
     for (const RemapField& f : fields) d.push_back(f.dst);
-    last_ss.assign(h.begin() + 1, h.end());
+    last_ss.assign(h.begin() + 2, h.end());
     conserv->correct(cfg->conserv->mode, last_ss, d, dst_comm);
   }
   if (cfg->blasnew)
@@ -432,6 +561,7 @@ void Coupling::send_initial(const std::vector<double>& record) {
   pending = record;
   pending.resize(static_cast<std::size_t>(nvalues * n_src), 0.0);
   action_time = 0;
+  action_mode = 0;  // a restart record holds values only
   act(0);
 }
 

@@ -58,6 +58,11 @@ struct Coupling {
   std::vector<std::int64_t> src_dims, dst_dims;  // grid dims for files, {} if unknown
 
   std::unique_ptr<Remap> remap;      // null for OUTPUT and INPUT
+  // Multi-weight mappings (num_wgts 3 or 4, SCRIPR BICUBIC): the weight columns over the
+  // stacked source [x, g1, g2 (, g3)], for puts that carry the model's gradients; null, and
+  // ncols 1, otherwise. remap is then the folded matrix, for puts without gradients.
+  int ncols = 1;
+  std::unique_ptr<Remap> grad_remap;
   std::unique_ptr<Conserv> conserv;  // when CONSERV is configured
   std::unique_ptr<Redist> src_gather, dst_scatter;  // to/from the side root, for files
 
@@ -68,6 +73,14 @@ struct Coupling {
   std::vector<double> pending;        // the finalised values of the next action
   std::vector<double> sbuf;           // the values of the action in flight (after BLASOLD)
   std::vector<char> ready;            // per position: finalised for action_time
+  // What the puts of the action carry besides values (PutExtras), the same for every position:
+  // 0 values only, 1 gradients (grad_pending), 2 a fractional mask (frac_pending).
+  int action_mode = 0;
+  std::vector<double> grad_pending;   // (ncols - 1) gradients per value field, each n_src
+  std::vector<double> frac_pending;   // nvalues * n_src
+  std::vector<double> xbuf;           // modes 1 and 2: the source of the action in flight
+  std::vector<double> ybuf;           // mode 2: W (f x) and W f, 2 * nvalues * n_dst
+  int in_flight_mode = 0;
   double action_time = 0;
   std::vector<double> last_put;       // per position
   bool in_flight = false;             // Remap::start done, finish not yet
@@ -106,7 +119,7 @@ struct Coupling {
   ~Coupling();
 
   // Put of position k at time t; returns the info code.
-  Info put(int k, double t, std::span<const double> values);
+  Info put(int k, double t, std::span<const double> values, const PutExtras& extra = {});
   Info get(int k, double t, std::span<double> values);
   // What put(k, t, ...) would return, without doing anything (oasis_put_inquire): put takes its
   // info code from here too, so the two cannot disagree.
@@ -118,7 +131,9 @@ struct Coupling {
   void finish_all();
 
  private:
-  std::vector<RemapField> remap_fields();
+  std::vector<RemapField> remap_fields(int mode = 0);
+  Remap& remap_of(int mode) { return mode == 1 ? *grad_remap : *remap; }
+  void check_extras(int k, const PutExtras& extra) const;
   void act(double a);
   void complete_previous(bool terminating = false);
   void receive(double t);

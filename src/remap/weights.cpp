@@ -288,6 +288,13 @@ WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightRea
     Links file_links = std::move(L);
     L = Links{};
     const std::size_t k = static_cast<std::size_t>(info.num_wgts);
+    if (opt.stack_columns) {
+      const i64 ns = src_lim;  // checked above: every source index lies below it
+      for (std::size_t e = 0; e < file_links.row.size(); ++e)
+        for (std::size_t c = 0; c < k; ++c)
+          L.add(file_links.row[e], static_cast<i64>(c) * ns + file_links.col[e], w[e * k + c]);
+      return;
+    }
     const auto valid = [&grid](i64 p) { return grid.is_valid(p); };
     for (std::size_t e = 0; e < file_links.row.size(); ++e)
       detail::fold_link(L, file_links.row[e], file_links.col[e], std::span<const double>(w.data() + e * k, k),
