@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "estuary/conserv.hpp"
@@ -76,6 +77,15 @@ struct ScriprSpec {
   bool operator==(const ScriprSpec&) const = default;
 };
 
+// One stage of an interpolation stack as the configuration names it (estuary::make_stage reads
+// it): YAML `interpolation: [conservative, {nnn: {n: 4}}, {fixed: {value: -999}}]`, or the
+// namcouple extension STACK, whose line is "conservative | nnn n=4 | fixed value=-999".
+struct StageSpec {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> params;
+  bool operator==(const StageSpec&) const = default;
+};
+
 // CONSERV: a global correction after the mapping (estuary::Conserv).
 struct ConservSpec {
   ConservMode mode = ConservMode::global;
@@ -113,6 +123,9 @@ struct CouplingConfig {
   std::optional<LocTrans> loctrans;
   std::optional<MappingSpec> mapping;
   std::optional<ScriprSpec> scripr;
+  // STACK / YAML interpolation: weights generated at set-up by estuary::stack_weights and cached
+  // in rmp_<src>_to_<dst>_STACK.nc (empty: none). At most one of mapping, scripr and this.
+  std::vector<StageSpec> interpolation;
   std::optional<ConservSpec> conserv;
   std::optional<BlasSpec> blasold, blasnew;
   bool checkin = false, checkout = false;

@@ -255,6 +255,9 @@ const char* name_of(StackStage::Kind k);  // "conservative", ...
 // `where` and the stage or parameter at fault.
 StackStage make_stage(const std::string& name, const std::vector<std::pair<std::string, std::string>>& params,
                       const std::string& where);
+// Throws estuary::Error (naming `where`) for an empty stack, fixed before the last stage, or
+// creep first (nothing to creep from).
+void check_stack(const std::vector<StackStage>& stages, const std::string& where);
 // The canonical text of a stack (names and every parameter), the same for equal stacks: a
 // cached weight file's key.
 std::string describe(const std::vector<StackStage>& stages);

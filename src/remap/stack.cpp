@@ -426,19 +426,23 @@ std::string describe(const std::vector<StackStage>& stages) {
   return out;
 }
 
+void check_stack(const std::vector<StackStage>& stages, const std::string& where) {
+  using K = StackStage::Kind;
+  if (stages.empty()) throw Error("the interpolation stack is empty", where, "list at least one stage");
+  for (std::size_t i = 0; i + 1 < stages.size(); ++i)
+    if (stages[i].kind == K::fixed)
+      throw Error("stage " + std::to_string(i + 1) + " (fixed) is not the last: the stages after it would never run",
+                  where, "put fixed last");
+  if (stages.front().kind == K::creep)
+    throw Error("the stack starts with creep: there is nothing to creep from", where, "put an interpolation before creep");
+}
+
 StackWeights stack_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const std::vector<StackStage>& stages) {
   using K = StackStage::Kind;
   detail::agree(comm, [&] {
     src.check();
     dst.check();
-    if (stages.empty()) throw Error("the interpolation stack is empty", "stack_weights", "list at least one stage");
-    for (std::size_t i = 0; i + 1 < stages.size(); ++i)
-      if (stages[i].kind == K::fixed)
-        throw Error("stage " + std::to_string(i + 1) + " (fixed) is not the last: the stages after it would never run",
-                    "stack_weights", "put fixed last");
-    if (stages.front().kind == K::creep)
-      throw Error("the stack starts with creep: there is nothing to creep from", "stack_weights",
-                  "put an interpolation before creep");
+    check_stack(stages, "stack_weights");
   });
   const auto n = static_cast<std::size_t>(dst.size());
   std::unordered_map<i64, std::size_t> local;
