@@ -485,6 +485,15 @@ TEST(Stack, MalformedStagesAreRefused) {
   const Grid g = GridGen::lonlat(8, 4).make();
   std::vector<estuary::StackStage> bad = {estuary::make_stage("fixed", {{"value", "1"}}, "t"), estuary::make_stage("nnn", {}, "t")};
   EXPECT_THROW(estuary::stack_weights(g, g, MPI_COMM_WORLD, bad), estuary::Error);
+  // The text form (namcouple STACK line, CLI --stack): '|' with or without spaces, '#' ends it.
+  const auto t = estuary::stack_from_text("bilinear|nnn n=4 weighting=distance | fixed value=-999 # rest", "cli");
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].kind, estuary::StackStage::Kind::bilinear);
+  EXPECT_EQ(t[1].nnn.n, 4);
+  EXPECT_EQ(t[1].nnn.weighting, estuary::NnnWeighting::distance);
+  EXPECT_EQ(t[2].fixed_value, -999.0);
+  EXPECT_THROW(estuary::stack_from_text("bilinear | | nnn", "cli"), estuary::Error);
+  EXPECT_THROW(estuary::stack_from_text("n=4 nnn", "cli"), estuary::Error);
   // The canonical text is the same for the same stack, and differs when a parameter does.
   std::vector<estuary::StackStage> a = {estuary::make_stage("NNN", {{"n", "4"}}, "t")}, b = a;
   EXPECT_EQ(estuary::describe(a), estuary::describe(b));

@@ -17,6 +17,7 @@
 #include "estuary/conserv.hpp"
 #include "estuary/globalsum.hpp"
 #include "estuary/remap.hpp"
+#include "estuary/weightgen.hpp"  // StageSpec
 
 namespace estuary {
 
@@ -77,15 +78,6 @@ struct ScriprSpec {
   bool operator==(const ScriprSpec&) const = default;
 };
 
-// One stage of an interpolation stack as the configuration names it (estuary::make_stage reads
-// it): YAML `interpolation: [conservative, {nnn: {n: 4}}, {fixed: {value: -999}}]`, or the
-// namcouple extension STACK, whose line is "conservative | nnn n=4 | fixed value=-999".
-struct StageSpec {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> params;
-  bool operator==(const StageSpec&) const = default;
-};
-
 // CONSERV: a global correction after the mapping (estuary::Conserv).
 struct ConservSpec {
   ConservMode mode = ConservMode::global;
@@ -125,6 +117,8 @@ struct CouplingConfig {
   std::optional<ScriprSpec> scripr;
   // STACK / YAML interpolation: weights generated at set-up by estuary::stack_weights and cached
   // in rmp_<src>_to_<dst>_STACK.nc (empty: none). At most one of mapping, scripr and this.
+  // YAML `interpolation: [conservative, {nnn: {n: 4}}, {fixed: {value: -999}}]`, or the namcouple
+  // extension STACK, whose configuration line is "conservative | nnn n=4 | fixed value=-999".
   std::vector<StageSpec> interpolation;
   std::optional<ConservSpec> conserv;
   std::optional<BlasSpec> blasold, blasnew;

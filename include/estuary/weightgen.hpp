@@ -247,6 +247,21 @@ struct StackStage {
 };
 const char* name_of(StackStage::Kind k);  // "conservative", ...
 
+// A stage as text gives it: its name and key=value parameters, not yet checked.
+struct StageSpec {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> params;
+  bool operator==(const StageSpec&) const = default;
+};
+
+// Splits a stack written as text, the namcouple extension's and the CLI's form: stages separated
+// by '|', each a name and key=value parameters ("bilinear | nnn n=4 weighting=distance | fixed
+// value=-999"); a '#' word ends the text. Throws estuary::Error (naming `where`) for an empty
+// stage, a parameter without '=', or a stage starting with one.
+std::vector<StageSpec> split_stack(const std::string& text, const std::string& where);
+// split_stack, make_stage for each and check_stack.
+std::vector<StackStage> stack_from_text(const std::string& text, const std::string& where);
+
 // A stage from its name and parameters, as the YAML, the namcouple extension and the CLI give
 // them: conservative (order 1|2, normalization fracarea|destarea|none), bilinear, bicubic,
 // distance (n), gaussian (n, variance), average (weighting arithmetic|distance|barycentric,

@@ -831,41 +831,13 @@ void Namcouple::read_transform(CouplingConfig& c, const std::string& name, int e
     // estuary's extension: the stages of an interpolation stack, separated by '|', each a name
     // and key=value parameters, e.g. "conservative normalization=fracarea | nnn n=4 | fixed value=-999".
     const Line& l = take(entry, "the STACK line 'stage [key=value ...] | stage ...'");
-    c.interpolation.clear();
-    StageSpec cur;
-    auto close = [&](bool last) {
-      if (cur.name.empty())
-        fail(l.no, last ? "the STACK line ends with '|' or is empty" : "an empty stage between '|' in the STACK line",
-             "write e.g. 'bilinear | nnn n=4 | fixed value=-999'");
-      c.interpolation.push_back(cur);
-      cur = StageSpec{};
-    };
-    for (const std::string& word : l.w) {
-      if (word[0] == '#') break;
-      std::size_t from = 0;
-      // A word may hold '|' itself ("bilinear|nnn").
-      while (from <= word.size()) {
-        const std::size_t bar = word.find('|', from);
-        const std::string part = word.substr(from, bar == std::string::npos ? std::string::npos : bar - from);
-        if (!part.empty()) {
-          if (cur.name.empty()) {
-            if (part.find('=') != std::string::npos)
-              fail(l.no, "STACK stage " + std::to_string(c.interpolation.size() + 1) + " starts with " + quoted(part) +
-                             " instead of a method name");
-            cur.name = part;
-          } else {
-            const std::size_t eq = part.find('=');
-            if (eq == std::string::npos || eq == 0 || eq + 1 == part.size())
-              fail(l.no, "STACK stage " + cur.name + ": expected key=value, found " + quoted(part), "e.g. 'nnn n=4'");
-            cur.params.emplace_back(part.substr(0, eq), part.substr(eq + 1));
-          }
-        }
-        if (bar == std::string::npos) break;
-        close(false);
-        from = bar + 1;
-      }
+    std::string text;
+    for (const std::string& w : l.w) text.append(text.empty() ? "" : " ").append(w);
+    try {
+      c.interpolation = split_stack(text, "");
+    } catch (const Error& e) {
+      fail(l.no, "STACK: " + e.fault(), e.fix());
     }
-    close(true);
     try {
       std::vector<StackStage> stages;
       for (const StageSpec& st : c.interpolation) stages.push_back(make_stage(st.name, st.params, ""));

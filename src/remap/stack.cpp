@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -386,6 +387,53 @@ StackStage make_stage(const std::string& name_in, const std::vector<std::pair<st
                     " needs n >= 2 (YAC's rule)",
                 where);
   return s;
+}
+
+std::vector<StageSpec> split_stack(const std::string& text, const std::string& where) {
+  std::vector<StageSpec> out;
+  StageSpec cur;
+  auto close = [&](bool last) {
+    if (cur.name.empty())
+      throw Error(last ? "the stack ends with '|' or is empty" : "an empty stage between '|'", where,
+                  "write e.g. 'bilinear | nnn n=4 | fixed value=-999'");
+    out.push_back(cur);
+    cur = StageSpec{};
+  };
+  std::string word;
+  std::istringstream in(text);
+  while (in >> word) {
+    if (word[0] == '#') break;
+    std::size_t from = 0;
+    while (true) {  // a word may hold '|' itself ("bilinear|nnn")
+      const std::size_t bar = word.find('|', from);
+      const std::string part = word.substr(from, bar == std::string::npos ? std::string::npos : bar - from);
+      if (!part.empty()) {
+        const std::size_t eq = part.find('=');
+        if (cur.name.empty() && eq != std::string::npos)
+          throw Error("stage " + std::to_string(out.size() + 1) + " starts with '" + part + "' instead of a method name",
+                      where);
+        if (cur.name.empty()) {
+          cur.name = part;
+        } else {
+          if (eq == std::string::npos || eq == 0 || eq + 1 == part.size())
+            throw Error("stage " + cur.name + ": expected key=value, found '" + part + "'", where, "e.g. 'nnn n=4'");
+          cur.params.emplace_back(part.substr(0, eq), part.substr(eq + 1));
+        }
+      }
+      if (bar == std::string::npos) break;
+      close(false);
+      from = bar + 1;
+    }
+  }
+  close(true);
+  return out;
+}
+
+std::vector<StackStage> stack_from_text(const std::string& text, const std::string& where) {
+  std::vector<StackStage> stages;
+  for (const StageSpec& st : split_stack(text, where)) stages.push_back(make_stage(st.name, st.params, where));
+  check_stack(stages, where);
+  return stages;
 }
 
 std::string describe(const std::vector<StackStage>& stages) {
