@@ -429,6 +429,28 @@ TEST(Stack, LaterStagesFillOnlyWhatEarlierOnesLeft) {
   EXPECT_GT(par.filled[1], 0);
 }
 
+TEST(Stack, ConservativeFirstThenNearest) {
+  // A regional source with corners: conservative fills the targets it overlaps (each row as
+  // conservative_weights gives it for the whole target grid), nnn n=1 the others.
+  const Grid src = regional(10, 8, 0, 120, -30, 50);
+  const Grid dst = GridGen::lonlat(30, 15).make();
+  const std::vector<Link> con = gather_sorted(estuary::conservative_weights(src, dst, MPI_COMM_SELF).links, MPI_COMM_SELF);
+  const std::vector<Link> nn = gather_sorted(estuary::nnn_weights(src, dst, MPI_COMM_SELF), MPI_COMM_SELF);
+  const auto st = estuary::stack_from_text("conservative normalization=fracarea | nearest", "test");
+  const auto par = estuary::stack_weights(my_block(src), my_cyclic(dst), MPI_COMM_WORLD, st);
+  std::map<i64, int> by_con;
+  for (const Link& l : con) by_con[l.dst] = 1;
+  std::vector<Link> want = con;
+  for (const Link& l : nn)
+    if (!by_con.count(l.dst)) want.push_back(l);
+  std::sort(want.begin(), want.end());
+  std::ostringstream why;
+  EXPECT_TRUE(same_links(gather_sorted(par.links), want, 0.0, why)) << why.str();
+  EXPECT_EQ(par.filled[0], static_cast<i64>(by_con.size()));
+  EXPECT_EQ(par.filled[0] + par.filled[1], dst.global_size);
+  EXPECT_GT(par.filled[1], 0);
+}
+
 TEST(Stack, FixedValueForTheRestAndFileRoundTrip) {
   const Grid src = regional(10, 8, 0, 120, -30, 50);
   const Grid dst = GridGen::lonlat(30, 15).make();
