@@ -138,7 +138,9 @@ bool weights_need_corners(const CouplingConfig& cfg) {
   if (cfg.scripr) return cfg.scripr->method == "CONSERV";
   for (const StageSpec& st : cfg.interpolation) {
     const StackStage s = make_stage(st.name, st.params, cfg.origin);
-    if (s.kind == StackStage::Kind::conservative || s.kind == StackStage::Kind::creep) return true;
+    if (s.kind == StackStage::Kind::conservative) return true;
+    // Creep finds neighbours by i, j on a 2-D target, by shared corners otherwise.
+    if (s.kind == StackStage::Kind::creep && !(cfg.dst_grid.nx > 0 && cfg.dst_grid.ny > 1)) return true;
   }
   return false;
 }

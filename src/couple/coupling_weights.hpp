@@ -35,7 +35,8 @@ struct WeightContext {
 CouplingWeights coupling_weights(const CouplingConfig& cfg, const Grid& sg, const Grid& dg, MPI_Comm comm,
                                  const WeightContext& ctx);
 
-// True when the configured stages need the grids' corners (conservative, creep on unstructured).
+// True when the configured stages need the grids' corners (conservative; creep on a target the
+// configuration gives no nx x ny for).
 bool weights_need_corners(const CouplingConfig& cfg);
 
 }  // namespace estuary::detail
