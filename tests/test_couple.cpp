@@ -743,10 +743,10 @@ struct ConservRun {
 // if `ocean_land`) gets.
 ConservRun run_scripr(const std::string& dir, const std::function<estuary::Grid(const Decomp&)>& src_grid,
                       const std::function<std::vector<double>(double)>& field, int times, bool ocean_land = false,
-                      i64 src_size = kNs) {
+                      i64 src_size = kNs, const std::string& config = "namcouple") {
   const Layout l = layout();
   ComponentOptions o;
-  o.config = dir + "/namcouple";
+  o.config = dir + "/" + config;
   o.directory = dir;
   ConservRun out;
   {
@@ -783,9 +783,10 @@ ConservRun run_scripr(const std::string& dir, const std::function<estuary::Grid(
   return out;
 }
 
-ConservRun run_scripr_conserv(const std::string& dir, bool land) {
+ConservRun run_scripr_conserv(const std::string& dir, bool land, const std::string& config = "namcouple") {
   const GridGen sg = land ? GridGen::lonlat(12, 10).with_land() : GridGen::lonlat(12, 10);
-  return run_scripr(dir, [&](const Decomp& d) { return sg.make(d); }, [](double t) { return global_field(kNs, t); }, 2);
+  return run_scripr(dir, [&](const Decomp& d) { return sg.make(d); }, [](double t) { return global_field(kNs, t); }, 2,
+                    false, kNs, config);
 }
 
 }  // namespace
@@ -995,5 +996,61 @@ TEST(Couple, ScriprBilinearOnReducedGaussianSource) {
     ADD_FAILURE() << "BICUBIC D accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("BICUBIC on a reduced (D) source grid is not supported yet"), std::string::npos) << e.what();
+  }
+}
+
+// The interpolation stack (estuary's STACK namcouple transform and YAML `interpolation`):
+// bilinear on a source with land, creep one step, -999 for the rest. The coupled values equal
+// W f with W from stack_weights computed serially, -999 where W has no row; the weights are
+// cached in rmp_agrd_to_ogrd_STACK.nc (with the fixed value) and reused by the next run, whose
+// values are the same; YAML and namcouple give the same values.
+TEST(Couple, StackThroughNamcoupleAndYaml) {
+  const Layout l = layout();
+  const std::string stack_line = "bilinear | creep steps=1 | fixed value=-999";
+  const estuary::Grid sg = GridGen::lonlat(12, 10).with_land().make(), dg = GridGen::tripolar(8, 9).make();
+  const std::vector<StackStage> stages = {make_stage("bilinear", {}, "t"), make_stage("creep", {{"steps", "1"}}, "t"),
+                                          make_stage("fixed", {{"value", "-999"}}, "t")};
+  const StackWeights w = stack_weights(sg, dg, MPI_COMM_SELF, stages);
+  ASSERT_EQ(w.filled.size(), 3u);
+  ASSERT_GT(w.filled[1], 0) << "the case must leave targets for creep";
+  ASSERT_GT(w.filled[2], 0) << "the case must leave targets for the fixed value";
+  std::vector<std::vector<double>> first;
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const bool yaml = run == 2;
+    static std::string dir;
+    if (run != 1) dir = fresh_dir(yaml ? "stack_yaml" : "stack_namcouple");  // run 1 reuses run 0's folder
+    if (run == 0) write_text(dir + "/namcouple", namcouple(2 * kPeriod, "A_F O_F", 1, "STACK\n" + stack_line + "\n"));
+    if (yaml)
+      write_text(dir + "/estuary.yaml",
+                 "runtime: 7200\ncouplings:\n  - source: {field: A_F, grid: agrd, nx: 12, ny: 10}\n"
+                 "    target: {field: O_F, grid: ogrd, nx: 8, ny: 9}\n    period: 3600\n"
+                 "    interpolation: [bilinear, {creep: {steps: 1}}, {fixed: {value: -999}}]\n");
+    const ConservRun r = run_scripr_conserv(dir, true, yaml ? "estuary.yaml" : "namcouple");
+    const std::string expect = run == 1 ? "STACK weights reused from" : "STACK weights generated in";
+    EXPECT_NE(r.log.find(expect), std::string::npos) << r.log;
+    const std::string cache = dir + "/rmp_agrd_to_ogrd_STACK.nc";
+    EXPECT_EQ(read_global_attribute(cache, "estuary_fixed_value", MPI_COMM_SELF), "-999");
+    if (!l.dst) continue;
+    const Decomp dd = dst_decomp(l);
+    const std::vector<i64> idx = dd.to_indices();
+    ASSERT_EQ(r.got.size(), 2u);
+    for (std::size_t ti = 0; ti < r.got.size(); ++ti) {
+      const std::vector<double> f = global_field(kNs, static_cast<double>(ti) * kPeriod);
+      std::vector<double> ref(static_cast<std::size_t>(kNd), 0.0);
+      std::vector<char> mapped(static_cast<std::size_t>(kNd), 0);
+      for (i64 k = 0; k < w.links.size(); ++k) {
+        const auto u = static_cast<std::size_t>(k);
+        ref[static_cast<std::size_t>(w.links.row[u])] += w.links.weight[u] * f[static_cast<std::size_t>(w.links.col[u])];
+        mapped[static_cast<std::size_t>(w.links.row[u])] = 1;
+      }
+      for (std::size_t j = 0; j < idx.size(); ++j) {
+        const auto g = static_cast<std::size_t>(idx[j]);
+        const double want = mapped[g] ? ref[g] : -999.0;
+        EXPECT_NEAR(r.got[ti][j], want, 1e-12 * (1 + std::abs(want))) << "point " << idx[j] << " time " << ti;
+      }
+    }
+    if (run == 0) first = r.got;
+    else EXPECT_EQ(r.got, first);  // the cached file and YAML give the same values, bit for bit
   }
 }

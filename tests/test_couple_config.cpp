@@ -610,6 +610,18 @@ TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
        "A A 1 5 0 a.nc INPUT\nB B 1 5 0 b.nc INPUT\n $END\n",
        9, "more $STRINGS entries than $NFIELDS (1, line 2) allows"},
       {"bad_nmapdec", " $RUNTIME\n 5\n $NMAPDEC\n decomp_2d\n", 4, "$NMAPDEC: unknown value 'decomp_2d'"},
+      {"stack_unknown_stage", with_entry_lines({{12, "LOCTRANS STACK"}, {14, "bilinear | spline"}}), 14,
+       "STACK: unknown interpolation stage 'spline'"},
+      {"stack_empty_stage", with_entry_lines({{12, "LOCTRANS STACK"}, {14, "bilinear || nnn"}}), 14,
+       "STACK: an empty stage between '|'"},
+      {"stack_trailing_bar", with_entry_lines({{12, "LOCTRANS STACK"}, {14, "bilinear |"}}), 14,
+       "STACK: the stack ends with '|' or is empty"},
+      {"stack_not_key_value", with_entry_lines({{12, "LOCTRANS STACK"}, {14, "nnn n 4"}}), 14,
+       "STACK: stage nnn: expected key=value, found 'n'"},
+      {"stack_bad_value", with_entry_lines({{12, "LOCTRANS STACK"}, {14, "nnn n=four"}}), 14,
+       "parameter 'n' = 'four' of stage nnn is not an integer"},
+      {"stack_fixed_not_last", with_entry_lines({{12, "LOCTRANS STACK"}, {14, "fixed value=1 | nnn"}}), 14,
+       "stage 1 (fixed) is not the last"},
   };
   ASSERT_GE(cases.size(), 12u);
   for (const BadCase& c : cases) {
@@ -617,6 +629,30 @@ TEST_F(ConfigTest, MalformedNamcoupleNamesFileLineAndExpectation) {
     const std::string p = write(c.name, c.text);
     expect_error(read_namcouple, p, "namcouple " + p + ":" + std::to_string(c.line), c.expected);
   }
+}
+
+// estuary's STACK transform (namcouple) and `interpolation` key (YAML) read the same stack.
+TEST_F(ConfigTest, StackNamcoupleAndYamlGiveTheSameStages) {
+  const std::string nam = write("stack_namcouple",
+                                kHead + "A B 1 3600 1 r.nc EXPORTED\n10 10 20 20 ga gb\nP 0 R 0\nSTACK\n"
+                                        "conservative normalization=destarea | nnn n=4 weighting=gauss scale=0.2|creep steps=2 "
+                                        "| fixed value=-1 # filled last\n $END\n");
+  const std::string yml = write("stack.yaml",
+                                "runtime: 86400\ncouplings:\n  - source: {field: A, grid: ga, nx: 10, ny: 10, periodic: true}\n"
+                                "    target: {field: B, grid: gb, nx: 20, ny: 20}\n    period: 3600\n    restart: r.nc\n"
+                                "    interpolation:\n      - conservative: {normalization: destarea}\n"
+                                "      - nnn: {n: 4, weighting: gauss, scale: 0.2}\n      - creep: {steps: 2}\n"
+                                "      - fixed: {value: -1}\n");
+  const CouplingSetup a = read_namcouple(nam), b = read_coupling_yaml(yml);
+  ASSERT_EQ(a.couplings.size(), 1u);
+  ASSERT_EQ(b.couplings.size(), 1u);
+  const CouplingConfig& c = a.couplings[0];
+  ASSERT_EQ(c.interpolation.size(), 4u);
+  EXPECT_EQ(c.interpolation[1].name, "nnn");
+  EXPECT_EQ(c.interpolation[1].params.size(), 3u);
+  EXPECT_EQ(c.interpolation[3].params, (std::vector<std::pair<std::string, std::string>>{{"value", "-1"}}));
+  EXPECT_EQ(c.transforms, std::vector<std::string>{"STACK"});
+  EXPECT_TRUE(c == b.couplings[0]);
 }
 
 // ---- malformed YAML files ----
@@ -679,6 +715,13 @@ TEST_F(ConfigTest, MalformedYamlNamesFileLineAndKey) {
        "couplings[0].transforms[0].blasold.scale must be a number, found 'two'"},
       {"syntax_error", yaml_with("    period: 3600\n", "    period: [3600\n"), 6,
        "YAML syntax error"},
+      {"interpolation_bad_parameter",
+       yaml_with("    transforms:\n", "    interpolation: [bilinear, {nnn: {k: 4}}]\n    transforms:\n"), 6,
+       "couplings[0].interpolation[1]: stage nnn has no parameter 'k'"},
+      {"interpolation_and_mapping", yaml_with("    transforms:\n", "    interpolation: [bilinear]\n    transforms:\n"), 3,
+       "more than one of MAPPING, SCRIPR and STACK (interpolation) in one coupling"},
+      {"stack_as_transform", yaml_with("- loctrans: average", "- stack: [bilinear]"), 7,
+       "in YAML the stages are the coupling's key 'interpolation'"},
   };
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.name);
@@ -706,7 +749,7 @@ TEST_F(ConfigTest, RunoffMappingsAreRead) {
   ASSERT_TRUE(s.couplings[1].scripr);
   EXPECT_EQ(s.couplings[1].scripr->method, "LOCCUNIF");
   EXPECT_EQ(s.couplings[1].scripr->neighbors, 2);
-  const CouplingSetup y = read_coupling_yaml(write("runoff.yaml", yaml_with("- loctrans: average",
+  const CouplingSetup y = read_coupling_yaml(write("runoff.yaml", yaml_with("- mapping: {file: w.nc, location: src}",
       "- scripr: {method: spmap, spread_distance: 1.5, max_search_distance: 10, weighting: dist, scaling: srcarea}")));
   ASSERT_TRUE(y.couplings[0].scripr);
   const ScriprSpec& m = *y.couplings[0].scripr;
@@ -715,7 +758,7 @@ TEST_F(ConfigTest, RunoffMappingsAreRead) {
   EXPECT_EQ(m.max_search_distance, 10.0);
   EXPECT_EQ(m.weighting, "DIST");
   EXPECT_EQ(m.scaling, "SRCAREA");
-  const CouplingSetup d = read_coupling_yaml(write("runoff_default.yaml", yaml_with("- loctrans: average", "- scripr: {method: spmap}")));
+  const CouplingSetup d = read_coupling_yaml(write("runoff_default.yaml", yaml_with("- mapping: {file: w.nc, location: src}", "- scripr: {method: spmap}")));
   EXPECT_EQ(d.couplings[0].scripr->weighting, "AVG");
   EXPECT_EQ(d.couplings[0].scripr->scaling, "FRACAREA");
   EXPECT_EQ(d.couplings[0].scripr->spread_distance, 0.0);

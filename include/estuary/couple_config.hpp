@@ -11,11 +11,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "estuary/conserv.hpp"
 #include "estuary/globalsum.hpp"
 #include "estuary/remap.hpp"
+#include "estuary/weightgen.hpp"  // StageSpec
 
 namespace estuary {
 
@@ -122,6 +124,11 @@ struct CouplingConfig {
   std::optional<LocTrans> loctrans;
   std::optional<MappingSpec> mapping;
   std::optional<ScriprSpec> scripr;
+  // STACK / YAML interpolation: weights generated at set-up by estuary::stack_weights and cached
+  // in rmp_<src>_to_<dst>_STACK.nc (empty: none). At most one of mapping, scripr and this.
+  // YAML `interpolation: [conservative, {nnn: {n: 4}}, {fixed: {value: -999}}]`, or the namcouple
+  // extension STACK, whose configuration line is "conservative | nnn n=4 | fixed value=-999".
+  std::vector<StageSpec> interpolation;
   std::optional<ConservSpec> conserv;
   std::optional<BlasSpec> blasold, blasnew;
   bool checkin = false, checkout = false;

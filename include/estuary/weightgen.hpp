@@ -20,6 +20,9 @@
 #include <mpi.h>
 
 #include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "estuary/grid.hpp"
@@ -187,5 +190,129 @@ struct ConservativeWeights {
 // a source grid that is not two-dimensional, and as distance_weights does.
 ConservativeWeights conservative_weights(const Grid& src, const Grid& dst, MPI_Comm comm,
                                          const ConservativeOptions& options = {});
+
+// ---- YAC's methods, and the interpolation stack (src/remap/yac_weights.cpp, stack.cpp) ----
+//
+// YAC (DKRZ) defines its point methods for source values on the vertices of source cells.
+// estuary's source values live at cell centres, so "a source cell" below is a cell of the
+// centres' dual: on a logically rectangular source (dims {nx, ny}) the quad of centres
+// (i,j),(i+1,j),(i+1,j+1),(i,j+1) holding the target, found by bilinear_weights' search (CDO's);
+// on any other source the spherical triangle of three of the 8 centres nearest the target that
+// holds it: the first triple, in increasing (nearest rank) order, whose barycentric coordinates
+// are all >= -1e-12 (a Delaunay triangle in practice, but not guaranteed to be one). Distances
+// are great-circle angles between unit vectors (YAC's get_vector_angle).
+
+// YAC's `average` (interp_method_avg.c) over the vertices of the source cell holding the target.
+//  arithmetic:  1/n each;
+//  distance:    1/d_i normalised (a vertex within 1e-9 rad of the target takes weight 1);
+//  barycentric: spherical barycentric coordinates b (A b = x with A's columns the vertices'
+//               unit vectors): a triangle directly, a quad split into (0,1,2) and (0,2,3) and
+//               the triangle whose smallest coordinate is largest taken; coordinates below 0
+//               become 0, below 1e-4 are dropped, the rest normalised to sum 1 (YAC's great
+//               circle cell branch; estuary's dual cells are not lon-lat boxes).
+// partial_coverage false (YAC's default): a target whose cell has a masked vertex (with a
+// weight, for barycentric) gets no links; true: masked vertices are dropped and the others
+// renormalised (no links when all are masked). Each target's links are stored in the cell's
+// vertex order, zero weights left out.
+enum class AverageWeighting { arithmetic, distance, barycentric };
+struct AverageOptions {
+  AverageWeighting weighting = AverageWeighting::arithmetic;  // YAC's default
+  bool partial_coverage = false;                              // YAC's default
+};
+Links average_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const AverageOptions& options = {});
+
+// YAC's `nnn` (interp_method_nnn.c): the n nearest unmasked source centres (great-circle angle,
+// ties to the smaller index; none beyond max_search_distance, degrees, 0: no limit); a target with
+// fewer than n gets no links. Weights, in nearest-first order:
+//  average:  1/n;
+//  distance: 1/d_i normalised;
+//  gauss:    exp(-d_i^2 / (c m^2)) normalised, m the mean angle between the n source points
+//            (pairs), c = gauss_scale (YAC's default 0.1); inverse distance when their sum < 1e-9;
+//  rbf:      A^-1 a with the Gaussian kernel k(d) = exp(-(d s)^2), A_ij = k(angle(x_i, x_j)),
+//            a_i = k(angle(x_i, target)), s = n(n-1) / (2 sum_{i<j} angle(x_i, x_j)) / rbf_scale
+//            (YAC's default scale 14.87973); not normalised (YAC does not). Solved by Gaussian
+//            elimination with partial pivoting (YAC calls LAPACK, so last bits may differ).
+// distance and gauss give weight 1 to a source within 1e-9 rad of the target; n = 1 is the
+// nearest unmasked neighbour, weight 1, for every kind.
+enum class NnnWeighting { average, distance, gauss, rbf };
+struct NnnOptions {
+  NnnWeighting weighting = NnnWeighting::average;  // YAC's default
+  int n = 1;                                       // YAC's default
+  double max_search_distance = 0.0;                // degrees; 0: none
+  double gauss_scale = 0.1;
+  double rbf_scale = 14.87973;
+};
+Links nnn_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const NnnOptions& options = {});
+
+// YAC's creep fill: `steps` times (a negative number: until nothing changes), every unmasked
+// target that has no link but has neighbours with links (at the start of the step) gets the
+// mean of their rows: row_t = sum over those neighbours, in increasing index, of row_nb / m.
+// The rows are compositions of the neighbours' rows, so the matrix stays one linear map of the
+// source. Neighbours: on a target grid with dims {nx, ny}, (i+-1, j) and (i, j+-1), i cyclic
+// when the first row's longitudes wrap; on any other target grid, the cells that share a corner
+// (within 1e-9 on the unit sphere; corners needed). Collective over comm; `dst` this rank's
+// target points (any decomposition; a point no rank holds is neither filled nor a neighbour),
+// `links` this rank's links for them (any order); the new rows are appended for dst's points.
+void creep_fill(const Grid& dst, MPI_Comm comm, Links& links, int steps);
+
+// One stage of an interpolation stack.
+struct StackStage {
+  enum class Kind { conservative, bilinear, bicubic, distance, gaussian, average, nnn, nearest, creep, fixed };
+  Kind kind = Kind::nnn;
+  ConservativeOptions conservative;
+  BilinearWeightOptions bilinear{false};  // in a stack the points outside the source go on to the next stage
+  DistanceWeightOptions distance;
+  GaussianWeightOptions gaussian;
+  AverageOptions average;
+  NnnOptions nnn;
+  int creep_steps = 1;       // creep: steps (-1: until nothing changes)
+  double fixed_value = 0.0;  // fixed: the value of the targets left over
+};
+const char* name_of(StackStage::Kind k);  // "conservative", ...
+
+// A stage as text gives it: its name and key=value parameters, not yet checked.
+struct StageSpec {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> params;
+  bool operator==(const StageSpec&) const = default;
+};
+
+// Splits a stack written as text, the namcouple extension's and the CLI's form: stages separated
+// by '|', each a name and key=value parameters ("bilinear | nnn n=4 weighting=distance | fixed
+// value=-999"); a '#' word ends the text. Throws estuary::Error (naming `where`) for an empty
+// stage, a parameter without '=', or a stage starting with one.
+std::vector<StageSpec> split_stack(const std::string& text, const std::string& where);
+// split_stack, make_stage for each and check_stack.
+std::vector<StackStage> stack_from_text(const std::string& text, const std::string& where);
+
+// A stage from its name and parameters, as the YAML, the namcouple extension and the CLI give
+// them: conservative (order 1|2, normalization fracarea|destarea|none), bilinear, bicubic,
+// distance (n), gaussian (n, variance), average (weighting arithmetic|distance|barycentric,
+// partial_coverage true|false), nnn (n, weighting average|distance|gauss|rbf, scale,
+// max_search_distance), nearest, creep (steps), fixed (value). Throws estuary::Error naming
+// `where` and the stage or parameter at fault.
+StackStage make_stage(const std::string& name, const std::vector<std::pair<std::string, std::string>>& params,
+                      const std::string& where);
+// Throws estuary::Error (naming `where`) for an empty stack, fixed before the last stage, or
+// creep first (nothing to creep from).
+void check_stack(const std::vector<StackStage>& stages, const std::string& where);
+// The canonical text of a stack (names and every parameter), the same for equal stacks: a
+// cached weight file's key.
+std::string describe(const std::vector<StackStage>& stages);
+
+// The stack's weights: the stages in order, each computing links only for the unmasked targets
+// that no earlier stage reached (a target filled by stage k is never touched again); creep
+// composes rows of filled targets; fixed, which must be last, leaves the rest without links and
+// sets fixed_value (apply with RemapOptions::unmapped_value). Links come in dst's local order,
+// each row contiguous, in the order the stage that filled it gives. `filled` counts the targets
+// each stage filled (over every rank). Collective over comm; `src`, `dst` as for
+// distance_weights (corners where a stage needs them).
+struct StackWeights {
+  Links links;
+  bool has_fixed = false;
+  double fixed_value = 0.0;
+  std::vector<std::int64_t> filled;  // per stage
+};
+StackWeights stack_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const std::vector<StackStage>& stages);
 
 }  // namespace estuary

@@ -209,6 +209,12 @@ def grid_source(spec: str, land: bool, comm, corners: bool):
     return FileGrid(spec, path, grid, comm, corners)
 
 
+def stack_needs_corners(text: str) -> bool:
+    """Whether a stack's stages need cell corners (conservative, creep on an unstructured grid)."""
+    names = [part.split()[0].lower() for part in text.split("|") if part.split()]
+    return any(n in ("conservative", "conserv", "creep") for n in names)
+
+
 def cmd_weights(args, argv) -> int:
     code = _needs_ranks(args, argv)
     if code is not None:
@@ -220,7 +226,9 @@ def cmd_weights(args, argv) -> int:
     comm = MPI.COMM_WORLD
     t0 = MPI.Wtime()
     try:
-        corners = args.method.startswith("conservative")
+        corners = args.method.startswith("conservative") or (args.method == "stack" and stack_needs_corners(args.stack))
+        if args.method == "stack" and not args.stack:
+            raise estuary.Error("--method stack needs --stack \"stage | stage ...\"", "estuary weights")
         src = grid_source(args.src, args.land, comm, corners)
         dst = grid_source(args.dst, args.land, comm, corners)
         dpart = estuary.gen.block(dst.size, comm.rank, comm.size)
@@ -229,7 +237,7 @@ def cmd_weights(args, argv) -> int:
         sgrid = src.make(spart)
         # A recipe builds any source point where it is needed; a file's grid is read in shares.
         sarg = sgrid if isinstance(src, FileGrid) else src
-        norm, frac = "none", None
+        norm, frac, attrs = "none", None, {}
         if args.method == "distance":
             rows, cols, w = estuary.distance_weights(sarg, dgrid, comm, neighbors=args.neighbors)
             method = "Distance weighted avg of nearest neighbors"
@@ -239,6 +247,11 @@ def cmd_weights(args, argv) -> int:
         elif args.method == "bicubic":  # CDO's genbic: 4 weights a link (value, 3 gradients)
             (rows, cols, w), columns, _ = estuary.bicubic_weights(sgrid, dgrid, comm)
             method = "Bicubic remapping"
+        elif args.method == "stack":  # estuary's interpolation stack: one matrix, the fixed value as an attribute
+            (rows, cols, w), fixed, _, text = estuary.stack_weights(sgrid, dgrid, comm, args.stack)
+            method = ""  # no CDO method applies a stack's matrix as it is
+            if fixed is not None:
+                attrs = {"estuary_fixed_value": repr(float(fixed))}
         else:  # conservative: first or second order, CDO's normalisation names
             order = 2 if args.method == "conservative2" else 1
             rows, cols, w, frac, _ = estuary.conservative_weights(sgrid, dgrid, comm, order=order,
@@ -246,6 +259,8 @@ def cmd_weights(args, argv) -> int:
             method = "Conservative remapping"
             norm = args.normalization
         extra = {"columns": columns.ravel(), "num_wgts": 4} if args.method == "bicubic" else {}
+        if attrs:
+            extra["attributes"] = attrs
         estuary.write_weights(args.out, rows, cols, w, src.size, dst.size, comm, map_method=method,
                               src_grid=sgrid, dst_grid=dgrid, normalization=norm, dst_frac=frac, **extra)
     except estuary.Error as e:
@@ -396,10 +411,15 @@ def parser() -> argparse.ArgumentParser:
     w = sub.add_parser("weights", help="generate a SCRIP weight file", epilog=GRID_HELP)
     w.add_argument("--src", required=True, help="source grid: a recipe, or FILE[:GRID] (SCRIP or OASIS grids.nc)")
     w.add_argument("--dst", required=True, help="destination grid: a recipe, or FILE[:GRID]")
-    w.add_argument("--method", choices=["distance", "bilinear", "bicubic", "conservative", "conservative2"], default="distance",
+    w.add_argument("--method", choices=["distance", "bilinear", "bicubic", "conservative", "conservative2", "stack"],
+                   default="distance",
                    help="distance: cdo gendis; bilinear: cdo genbil; bicubic: cdo genbic (4 weights a link: "
                         "value and 3 source gradients); conservative: first order (cdo gencon); conservative2: "
-                        "second order (default: %(default)s)")
+                        "second order; stack: the stages of --stack (default: %(default)s)")
+    w.add_argument("--stack", default="",
+                   help="with --method stack: stages separated by '|', as the namcouple STACK line, e.g. "
+                        "\"bilinear | nnn n=4 weighting=distance | creep steps=2 | fixed value=-999\" "
+                        "(see docs/remap.md); the fixed value is written as the attribute estuary_fixed_value")
     w.add_argument("--normalization", choices=["fracarea", "destarea", "none"], default="fracarea",
                    help="conservative only (CDO's names)")
     w.add_argument("--neighbors", type=int, default=4, help="distance only: the n nearest source points")

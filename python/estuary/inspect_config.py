@@ -217,10 +217,11 @@ def resolve(setup: dict, comps: list, recipes: dict, rundir: Path, read_sizes) -
                 d = info[s[side]]
                 if d["n"] is None and n > 0:
                     d["n"] = n
-        if cp["scripr"] and s["src"] and s["dst"]:
+        if (cp["scripr"] or cp.get("interpolation")) and s["src"] and s["dst"]:
+            what = f"SCRIPR {cp['scripr']['method']}" if cp["scripr"] else "STACK"
             for side in ("src", "dst"):
                 if not info[s[side]]["recipe"]:
-                    raise SetupError(f"grid {s[side][1]} of coupling {label} (SCRIPR {cp['scripr']['method']}) has no "
+                    raise SetupError(f"grid {s[side][1]} of coupling {label} ({what}) has no "
                                      f"coordinates: give --grid {s[side][1]}=RECIPE (e.g. lonlat:NLONxNLAT)")
     for (comp, grid), d in info.items():
         if d["n"] is None:
@@ -398,12 +399,15 @@ def cmd_inspect_config(args, argv) -> int:
         location, order_ = next((g[5] for g in got if g[5][0]), ("", ""))
         mapping = None
         if location:
-            kind = "MAPPING" if cp["mapping"] else "SCRIPR" if cp["scripr"] else "identity"
+            kind = ("MAPPING" if cp["mapping"] else "SCRIPR" if cp["scripr"] else "STACK" if cp.get("interpolation")
+                    else "identity")
             mapping = {"kind": kind, "location": location, "order": order_}
             if cp["mapping"]:
                 mapping["file"] = cp["mapping"]["file"]
             if cp["scripr"]:
                 mapping["method"] = cp["scripr"]["method"]
+            if cp.get("interpolation"):
+                mapping["stages"] = [st["name"] for st in cp["interpolation"]]
         rec = {"coupling": sched["label"], "origin": cp["origin"], "config": setup["path"], "status": cp["status"],
                "src_component": sched["src_component"], "dst_component": sched["dst_component"],
                "src_grid": {"name": cp["src_grid"]["name"], **({k: plan["grids"][s["src"]][k] for k in ("n", "nx", "ny")}

@@ -21,9 +21,11 @@
 // Errors: estuary::Error becomes estuary.Error (a RuntimeError) carrying estuary's message;
 // estuary::MpiError becomes estuary.MpiError, a subclass.
 #include <cstring>
+#include <map>
 #include <mpi.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -736,9 +738,10 @@ NB_MODULE(_estuary, m) {
       [](const std::string& path, IdxArray rows, IdxArray cols, InArray w, i64 src_size, i64 dst_size, PyComm comm,
          const std::string& map_method, const estuary::Grid* src_grid, const estuary::Grid* dst_grid,
          const std::string& normalization, std::optional<InArray> dst_frac, std::optional<InArray> columns,
-         int num_wgts) {
+         int num_wgts, const std::map<std::string, std::string>& attributes) {
         const estuary::Links l = links_from(rows, cols, w);
         estuary::WeightWriteOptions o;
+        o.attributes.assign(attributes.begin(), attributes.end());
         std::vector<double> cols_copy;
         if (columns) {
           cols_copy.assign(columns->data(), columns->data() + columns->size());
@@ -762,8 +765,10 @@ NB_MODULE(_estuary, m) {
       "path"_a, "rows"_a, "cols"_a, "weights"_a, "src_size"_a, "dst_size"_a, "comm"_a = nb::none(),
       "map_method"_a = "", "src_grid"_a = nb::none(), "dst_grid"_a = nb::none(), "normalization"_a = "none",
       "dst_frac"_a = nb::none(), "columns"_a = nb::none(), "num_wgts"_a = 1,
+      "attributes"_a = std::map<std::string, std::string>{},
       "Collective: writes every rank's links (0-based rows = destination, cols = source) as one SCRIP file; "
-      "columns (links x num_wgts values, flat) gives several weights per link (bicubic: 4).");
+      "columns (links x num_wgts values, flat) gives several weights per link (bicubic: 4); attributes: "
+      "extra global text attributes (e.g. estuary_fixed_value of a stack).");
   m.def(
       "read_weights",
       [](const std::string& path, PyComm comm) {
@@ -918,6 +923,23 @@ NB_MODULE(_estuary, m) {
       "src"_a, "dst"_a, "comm"_a = nb::none(), "order"_a = 1, "normalization"_a = "fracarea",
       "Collective: conservative weights (CDO gencon; order 2: with gradients) for the dst cells this rank "
       "holds, from each rank's share of the source cells. Returns (rows, cols, weights, dst_frac, dst_area).");
+
+  m.def(
+      "stack_weights",
+      [](const estuary::Grid& src, const estuary::Grid& dst, PyComm comm, const std::string& stack) {
+        const std::vector<estuary::StackStage> stages = estuary::stack_from_text(stack, "stack_weights");
+        estuary::StackWeights w;
+        {
+          nb::gil_scoped_release release;
+          w = estuary::stack_weights(src, dst, comm.comm, stages);
+        }
+        nb::object fixed = w.has_fixed ? nb::cast(w.fixed_value) : nb::none();
+        return nb::make_tuple(links_to_py(std::move(w.links)), fixed, w.filled, estuary::describe(stages));
+      },
+      "src"_a, "dst"_a, "comm"_a = nb::none(), "stack"_a,
+      "Collective: an interpolation stack (YAC-style; e.g. \"bilinear | nnn n=4 | creep steps=2 | fixed value=-999\") "
+      "for the dst points this rank holds, from each rank's share of the source grid. Returns ((rows, cols, "
+      "weights), the fixed value or None, targets filled per stage, the stack's canonical text).");
 
   // ---- the coupler ----
   m.def(
@@ -1281,6 +1303,15 @@ NB_MODULE(_estuary, m) {
           } else {
             d["scripr"] = nb::none();
           }
+          nb::list stages;
+          for (const estuary::StageSpec& st : c.interpolation) {
+            nb::dict sd, params;
+            for (const auto& [k, v] : st.params) params[k.c_str()] = v;
+            sd["name"] = st.name;
+            sd["params"] = params;
+            stages.append(sd);
+          }
+          d["interpolation"] = stages;
           if (c.conserv) {
             nb::dict cs;
             cs["mode"] = std::string(estuary::name_of(c.conserv->mode));

@@ -690,3 +690,33 @@ def test_inspect_schedule_config_scripr_and_errors(tmp_path):
                       "--component", "ocean:1:box:torc", check=False, cwd=run)
     assert bad.returncode == 2 and "bogus" in bad.stderr and "atmos" in bad.stderr
     assert set(os.listdir(run)) == before
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_weights_stack_nnn_within_distance_then_fixed(tmp_path, ranks):
+    """--method stack: YAC's nnn (3 nearest, arithmetic mean) within 25 degrees, the rest fixed at
+    -5 (the attribute estuary_fixed_value); checked against numpy great-circle angles."""
+    import netCDF4
+    path = tmp_path / "stack.nc"
+    estuary_cli("weights", "--src", "lonlat:12x6", "--dst", "lonlat:7x5", "--method", "stack", "--stack",
+                "nnn n=3 weighting=average max_search_distance=25|fixed value=-5", "--out", str(path),
+                "--ranks", str(ranks), "--json")
+    with netCDF4.Dataset(path) as f:
+        src_addr = f["src_address"][:] - 1
+        dst_addr = f["dst_address"][:] - 1
+        w = f["remap_matrix"][:, 0]
+        assert f.estuary_fixed_value == "-5.0"
+    s, d = lonlat_centres(12, 6), lonlat_centres(7, 5)
+    filled = 0
+    for j in range(35):
+        k = dst_addr == j
+        ang = np.degrees(np.arctan2(np.linalg.norm(np.cross(s, d[j]), axis=1), s @ d[j]))
+        third = np.sort(ang)[2]
+        if third > 25 + 1e-9:
+            assert k.sum() == 0, j
+            continue
+        filled += 1
+        assert k.sum() == 3, j
+        np.testing.assert_allclose(w[k], 1 / 3, rtol=1e-15)
+        assert ang[src_addr[k]].max() <= third + 1e-9, j
+    assert 0 < filled < 35

@@ -17,17 +17,28 @@ void check_mpi(int rc, const char* call) {
   throw MpiError(std::string(call) + " failed: " + std::string(text, len), world_rank_label());
 }
 
+std::vector<int> allgather_counts(int n, MPI_Comm comm, std::vector<int>& displs, const char* where) {
+  int p = 0;
+  MPI_Comm_size(comm, &p);
+  std::vector<int> counts(static_cast<std::size_t>(p));
+  displs.assign(static_cast<std::size_t>(p), 0);
+  check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  std::int64_t total = 0;
+  for (int r = 0; r < p; ++r) {
+    displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
+    total += counts[static_cast<std::size_t>(r)];
+    if (total > INT32_MAX) throw Error("more than 2^31 values to gather", where);
+  }
+  return counts;
+}
+
 std::vector<std::string> allgather_strings(const std::string& mine, MPI_Comm comm) {
   int p = 0;
   MPI_Comm_size(comm, &p);
   int n = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
-  check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
-  int total = 0;
-  for (int r = 0; r < p; ++r) {
-    displs[static_cast<std::size_t>(r)] = total;
-    total += counts[static_cast<std::size_t>(r)];
-  }
+  std::vector<int> displs;
+  const std::vector<int> counts = allgather_counts(n, comm, displs, "allgather_strings");
+  const int total = displs.back() + counts.back();
   std::string all(static_cast<std::size_t>(total), '\0');
   check_mpi(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, comm),
             "MPI_Allgatherv");

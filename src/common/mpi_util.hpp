@@ -40,6 +40,10 @@ void agree_within(MPI_Comm comm, double timeout_s, const std::string& step, cons
 // by hash and named by it), instead of the ranks entering different collectives and hanging.
 void agree_same(MPI_Comm comm, const std::string& setting, const std::string& value);
 
+// For an MPI_Allgatherv of `n` values from this rank: every rank's count, and in `displs` where
+// its values start. Collective. Throws estuary::Error (`where`) when the total exceeds an int.
+std::vector<int> allgather_counts(int n, MPI_Comm comm, std::vector<int>& displs, const char* where);
+
 // Every rank's string, gathered on every rank (in rank order). Collective.
 std::vector<std::string> allgather_strings(const std::string& mine, MPI_Comm comm);
 

@@ -15,6 +15,7 @@
 #include "common/mpi_util.hpp"
 #include "couple/couple_io.hpp"
 #include "couple/coupling.hpp"
+#include "couple/coupling_weights.hpp"
 #include "couple/grid_writing.hpp"  // OASIS grid files
 #include "couple/timeline.hpp"
 #include "estuary/couple.hpp"
@@ -31,28 +32,6 @@ using i64 = std::int64_t;
 
 namespace {
 
-// The runoff mapping a SCRIPR entry asks for (OASIS 5's LOCC*: the n nearest unmasked targets,
-// conservative; YAC's SPMAP from YAML), or none for the other methods.
-std::optional<RunoffOptions> runoff_options(const ScriprSpec& s) {
-  RunoffOptions o;
-  o.variance = s.variance;
-  if (s.method == "LOCCUNIF" || s.method == "LOCCDIST" || s.method == "LOCCGAUS") {
-    o.neighbors = s.neighbors;
-    o.weighting = s.method == "LOCCUNIF"   ? RunoffWeighting::uniform
-                  : s.method == "LOCCDIST" ? RunoffWeighting::distance
-                                           : RunoffWeighting::gaussian;
-    return o;
-  }
-  if (s.method != "SPMAP") return std::nullopt;
-  o.spread_distance = s.spread_distance;
-  o.max_search_distance = s.max_search_distance;
-  o.weighting = s.weighting == "DIST" ? RunoffWeighting::distance : RunoffWeighting::uniform;
-  o.scaling = s.scaling == "SRCAREA"      ? RunoffScaling::srcarea
-              : s.scaling == "INVTGTAREA" ? RunoffScaling::invtgtarea
-              : s.scaling == "NONE"       ? RunoffScaling::none
-                                          : RunoffScaling::fracarea;
-  return o;
-}
 
 // What one rank defined, as all ranks learn it at enddef.
 struct VarInfo {
@@ -619,17 +598,6 @@ void Component::Impl::build(const CouplingConfig& cfg, std::map<std::pair<std::s
 }
 
 namespace {
-// Generated multi-column weights as one matrix over the stacked source: column c of link
-// (d, s) is the link (d, c * n_src + s), a link's columns consecutive (as read_weights with
-// stack_columns returns a file's).
-Links stack_columns(const Links& value, const std::vector<std::array<double, 4>>& columns, i64 n_src) {
-  Links out;
-  for (std::size_t e = 0; e < value.row.size(); ++e)
-    for (std::size_t col = 0; col < 4; ++col)
-      out.add(value.row[e], static_cast<i64>(col) * n_src + value.col[e], columns[e][col]);
-  return out;
-}
-
 // The source decomposition of the stacked source [x, g1, ...]: the rank's points in each of
 // the `ncols` blocks, block after block (the layout of the Coupling's stacked buffer).
 Decomp stacked_decomp(const Decomp& src, int ncols) {
@@ -744,8 +712,8 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
     if (!given) {
       GridFileNeeds needs;
       needs.mask = true;
-      needs.corners = cfg.scripr && cfg.scripr->method == "CONSERV";
-      needs.area = static_cast<bool>(cfg.conserv) || (cfg.scripr && runoff_options(*cfg.scripr));
+      needs.corners = detail::weights_need_corners(cfg);
+      needs.area = static_cast<bool>(cfg.conserv) || (cfg.scripr && detail::runoff_options(*cfg.scripr));
       needs.context = here + ", " + (source ? "source" : "target") + " grid";
       const OasisGridFiles files = OasisGridFiles::in(opt.directory);
       Grid out = read_oasis_grid(files, ref.name, holds ? parts[static_cast<std::size_t>(part)].decomp : Decomp::empty(global),
@@ -778,139 +746,21 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
   int ncols = 1;
   if (cfg.mapping) {
     weight_file = path_in(opt.directory, cfg.mapping->file);
-  } else if (cfg.scripr) {
-    const std::string method = cfg.scripr->method;
-    if (method == "CONSERV") {
-      // OASIS's convention: the weights live in rmp_<src>_to_<dst>_CONSERV_<NORM>.nc. A file
-      // there that estuary did not write (SCRIP, CDO, an earlier OASIS run) is used as it is;
-      // otherwise estuary generates the weights and caches them there, keyed by the grids'
-      // fingerprint, so the next run with the same grids reads them instead.
-      const std::string norm = cfg.scripr->normalization.empty() ? "DESTAREA" : cfg.scripr->normalization;
-      weight_file = path_in(opt.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_CONSERV_" + norm + ".nc");
-      Grid sg = side_grid(true), dg = side_grid(false);
-      const int order = cfg.scripr->order == "SECOND" ? 2 : 1;
-      char fp[80];
-      std::snprintf(fp, sizeof fp, "%016llx-%016llx-CONSERV-%s-%d",
-                    static_cast<unsigned long long>(grid_fingerprint(sg, c.comm)),
-                    static_cast<unsigned long long>(grid_fingerprint(dg, c.comm)), norm.c_str(), order);
-      int exists = std::filesystem::exists(weight_file) ? 1 : 0;
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &exists, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
-      const std::string cached = exists ? read_global_attribute(weight_file, "estuary_fingerprint", c.comm) : "";
-      // 0 read the user's file, 1 reuse the cache, 2 generate: the same on every rank.
-      int action = !exists ? 2 : cached.empty() ? 0 : cached == fp ? 1 : 2;
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &action, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
-      if (action == 0) {
-        log("coupling " + c.label + ": CONSERV weights read from " + weight_file);
-      } else if (action == 1) {
-        log("coupling " + c.label + ": CONSERV weights reused from " + weight_file + " (same grids)");
-      } else {
-        const double t0 = MPI_Wtime();
-        ConservativeOptions co;
-        co.order = order;
-        co.normalization = norm == "DESTAREA" ? ConservNormalization::destarea : ConservNormalization::fracarea;
-        co.nearest_for_uncovered = norm == "FRACNNEI";
-        try {
-          ConservativeWeights w = conservative_weights(sg, dg, c.comm, co);
-          links = std::move(w.links);
-        } catch (const MpiError&) {
-          throw;
-        } catch (const Error& e) {
-          throw Error(e.fault(), here + (e.where().empty() ? "" : ", " + e.where()), e.fix());
-        }
-        WeightWriteOptions wo;
-        wo.map_method = "Conservative remapping";
-        wo.normalization = norm == "DESTAREA" ? "destarea" : "fracarea";
-        wo.title = "estuary SCRIPR CONSERV " + norm + (order == 2 ? " SECOND" : " FIRST");
-        wo.attributes = {{"estuary_fingerprint", fp}};
-        // Written under a temporary name and renamed: a run cut short leaves no half file.
-        const std::string tmp = weight_file + ".tmp";
-        write_weights(tmp, links, c.src_global, c.dst_global, c.comm, wo);
-        int r = 0;
-        MPI_Comm_rank(c.comm, &r);
-        if (r == 0) std::filesystem::rename(tmp, weight_file);
-        check_mpi(MPI_Barrier(c.comm), "MPI_Barrier");
-        char took[64];
-        std::snprintf(took, sizeof took, "%.3f", MPI_Wtime() - t0);
-        log("coupling " + c.label + ": CONSERV weights generated in " + took + " s, cached in " + weight_file);
-        weight_file.clear();  // the Remap takes the links in memory
-      }
-    } else {
-      Grid sg = side_grid(true), dg = side_grid(false);
-      if (method == "DISTWGT") {
-        DistanceWeightOptions o;
-        o.neighbors = cfg.scripr->neighbors;
-        try {
-          links = distance_weights(sg, dg, c.comm, o);
-        } catch (const MpiError&) {
-          throw;
-        } catch (const Error& e) {  // name the coupling (file and line) the neighbours come from
-          throw Error("SCRIPR DISTWGT: " + e.fault(), here + ", distance_weights", e.fix());
-        }
-      } else if (method == "BILINEAR" && cfg.scripr->grid_type == "D") {
-        // A reduced Gaussian source (OASIS's grid type D): OASIS's row-by-row search, with its
-        // own nearest-neighbour fallback (the fill below then finds nothing left to fill).
-        ReducedBilinearOptions o;
-        o.nearest_fill = cfg.scripr->nearest_fill;
-        try {
-          links = bilinear_weights_reduced(sg, dg, c.comm, o);
-        } catch (const MpiError&) {
-          throw;
-        } catch (const Error& e) {
-          throw Error("SCRIPR BILINEAR D: " + e.fault(), here + ", bilinear_weights_reduced", e.fix());
-        }
-      } else if (method == "BICUBIC" && cfg.scripr->grid_type == "D") {
-        throw Error("SCRIPR BICUBIC on a reduced (D) source grid is not supported yet by estuary", here,
-                    "use BILINEAR D, or MAPPING with weights generated offline (OASIS's remap_bicubic_reduced)");
-      } else if (method == "BILINEAR") {
-        links = bilinear_weights(sg, dg, c.comm);
-      } else if (method == "GAUSWGT") {
-        GaussianWeightOptions o;
-        o.neighbors = cfg.scripr->neighbors;
-        o.variance = cfg.scripr->variance;
-        try {
-          links = gaussian_weights(sg, dg, c.comm, o);
-        } catch (const MpiError&) {
-          throw;
-        } catch (const Error& e) {
-          throw Error("SCRIPR GAUSWGT: " + e.fault(), here + ", gaussian_weights", e.fix());
-        }
-      } else if (const auto ro = runoff_options(*cfg.scripr)) {
-        // Runoff (LOCC*, SPMAP): each source point spread over the nearest unmasked targets.
-        try {
-          links = runoff_weights(sg, dg, c.comm, *ro);
-        } catch (const MpiError&) {
-          throw;
-        } catch (const Error& e) {
-          throw Error("SCRIPR " + method + ": " + e.fault(), here + ", runoff_weights", e.fix());
-        }
-      } else if (method == "CALLBACK") {
-        links = callback_links(c, cfg, sg, dg, here);
-      } else if (method == "BICUBIC") {
-        // CDO's genbic links, folded with its source gradients into one matrix (as `cdo remap`
-        // applies a bicubic file): the model gives no gradients.
-        // The four columns are kept too, for a model that puts its own gradients.
-        BicubicWeights bw = bicubic_weights(sg, dg, c.comm);
-        links = std::move(bw.links);
-        stacked = stack_columns(bw.value, bw.columns, c.src_global);
-        ncols = 4;
-      } else {
-        throw Error("SCRIPR " + method + " is not generated by estuary", here, "use DISTWGT, BILINEAR, or MAPPING with a weight file");
-      }
-      // OASIS3-MCT fills the targets the method leaves without links from the nearest unmasked
-      // source point, unless the namcouple says DISTWGTNF / BILINEARNF / BICUBICNF / GAUSWGTNF.
-      // (Not after a runoff mapping: a target no river reaches gets nothing, or the total would change.)
-      if (cfg.scripr->nearest_fill && !runoff_options(*cfg.scripr)) {
-        const std::size_t before = links.row.size();
-        fill_nearest(sg, dg, c.comm, links);
-        for (std::size_t e = before; e < links.row.size() && ncols > 1; ++e)  // value column only
-          stacked.add(links.row[e], links.col[e], links.weight[e]);
-        long long filled = static_cast<long long>(links.row.size() - before);
-        check_mpi(MPI_Allreduce(MPI_IN_PLACE, &filled, 1, MPI_LONG_LONG, MPI_SUM, c.comm), "MPI_Allreduce");
-        if (filled > 0)
-          log("coupling " + c.label + ": " + std::to_string(filled) + " target point(s) without " + method +
-              " links filled from the nearest unmasked source point (OASIS's default; " + method + "NF turns it off)");
-      }
-    }
+  } else if (cfg.scripr || !cfg.interpolation.empty()) {
+    detail::WeightContext wc;
+    wc.directory = opt.directory;
+    wc.label = c.label;
+    wc.here = here;
+    wc.src_global = c.src_global;
+    wc.dst_global = c.dst_global;
+    wc.log = [this](const std::string& line) { log(line); };
+    wc.callback = [&](const Grid& s, const Grid& d) { return callback_links(c, cfg, s, d, here); };
+    detail::CouplingWeights w = detail::coupling_weights(cfg, side_grid(true), side_grid(false), c.comm, wc);
+    links = std::move(w.links);
+    weight_file = std::move(w.weight_file);
+    ro.unmapped_value = w.unmapped_value;
+    stacked = std::move(w.stacked);
+    ncols = w.ncols;
   } else {
     detail::agree(c.comm, [&] {
       if (c.src_global != c.dst_global)

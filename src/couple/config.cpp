@@ -21,6 +21,7 @@
 
 #include "common/checked.hpp"
 #include "estuary/error.hpp"
+#include "estuary/weightgen.hpp"
 
 namespace estuary {
 
@@ -70,8 +71,8 @@ std::string number_text(double v) {
 
 // ---- vocabulary shared by both formats (names are case-insensitive) ----
 
-constexpr std::array<const char*, 8> kTransforms{"LOCTRANS", "MAPPING", "SCRIPR",  "CONSERV",
-                                                 "BLASOLD",  "BLASNEW", "CHECKIN", "CHECKOUT"};
+constexpr std::array<const char*, 9> kTransforms{"LOCTRANS", "MAPPING", "SCRIPR",   "CONSERV", "BLASOLD",
+                                                 "BLASNEW",  "CHECKIN", "CHECKOUT", "STACK"};
 // OASIS3 transformations OASIS3-MCT dropped: named so that an old namcouple gets a precise message.
 constexpr std::array<const char*, 13> kObsoleteTransforms{
     "NOINTERP", "REDGLO", "INVERT", "MASK",    "EXTRAP", "CORRECT", "INTERP",
@@ -234,6 +235,17 @@ void check_coupling(const CouplingConfig& c, const Fail& fail, bool negative_per
          "list as many target fields as source fields: they correspond by position");
   if (!(c.period > 0) && !(negative_period_ok && c.period < 0))
     fail("coupling period " + number_text(c.period) + " is not positive", "give the period in seconds (> 0)");
+  if ((c.mapping ? 1 : 0) + (c.scripr ? 1 : 0) + (c.interpolation.empty() ? 0 : 1) > 1)
+    fail("more than one of MAPPING, SCRIPR and STACK (interpolation) in one coupling", "keep one of them");
+  if (!c.interpolation.empty()) {
+    std::vector<StackStage> stages;
+    try {
+      for (const StageSpec& st : c.interpolation) stages.push_back(make_stage(st.name, st.params, ""));
+      check_stack(stages, "");
+    } catch (const Error& e) {
+      fail("interpolation: " + e.fault(), e.fix());
+    }
+  }
   if (c.status == FieldStatus::input && !c.transforms.empty())
     fail("an INPUT field takes no transformations", "remove them");
   if (c.status == FieldStatus::output)
@@ -762,13 +774,13 @@ CouplingConfig Namcouple::read_entry(const Line& L1, CouplingSetup& s) {
       if (is_obsolete_transform(n))
         fail(ln.no, "transformation " + n + " is obsolete (OASIS3 only; OASIS3-MCT aborts on it too)",
              "OASIS3-MCT and estuary support LOCTRANS, MAPPING, SCRIPR, CONSERV, BLASOLD, "
-             "BLASNEW, CHECKIN and CHECKOUT");
+             "BLASNEW, CHECKIN and CHECKOUT (and estuary STACK)");
       if (n == "YAC")
         fail(ln.no, "transformation YAC (OASIS3-MCT built with YAC) is not supported yet by estuary",
              "use SCRIPR or MAPPING");
       if (!is_transform(n))
         fail(ln.no, "unknown transformation " + quoted(n),
-             "use LOCTRANS, MAPPING, SCRIPR, CONSERV, BLASOLD, BLASNEW, CHECKIN or CHECKOUT (in capitals)");
+             "use LOCTRANS, MAPPING, SCRIPR, CONSERV, BLASOLD, BLASNEW, CHECKIN, CHECKOUT or STACK (in capitals)");
       if (std::find(c.transforms.begin(), c.transforms.end(), n) != c.transforms.end())
         note(ln.no, "transformation " + n + " listed twice: both configuration lines are read, the last one counts (as in OASIS3-MCT)");
       c.transforms.push_back(n);
@@ -832,6 +844,24 @@ void Namcouple::read_transform(CouplingConfig& c, const std::string& name, int e
     if (l.w[0] != name_of(*op)) note(l.no, quoted(l.w[0]) + " read as " + name_of(*op) + " (OASIS3-MCT reads its first letters)");
     c.loctrans = *op;
     extra_words(l, 1, "the LOCTRANS operation");
+  } else if (name == "STACK") {
+    // estuary's extension: the stages of an interpolation stack, separated by '|', each a name
+    // and key=value parameters, e.g. "conservative normalization=fracarea | nnn n=4 | fixed value=-999".
+    const Line& l = take(entry, "the STACK line 'stage [key=value ...] | stage ...'");
+    std::string text;
+    for (const std::string& w : l.w) text.append(text.empty() ? "" : " ").append(w);
+    try {
+      c.interpolation = split_stack(text, "");
+    } catch (const Error& e) {
+      fail(l.no, "STACK: " + e.fault(), e.fix());
+    }
+    try {
+      std::vector<StackStage> stages;
+      for (const StageSpec& st : c.interpolation) stages.push_back(make_stage(st.name, st.params, ""));
+      check_stack(stages, "");
+    } catch (const Error& e) {
+      fail(l.no, "STACK: " + e.fault(), e.fix());
+    }
   } else if (name == "MAPPING") {
     const Line& l = take(entry, "the MAPPING line 'file.nc [src|dst] [bfb|sum|opt]'");
     MappingSpec m;
@@ -1019,6 +1049,7 @@ class Yaml {
   void side(const YAML::Node& n, const std::string& ctx, std::vector<std::string>& fields,
             std::string& component, GridRef& grid);
   void transform(const YAML::Node& item, const std::string& ctx, CouplingConfig& c);
+  void interpolation(const YAML::Node& list, const std::string& ctx, CouplingConfig& c);
 
   std::string path_;
 };
@@ -1105,7 +1136,7 @@ void Yaml::side(const YAML::Node& n, const std::string& ctx, std::vector<std::st
 
 CouplingConfig Yaml::coupling(const YAML::Node& n, const std::string& ctx) {
   keys(n, ctx, {"source", "target", "period", "lag", "seq", "status", "restart", "file",
-                "transforms"});
+                "transforms", "interpolation"});
   CouplingConfig c;
   c.origin = where(n);
   if (const auto v = n["status"]) {
@@ -1143,10 +1174,43 @@ CouplingConfig Yaml::coupling(const YAML::Node& n, const std::string& ctx) {
     for (std::size_t i = 0; i < list.size(); ++i)
       transform(list[i], ctx + ".transforms[" + std::to_string(i) + "]", c);
   }
+  if (const auto list = n["interpolation"]) interpolation(list, ctx + ".interpolation", c);
   check_coupling(c, [&](const std::string& what, const std::string& fix) {
     fail(n, ctx + ": " + what, fix);
   });
   return c;
+}
+
+// `interpolation: [bilinear, {nnn: {n: 4}}, {fixed: {value: -999}}]`: each stage is a name, or a
+// mapping of its name to its parameters; every stage is checked where it is written.
+void Yaml::interpolation(const YAML::Node& list, const std::string& ctx, CouplingConfig& c) {
+  if (!list.IsSequence() || list.size() == 0)
+    fail(list, ctx + " must be a non-empty list of stages", "e.g. [bilinear, {nnn: {n: 4}}, {fixed: {value: -999}}]");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node item = list[i];
+    const std::string at = ctx + "[" + std::to_string(i) + "]";
+    StageSpec st;
+    if (item.IsScalar()) {
+      st.name = item.Scalar();
+    } else {
+      if (!item.IsMap() || item.size() != 1)
+        fail(item, at + " must be a stage name or a mapping with one key, the stage's name", "e.g. '{nnn: {n: 4}}'");
+      st.name = item.begin()->first.Scalar();
+      const YAML::Node params = item.begin()->second;
+      if (!params.IsNull()) {
+        if (!params.IsMap()) fail(params, at + "." + st.name + " must be a mapping of parameters", "e.g. '{n: 4}'");
+        for (const auto& kv : params)
+          st.params.emplace_back(kv.first.Scalar(), scalar(kv.second, at + "." + st.name + "." + kv.first.Scalar()));
+      }
+    }
+    try {
+      make_stage(st.name, st.params, "");
+    } catch (const Error& e) {
+      fail(item, at + ": " + e.fault(), e.fix());
+    }
+    c.interpolation.push_back(st);
+  }
+  c.transforms.push_back("STACK");
 }
 
 void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingConfig& c) {
@@ -1171,6 +1235,9 @@ void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingCon
   if (!is_transform(up) || name != lower(name))
     fail(at, "unknown transformation " + quoted(name) + " in " + ctx,
          "use loctrans, mapping, scripr, conserv, blasold, blasnew, checkin or checkout");
+  if (up == "STACK")
+    fail(at, "stack is the namcouple's name; in YAML the stages are the coupling's key 'interpolation'",
+         "write 'interpolation: [bilinear, {nnn: {n: 4}}]' next to 'transforms'");
   if (std::find(c.transforms.begin(), c.transforms.end(), up) != c.transforms.end())
     fail(at, "transformation " + name + " listed twice");
   c.transforms.push_back(up);
@@ -1323,7 +1390,7 @@ bool CouplingConfig::operator==(const CouplingConfig& o) const {
   auto key = [](const CouplingConfig& c) {
     return std::tie(c.src_fields, c.dst_fields, c.period, c.restart_file, c.input_file, c.status,
                     c.src_grid, c.dst_grid, c.lag, c.seq, c.transforms, c.loctrans, c.mapping,
-                    c.scripr, c.conserv, c.blasold, c.blasnew, c.checkin, c.checkout,
+                    c.scripr, c.interpolation, c.conserv, c.blasold, c.blasnew, c.checkin, c.checkout,
                     c.src_component, c.dst_component);
   };
   return key(*this) == key(o);

@@ -17,6 +17,7 @@
 #include "estuary/error.hpp"
 #include "gradients.hpp"
 #include "kdtree.hpp"
+#include "pointsearch.hpp"
 #include "sphere.hpp"
 
 namespace estuary {
@@ -66,6 +67,10 @@ bool distance_is_less(double d, double dx, i64 a, i64 ax) {
   return d + kCmpTol < dx || (a < ax && std::fabs(d - dx) < kCmpTol);
 }
 
+}  // namespace
+
+namespace detail {
+
 // The nn nearest points of `tree` to q in CDO's order (addr[i] INT64_MAX, dist[i] DBL_MAX when
 // the tree has fewer): CDO's distance, ties within 1e-12 in increasing index.
 void nearest(const KdTree& tree, const std::vector<Vec3>& xyz, const Vec3& q, std::size_t nn, std::vector<i64>& cand,
@@ -94,23 +99,11 @@ void nearest(const KdTree& tree, const std::vector<Vec3>& xyz, const Vec3& q, st
 }
 
 // Every source point, gathered from the ranks' shares: unit vectors and mask by global index.
-struct SourcePoints {
-  std::vector<Vec3> xyz;
-  std::vector<char> valid;
-  std::vector<double> lon, lat;  // degrees, by global index
-};
-
-SourcePoints gather_source(const Grid& src, MPI_Comm comm, const char* where = "distance_weights") {
-  int p = 1;
-  MPI_Comm_size(comm, &p);
+SourcePoints gather_source(const Grid& src, MPI_Comm comm, const char* where) {
   const int n = static_cast<int>(src.size());
-  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p), 0);
-  detail::check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
-  i64 total = 0;
-  for (int r = 0; r < p; ++r) {
-    displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
-    total += counts[static_cast<std::size_t>(r)];
-  }
+  std::vector<int> displs;
+  std::vector<int> counts = detail::allgather_counts(n, comm, displs, where);
+  const i64 total = static_cast<i64>(displs.back()) + counts.back();
   if (total > INT32_MAX / 2) throw Error("source grid too large to gather", where);
   // Global index times 2 plus the mask bit, and lon, lat interleaved.
   std::vector<i64> key(static_cast<std::size_t>(n));
@@ -160,7 +153,11 @@ SourcePoints gather_source(const Grid& src, MPI_Comm comm, const char* where = "
   return s;
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::gather_source;
+using detail::nearest;
+using detail::SourcePoints;
 
 Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const DistanceWeightOptions& options) {
   SourcePoints s;
@@ -173,7 +170,7 @@ Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Di
     detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
     if (sizes[0] != -sizes[1]) throw Error("the ranks disagree on the source grid size", "distance_weights");
   });
-  detail::agree(comm, [&] { s = gather_source(src, comm); });
+  detail::agree(comm, [&] { s = gather_source(src, comm, "distance_weights"); });
 
   const std::size_t ng = s.xyz.size();
   std::vector<i64> subset;
@@ -425,6 +422,10 @@ std::pair<double, double> find_weights(double plon, double plat, const Quad& q) 
   return {x, y};
 }
 
+}  // namespace
+
+namespace detail {
+
 // CDO's gridIsCircular for the first row: one more step of the first longitude increment
 // after the last point comes back to the first point.
 bool is_cyclic(const std::vector<double>& lon_deg, i64 nx) {
@@ -435,7 +436,54 @@ bool is_cyclic(const std::vector<double>& lon_deg, i64 nx) {
   return std::fabs(d1) > 0 && std::min(span, 360.0 - span) < 1e-3 * std::fabs(d1);
 }
 
-}  // namespace
+
+QuadSearch::QuadSearch(const SourcePoints& s, i64 nx, i64 ny) : s_(s), nx_(nx), ny_(ny) {
+  const std::size_t ng = s.xyz.size();
+  clon_.resize(ng);
+  clat_.resize(ng);
+  for (std::size_t u = 0; u < ng; ++u) {
+    clon_[u] = cdo_lon(s.lon[u]);
+    clat_[u] = cdo_lat(s.lat[u]);
+  }
+  cyclic_ = is_cyclic(s.lon, nx);
+  std::vector<i64> all(ng);
+  std::iota(all.begin(), all.end(), i64{0});
+  tree_ = std::make_unique<KdTree>(s.xyz, std::move(all));
+}
+
+QuadSearch::~QuadSearch() = default;
+
+bool QuadSearch::find(double lon_deg, double lat_deg, i64 (&idx)[4], double (&qlon)[4], double (&qlat)[4],
+                      std::vector<i64>& cand, std::vector<i64>& addr, std::vector<double>& dist) const {
+  if (s_.xyz.empty()) return false;
+  const double plon = cdo_lon(lon_deg), plat = cdo_lat(lat_deg);
+  // point_in_quad: the quad with lower-left corner (i, j), if it holds the point.
+  auto point_in_quad = [&](i64 i, i64 j) {
+    const i64 ip1 = i < nx_ - 1 ? i + 1 : cyclic_ ? 0 : i;
+    const i64 jp1 = j < ny_ - 1 ? j + 1 : j;
+    if (i == ip1 || j == jp1) return false;
+    idx[0] = j * nx_ + i;
+    idx[1] = j * nx_ + ip1;
+    idx[2] = jp1 * nx_ + ip1;
+    idx[3] = jp1 * nx_ + i;
+    for (int k = 0; k < 4; ++k) {
+      qlon[k] = clon_[static_cast<std::size_t>(idx[k])];
+      qlat[k] = clat_[static_cast<std::size_t>(idx[k])];
+    }
+    return quad_cross_products(plon, plat, qlon, qlat);
+  };
+  // gridSearchSquareCurv2d: the quads around the nearest source point.
+  nearest(*tree_, s_.xyz, unit_vector(lon_deg, lat_deg), 1, cand, addr, dist);
+  for (int kk = 0; kk < 4; ++kk) {
+    i64 j = addr[0] / nx_, i = addr[0] - j * nx_;
+    if (kk == 0 || kk == 2) i = i > 0 ? i - 1 : cyclic_ ? nx_ - 1 : 0;
+    if (kk == 0 || kk == 1) j = j > 0 ? j - 1 : 0;
+    if (point_in_quad(i, j)) return true;
+  }
+  return false;
+}
+
+}  // namespace detail
 
 // CDO's quad search (remap_search_square) and weights for bilinear (4 weights a target, one a
 // link) and bicubic (4 links of 4 weights: value, and the three gradient terms); `cubic` selects
@@ -464,31 +512,8 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
 
   const i64 nx = src.dims[0], ny = src.dims[1];
   const std::size_t ng = s.xyz.size();
-  std::vector<double> clon(ng), clat(ng);
-  for (std::size_t u = 0; u < ng; ++u) {
-    clon[u] = cdo_lon(s.lon[u]);
-    clat[u] = cdo_lat(s.lat[u]);
-  }
-  const bool cyclic = is_cyclic(s.lon, nx);
-  std::vector<i64> all(ng);
-  std::iota(all.begin(), all.end(), i64{0});
-  const KdTree tree(s.xyz, std::move(all));
-
-  // point_in_quad: the quad with lower-left corner (i, j), if it holds the point.
-  auto point_in_quad = [&](i64 i, i64 j, double plon, double plat, Quad& q) {
-    const i64 ip1 = i < nx - 1 ? i + 1 : cyclic ? 0 : i;
-    const i64 jp1 = j < ny - 1 ? j + 1 : j;
-    if (i == ip1 || j == jp1) return false;
-    q.idx[0] = j * nx + i;
-    q.idx[1] = j * nx + ip1;
-    q.idx[2] = jp1 * nx + ip1;
-    q.idx[3] = jp1 * nx + i;
-    for (int k = 0; k < 4; ++k) {
-      q.lon[k] = clon[static_cast<std::size_t>(q.idx[k])];
-      q.lat[k] = clat[static_cast<std::size_t>(q.idx[k])];
-    }
-    return quad_cross_products(plon, plat, q.lon, q.lat);
-  };
+  const detail::QuadSearch search(s, nx, ny);
+  const KdTree& tree = search.tree();
 
   out.row.reserve(4 * static_cast<std::size_t>(dst.size()));
   out.col.reserve(out.row.capacity());
@@ -500,16 +525,8 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
     const auto u = static_cast<std::size_t>(k);
     const double plon = cdo_lon(dst.lon[u]), plat = cdo_lat(dst.lat[u]);
     const Vec3 p = unit_vector(dst.lon[u], dst.lat[u]);
-    // gridSearchSquareCurv2d: the quads around the nearest source point.
-    nearest(tree, s.xyz, p, 1, cand, addr, dist);
     Quad q{};
-    int result = 0;
-    for (int kk = 0; kk < 4 && result == 0; ++kk) {
-      i64 j = addr[0] / nx, i = addr[0] - j * nx;
-      if (kk == 0 || kk == 2) i = i > 0 ? i - 1 : cyclic ? nx - 1 : 0;
-      if (kk == 0 || kk == 1) j = j > 0 ? j - 1 : 0;
-      if (point_in_quad(i, j, plon, plat, q)) result = 1;
-    }
+    int result = search.find(dst.lon[u], dst.lat[u], q.idx, q.lon, q.lat, cand, addr, dist) ? 1 : 0;
     double w[4] = {0, 0, 0, 0};
     double cw[4][4] = {};  // bicubic: per corner, the value and three gradient weights
     double fallback[4] = {0, 0, 0, 0};  // CDO's srcLats: latitudes, or normalised 1/distance

@@ -1,0 +1,267 @@
+// The weights of a coupling generated at set-up: SCRIPR (OASIS's methods) and STACK (estuary's
+// YAC-style interpolation stack), with OASIS's cache-file convention for the expensive ones.
+#include "couple/coupling_weights.hpp"
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/mpi_util.hpp"
+#include "estuary/error.hpp"
+#include "estuary/runoff.hpp"
+#include "estuary/weightgen.hpp"
+#include "estuary/weights.hpp"
+
+namespace estuary::detail {
+
+namespace {
+
+std::string path_in(const std::string& dir, const std::string& file) {
+  if (dir.empty() || file.empty() || file[0] == '/') return file;
+  return dir + "/" + file;
+}
+
+// Generated multi-column weights as one matrix over the stacked source: column c of link
+// (d, s) is the link (d, c * n_src + s), a link's columns consecutive (as read_weights with
+// stack_columns returns a file's).
+Links stack_columns(const Links& value, const std::vector<std::array<double, 4>>& columns, std::int64_t n_src) {
+  Links out;
+  for (std::size_t e = 0; e < value.row.size(); ++e)
+    for (std::size_t col = 0; col < 4; ++col)
+      out.add(value.row[e], static_cast<std::int64_t>(col) * n_src + value.col[e], columns[e][col]);
+  return out;
+}
+
+std::string hex_fingerprints(const Grid& sg, const Grid& dg, MPI_Comm comm) {
+  char fp[40];
+  std::snprintf(fp, sizeof fp, "%016llx-%016llx", static_cast<unsigned long long>(grid_fingerprint(sg, comm)),
+                static_cast<unsigned long long>(grid_fingerprint(dg, comm)));
+  return fp;
+}
+
+// An error of a generator, re-thrown at the coupling's place.
+template <class F>
+auto at_coupling(const WeightContext& ctx, const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const MpiError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(what + e.fault(), ctx.here + (e.where().empty() ? "" : ", " + e.where()), e.fix());
+  }
+}
+
+// OASIS's convention for weights that cost: they live in `file` in the run folder. A file there
+// that estuary did not write (SCRIP, CDO, an earlier OASIS run) is used as it is; otherwise the
+// weights are generated and cached there with the key `fp` (grids' fingerprints and the method),
+// so the next run with the same grids and method reads them instead. `generate` fills the links
+// and the write options (title, method, attributes besides the key).
+CouplingWeights cached(const std::string& file, const std::string& fp, const std::string& what, MPI_Comm comm,
+                       const WeightContext& ctx, const std::function<void(Links&, WeightWriteOptions&)>& generate) {
+  CouplingWeights out;
+  out.weight_file = file;
+  int exists = std::filesystem::exists(file) ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &exists, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  const std::string key = exists ? read_global_attribute(file, "estuary_fingerprint", comm) : "";
+  // 0 read the user's file, 1 reuse the cache, 2 generate: the same on every rank.
+  int action = !exists ? 2 : key.empty() ? 0 : key == fp ? 1 : 2;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &action, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (action == 0) {
+    ctx.log("coupling " + ctx.label + ": " + what + " weights read from " + file);
+  } else if (action == 1) {
+    ctx.log("coupling " + ctx.label + ": " + what + " weights reused from " + file + " (same grids)");
+  } else {
+    const double t0 = MPI_Wtime();
+    WeightWriteOptions wo;
+    generate(out.links, wo);
+    wo.attributes.insert(wo.attributes.begin(), {"estuary_fingerprint", fp});
+    // Written under a temporary name and renamed: a run cut short leaves no half file.
+    const std::string tmp = file + ".tmp";
+    write_weights(tmp, out.links, ctx.src_global, ctx.dst_global, comm, wo);
+    int r = 0;
+    MPI_Comm_rank(comm, &r);
+    if (r == 0) std::filesystem::rename(tmp, file);
+    check_mpi(MPI_Barrier(comm), "MPI_Barrier");
+    char took[64];
+    std::snprintf(took, sizeof took, "%.3f", MPI_Wtime() - t0);
+    ctx.log("coupling " + ctx.label + ": " + what + " weights generated in " + took + " s, cached in " + file);
+    out.weight_file.clear();  // the Remap takes the links in memory
+  }
+  return out;
+}
+
+CouplingWeights conserv(const CouplingConfig& cfg, const Grid& sg, const Grid& dg, MPI_Comm comm, const WeightContext& ctx) {
+  const std::string norm = cfg.scripr->normalization.empty() ? "DESTAREA" : cfg.scripr->normalization;
+  const std::string file =
+      path_in(ctx.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_CONSERV_" + norm + ".nc");
+  const int order = cfg.scripr->order == "SECOND" ? 2 : 1;
+  const std::string fp = hex_fingerprints(sg, dg, comm) + "-CONSERV-" + norm + "-" + std::to_string(order);
+  return cached(file, fp, "CONSERV", comm, ctx, [&](Links& links, WeightWriteOptions& wo) {
+    ConservativeOptions co;
+    co.order = order;
+    co.normalization = norm == "DESTAREA" ? ConservNormalization::destarea : ConservNormalization::fracarea;
+    co.nearest_for_uncovered = norm == "FRACNNEI";
+    links = at_coupling(ctx, "", [&] { return conservative_weights(sg, dg, comm, co).links; });
+    wo.map_method = "Conservative remapping";
+    wo.normalization = norm == "DESTAREA" ? "destarea" : "fracarea";
+    wo.title = "estuary SCRIPR CONSERV " + norm + (order == 2 ? " SECOND" : " FIRST");
+  });
+}
+
+// STACK: the stages' one matrix, cached in rmp_<src>_to_<dst>_STACK.nc keyed by the grids and
+// the stack's canonical text; the fixed value travels in the file (estuary_fixed_value), so a
+// re-read file gives the uncovered targets the same value.
+CouplingWeights stack(const CouplingConfig& cfg, const Grid& sg, const Grid& dg, MPI_Comm comm, const WeightContext& ctx) {
+  std::vector<StackStage> stages;
+  for (const StageSpec& st : cfg.interpolation) stages.push_back(make_stage(st.name, st.params, ctx.here));
+  const std::string text = describe(stages);
+  const std::string file = path_in(ctx.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_STACK.nc");
+  const std::string fp = hex_fingerprints(sg, dg, comm) + "-STACK-" + text;
+  CouplingWeights out = cached(file, fp, "STACK", comm, ctx, [&](Links& links, WeightWriteOptions& wo) {
+    StackWeights w = at_coupling(ctx, "STACK: ", [&] { return stack_weights(sg, dg, comm, stages); });
+    links = std::move(w.links);
+    wo.title = "estuary STACK " + text;
+    if (w.has_fixed) {
+      char v[40];
+      std::snprintf(v, sizeof v, "%.17g", w.fixed_value);
+      wo.attributes.emplace_back("estuary_fixed_value", v);
+    }
+    std::string counts;
+    for (std::size_t i = 0; i < stages.size() && i < w.filled.size(); ++i)
+      counts.append(counts.empty() ? "" : ", ").append(name_of(stages[i].kind)).append(" ").append(std::to_string(w.filled[i]));
+    ctx.log("coupling " + ctx.label + ": STACK " + text + ": targets filled per stage: " + counts);
+  });
+  // The file's word for the targets without links (the cache's, or a user file's if it has one).
+  const std::string fixed = read_global_attribute(file, "estuary_fixed_value", comm);
+  if (!fixed.empty()) {
+    try {
+      out.unmapped_value = std::stod(fixed);
+    } catch (const std::exception&) {
+      throw Error("estuary_fixed_value '" + fixed + "' is not a number", file, "remove the file to regenerate it");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<RunoffOptions> runoff_options(const ScriprSpec& s) {
+  RunoffOptions o;
+  o.variance = s.variance;
+  if (s.method == "LOCCUNIF" || s.method == "LOCCDIST" || s.method == "LOCCGAUS") {
+    o.neighbors = s.neighbors;
+    o.weighting = s.method == "LOCCUNIF"   ? RunoffWeighting::uniform
+                  : s.method == "LOCCDIST" ? RunoffWeighting::distance
+                                           : RunoffWeighting::gaussian;
+    return o;
+  }
+  if (s.method != "SPMAP") return std::nullopt;
+  o.spread_distance = s.spread_distance;
+  o.max_search_distance = s.max_search_distance;
+  o.weighting = s.weighting == "DIST" ? RunoffWeighting::distance : RunoffWeighting::uniform;
+  o.scaling = s.scaling == "SRCAREA"      ? RunoffScaling::srcarea
+              : s.scaling == "INVTGTAREA" ? RunoffScaling::invtgtarea
+              : s.scaling == "NONE"       ? RunoffScaling::none
+                                          : RunoffScaling::fracarea;
+  return o;
+}
+
+bool weights_need_corners(const CouplingConfig& cfg) {
+  if (cfg.scripr) return cfg.scripr->method == "CONSERV";
+  for (const StageSpec& st : cfg.interpolation) {
+    const StackStage s = make_stage(st.name, st.params, cfg.origin);
+    if (s.kind == StackStage::Kind::conservative) return true;
+    // Creep finds neighbours by i, j on a 2-D target, by shared corners otherwise.
+    if (s.kind == StackStage::Kind::creep && !(cfg.dst_grid.nx > 0 && cfg.dst_grid.ny > 1)) return true;
+  }
+  return false;
+}
+
+CouplingWeights coupling_weights(const CouplingConfig& cfg, const Grid& sg, const Grid& dg, MPI_Comm comm,
+                                 const WeightContext& ctx) {
+  if (!cfg.interpolation.empty()) return stack(cfg, sg, dg, comm, ctx);
+  const std::string method = cfg.scripr->method;
+  if (method == "CONSERV") return conserv(cfg, sg, dg, comm, ctx);
+  CouplingWeights out;
+    if (method == "DISTWGT") {
+      DistanceWeightOptions o;
+      o.neighbors = cfg.scripr->neighbors;
+      try {
+        out.links = distance_weights(sg, dg, comm, o);
+      } catch (const MpiError&) {
+        throw;
+      } catch (const Error& e) {  // name the coupling (file and line) the neighbours come from
+        throw Error("SCRIPR DISTWGT: " + e.fault(), ctx.here + ", distance_weights", e.fix());
+      }
+    } else if (method == "BILINEAR" && cfg.scripr->grid_type == "D") {
+      // A reduced Gaussian source (OASIS's grid type D): OASIS's row-by-row search, with its
+      // own nearest-neighbour fallback (the fill below then finds nothing left to fill).
+      ReducedBilinearOptions o;
+      o.nearest_fill = cfg.scripr->nearest_fill;
+      try {
+        out.links = bilinear_weights_reduced(sg, dg, comm, o);
+      } catch (const MpiError&) {
+        throw;
+      } catch (const Error& e) {
+        throw Error("SCRIPR BILINEAR D: " + e.fault(), ctx.here + ", bilinear_weights_reduced", e.fix());
+      }
+    } else if (method == "BICUBIC" && cfg.scripr->grid_type == "D") {
+      throw Error("SCRIPR BICUBIC on a reduced (D) source grid is not supported yet by estuary", ctx.here,
+                  "use BILINEAR D, or MAPPING with weights generated offline (OASIS's remap_bicubic_reduced)");
+    } else if (method == "BILINEAR") {
+      out.links = bilinear_weights(sg, dg, comm);
+    } else if (const auto ro = runoff_options(*cfg.scripr)) {
+      // Runoff (LOCC*, SPMAP): each source point spread over the nearest unmasked targets.
+      try {
+        out.links = runoff_weights(sg, dg, comm, *ro);
+      } catch (const MpiError&) {
+        throw;
+      } catch (const Error& e) {
+        throw Error("SCRIPR " + method + ": " + e.fault(), ctx.here + ", runoff_weights", e.fix());
+      }
+    } else if (method == "CALLBACK") {
+      out.links = ctx.callback(sg, dg);
+    } else if (method == "GAUSWGT") {
+      GaussianWeightOptions o;
+      o.neighbors = cfg.scripr->neighbors;
+      o.variance = cfg.scripr->variance;
+      try {
+        out.links = gaussian_weights(sg, dg, comm, o);
+      } catch (const MpiError&) {
+        throw;
+      } catch (const Error& e) {
+        throw Error("SCRIPR GAUSWGT: " + e.fault(), ctx.here + ", gaussian_weights", e.fix());
+      }
+    } else if (method == "BICUBIC") {
+      // CDO's genbic links, folded with its source gradients into one matrix (as `cdo remap`
+      // applies a bicubic file), for puts without gradients; the four columns are kept too, for
+      // a model that puts its own gradients.
+      BicubicWeights bw = bicubic_weights(sg, dg, comm);
+      out.links = std::move(bw.links);
+      out.stacked = stack_columns(bw.value, bw.columns, ctx.src_global);
+      out.ncols = 4;
+    } else {
+      throw Error("SCRIPR " + method + " is not generated by estuary", ctx.here, "use DISTWGT, BILINEAR, or MAPPING with a weight file");
+    }
+    // OASIS3-MCT fills the targets the method leaves without links from the nearest unmasked
+    // source point, unless the namcouple says DISTWGTNF / BILINEARNF / BICUBICNF / GAUSWGTNF.
+    // (Not after a runoff mapping: a target no river reaches gets nothing, or the total would change.)
+    if (cfg.scripr->nearest_fill && !runoff_options(*cfg.scripr)) {
+      const std::size_t before = out.links.row.size();
+      fill_nearest(sg, dg, comm, out.links);
+      for (std::size_t e = before; e < out.links.row.size() && out.ncols > 1; ++e)  // value column only
+        out.stacked.add(out.links.row[e], out.links.col[e], out.links.weight[e]);
+      long long filled = static_cast<long long>(out.links.row.size() - before);
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &filled, 1, MPI_LONG_LONG, MPI_SUM, comm), "MPI_Allreduce");
+      if (filled > 0)
+        ctx.log("coupling " + ctx.label + ": " + std::to_string(filled) + " target point(s) without " + method +
+            " links filled from the nearest unmasked source point (OASIS's default; " + method + "NF turns it off)");
+    }
+  return out;
+}
+
+}  // namespace estuary::detail
