@@ -2,7 +2,7 @@
 // timed in the same run on the same grids (written as SCRIP grid files for CDO). One JSON line
 // per direction (and one per CDO run):
 //   mpirun -n P build/bench/weights --grids full|medium|small [--cdo 1] [--order 1|2]
-//                                   [--method conservative|bicubic|gauswgt]
+//                                   [--method conservative|bicubic|gauswgt] [--fold 0|1]
 // bicubic needs a logically rectangular source: only the tripolar -> reduced Gaussian direction.
 // gauswgt (OASIS's GAUSWGT, 4 neighbours, variance 1) has no CDO counterpart.
 // full: ORCA025-like tripolar (1442 x 1021) <-> T799-class reduced Gaussian (842 962 cells).
@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   const std::string dir = args.str("dir", "/tmp/estuary_bench_weights");
   if (r == 0) std::filesystem::create_directories(dir);
   const std::string method = args.str("method", "conservative");
+  const bool fold = args.num("fold", 0) != 0;
   const auto [a, b] = grids(size);
   for (int dirn = 0; dirn < (method == "bicubic" ? 1 : 2); ++dirn) {
     const GridGen& src = dirn == 0 ? a : b;
@@ -92,7 +93,10 @@ int main(int argc, char** argv) {
       estuary::Links links;
       std::vector<double> columns;
       if (method == "bicubic") {
-        estuary::BicubicWeights w = estuary::bicubic_weights(s, d, MPI_COMM_WORLD);
+        // As cdo genbic: the 4 weight columns for the file, no folded matrix (--fold 1 adds it).
+        estuary::BilinearWeightOptions bo;
+        bo.fold = fold;
+        estuary::BicubicWeights w = estuary::bicubic_weights(s, d, MPI_COMM_WORLD, bo);
         for (const auto& c : w.columns) columns.insert(columns.end(), c.begin(), c.end());
         links = std::move(w.value);
       } else {

@@ -70,6 +70,10 @@ Links distance_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const
 // writes them. The result depends only on the points, not on the ranks or decompositions.
 struct BilinearWeightOptions {
   bool extrapolate = true;  // CDO's default for a global source grid
+  // bicubic_weights only: also fold the gradients into BicubicWeights::links (the matrix Remap
+  // applies; about 9 links a value link). Off when only the value links and the 4 columns are
+  // wanted, e.g. to write a SCRIP file as cdo genbic does: links is then left empty.
+  bool fold = true;
 };
 
 // Collective over comm; `src` and `dst` as for distance_weights. Throws estuary::Error (on every
