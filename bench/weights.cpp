@@ -11,6 +11,9 @@
 // time includes its writing) and the links; the load balance is the intersection phase's max
 // over mean.
 #include <mpi.h>
+#include <sys/resource.h>
+
+#include <ctime>
 
 #include <chrono>
 #include <cstdio>
@@ -43,8 +46,15 @@ double mean_over_ranks(double x, MPI_Comm comm) {
   return s / p;
 }
 
+double thread_cpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // `cdo OP` (gencon, genbic) on rank 0 (one thread), seconds; -1 when it fails.
-double time_cdo(const GridGen& src, const GridGen& dst, const std::string& dir, const std::string& op) {
+double time_cdo(const GridGen& src, const GridGen& dst, const std::string& dir, const std::string& op,
+                double* cpu = nullptr) {
   const std::string sg = dir + "/src_" + src.name() + ".nc", dg = dir + "/dst_" + dst.name() + ".nc";
   estuary::write_scrip_grid(sg, src.make());
   estuary::write_scrip_grid(dg, dst.make());
@@ -53,8 +63,13 @@ double time_cdo(const GridGen& src, const GridGen& dst, const std::string& dir, 
   if (std::system(cmd.c_str()) != 0) return -1;
   cmd = "OMP_NUM_THREADS=1 cdo -s -O -P 1 " + op + "," + dg + " " + field + " " + dir + "/cdo_weights.nc";
   const auto t0 = std::chrono::steady_clock::now();
+  rusage before{}, after{};
+  getrusage(RUSAGE_CHILDREN, &before);
   const int rc = std::system(cmd.c_str());
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  getrusage(RUSAGE_CHILDREN, &after);
+  auto sec = [](const timeval& v) { return static_cast<double>(v.tv_sec) + 1e-6 * static_cast<double>(v.tv_usec); };
+  if (cpu) *cpu = sec(after.ru_utime) - sec(before.ru_utime) + sec(after.ru_stime) - sec(before.ru_stime);
   return rc == 0 ? t : -1;
 }
 
@@ -81,15 +96,16 @@ int main(int argc, char** argv) {
     if (method != "conservative") {
       // The quad and neighbour methods: generation, then the SCRIP file (4 columns for bicubic).
       if (cdo && r == 0 && method == "bicubic") {
-        const double t = time_cdo(src, dst, dir, "genbic");
+        double cpu = 0;
+        const double t = time_cdo(src, dst, dir, "genbic", &cpu);
         std::puts(bench::Json().add("bench", "weights").add("tool", "cdo genbic").add("src", src.name())
-                      .add("dst", dst.name()).add("threads", 1).add("seconds", t).str().c_str());
+                      .add("dst", dst.name()).add("threads", 1).add("seconds", t).add("cpu", cpu).str().c_str());
       }
       MPI_Barrier(MPI_COMM_WORLD);
       const estuary::Grid s = src.make(estuary::gen::block(src.size(), r, p));
       const estuary::Grid d = dst.make(estuary::gen::block(dst.size(), r, p));
       MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
+      const double t0 = MPI_Wtime(), c0 = thread_cpu();
       estuary::Links links;
       std::vector<double> columns;
       if (method == "bicubic") {
@@ -103,6 +119,11 @@ int main(int argc, char** argv) {
         links = estuary::gaussian_weights(s, d, MPI_COMM_WORLD);
       }
       const double wall = bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
+      // CPU time too: on a shared machine the wall time mostly says how busy the others were.
+      // (It includes the MPI library's polling while a rank waits in a collective.)
+      const double cpu = thread_cpu() - c0;
+      const double cpu_max = bench::max_over_ranks(cpu, MPI_COMM_WORLD);
+      const double cpu_mean = mean_over_ranks(cpu, MPI_COMM_WORLD);
       const double t1 = MPI_Wtime();
       estuary::WeightWriteOptions wo;
       wo.map_method = method == "bicubic" ? "Bicubic remapping" : "Distance weighted avg of nearest neighbors";
@@ -114,7 +135,7 @@ int main(int argc, char** argv) {
       if (r == 0)
         std::puts(bench::Json().add("bench", "weights").add("tool", "estuary").add("method", method)
                       .add("src", src.name()).add("dst", dst.name()).add("ranks", p).add("seconds", wall)
-                      .add("write_seconds", write).add("links", n)
+                      .add("cpu_max", cpu_max).add("cpu_mean", cpu_mean).add("write_seconds", write).add("links", n)
                       .add("peak_rss_mb", bench::proc_status_mb("VmHWM:")).str().c_str());
       continue;
     }

@@ -11,10 +11,14 @@
 // looks at only 2n candidates from its tree, so with more than 2n points tied at the n-th
 // distance it may pick others; here all tied points are considered).
 //
-// Parallelism: the source points (centres and mask, 32 bytes a point) are gathered on every
-// rank, which builds a 3-D k-d tree over them; each rank then searches only for the
-// destination points it holds, and returns their links. The result depends only on the points,
-// not on the number of ranks or the decompositions.
+// Parallelism (every method here: DISTWGT, GAUSWGT, bilinear, bicubic, fill_nearest): no rank
+// holds the whole source grid. The source points are dealt to the owners of a fixed lon-lat
+// partition of the sphere (bins), which count them; each rank then fetches the bins that can
+// hold the nearest points of the destination points it holds (a bound from the counts), builds
+// a 3-D k-d tree over them and searches it; the quad methods also fetch, by index, the grid
+// neighbours of each point's nearest source point. Set-up memory per rank is O(its share plus
+// a halo). The result depends only on the points, not on the number of ranks or the
+// decompositions: every point that can be among the answers is always fetched.
 #pragma once
 
 #include <mpi.h>
