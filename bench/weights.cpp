@@ -2,7 +2,7 @@
 // timed in the same run on the same grids (written as SCRIP grid files for CDO). One JSON line
 // per direction (and one per CDO run):
 //   mpirun -n P build/bench/weights --grids full|medium|small [--cdo 1] [--order 1|2]
-//                                   [--method conservative|bicubic|gauswgt|runoff|bilinear_reduced]
+//                                   [--method conservative|bicubic|gauswgt|runoff|bilinear_reduced] [--fold 0|1]
 // bicubic needs a logically rectangular source: only the tripolar -> reduced Gaussian direction.
 // gauswgt (OASIS's GAUSWGT, 4 neighbours, variance 1) has no CDO counterpart, nor have runoff
 // (LOCCDIST, 4 target neighbours, from the land points of the source to the ocean points of the
@@ -14,6 +14,9 @@
 // time includes its writing) and the links; the load balance is the intersection phase's max
 // over mean.
 #include <mpi.h>
+#include <sys/resource.h>
+
+#include <ctime>
 
 #include <chrono>
 #include <cstdio>
@@ -47,8 +50,15 @@ double mean_over_ranks(double x, MPI_Comm comm) {
   return s / p;
 }
 
+double thread_cpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // `cdo OP` (gencon, genbic) on rank 0 (one thread), seconds; -1 when it fails.
-double time_cdo(const GridGen& src, const GridGen& dst, const std::string& dir, const std::string& op) {
+double time_cdo(const GridGen& src, const GridGen& dst, const std::string& dir, const std::string& op,
+                double* cpu = nullptr) {
   const std::string sg = dir + "/src_" + src.name() + ".nc", dg = dir + "/dst_" + dst.name() + ".nc";
   estuary::write_scrip_grid(sg, src.make());
   estuary::write_scrip_grid(dg, dst.make());
@@ -57,8 +67,13 @@ double time_cdo(const GridGen& src, const GridGen& dst, const std::string& dir, 
   if (std::system(cmd.c_str()) != 0) return -1;
   cmd = "OMP_NUM_THREADS=1 cdo -s -O -P 1 " + op + "," + dg + " " + field + " " + dir + "/cdo_weights.nc";
   const auto t0 = std::chrono::steady_clock::now();
+  rusage before{}, after{};
+  getrusage(RUSAGE_CHILDREN, &before);
   const int rc = std::system(cmd.c_str());
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  getrusage(RUSAGE_CHILDREN, &after);
+  auto sec = [](const timeval& v) { return static_cast<double>(v.tv_sec) + 1e-6 * static_cast<double>(v.tv_usec); };
+  if (cpu) *cpu = sec(after.ru_utime) - sec(before.ru_utime) + sec(after.ru_stime) - sec(before.ru_stime);
   return rc == 0 ? t : -1;
 }
 
@@ -77,6 +92,7 @@ int main(int argc, char** argv) {
   const std::string dir = args.str("dir", "/tmp/estuary_bench_weights");
   if (r == 0) std::filesystem::create_directories(dir);
   const std::string method = args.str("method", "conservative");
+  const bool fold = args.num("fold", 0) != 0;
   const auto [a, b] = grids(size);
   const bool one_way = method == "bicubic" || method == "bilinear_reduced";
   for (int dirn = 0; dirn < (one_way ? 1 : 2); ++dirn) {
@@ -86,9 +102,10 @@ int main(int argc, char** argv) {
     if (method != "conservative") {
       // The quad and neighbour methods: generation, then the SCRIP file (4 columns for bicubic).
       if (cdo && r == 0 && method == "bicubic") {
-        const double t = time_cdo(src, dst, dir, "genbic");
+        double cpu = 0;
+        const double t = time_cdo(src, dst, dir, "genbic", &cpu);
         std::puts(bench::Json().add("bench", "weights").add("tool", "cdo genbic").add("src", src.name())
-                      .add("dst", dst.name()).add("threads", 1).add("seconds", t).str().c_str());
+                      .add("dst", dst.name()).add("threads", 1).add("seconds", t).add("cpu", cpu).str().c_str());
       }
       MPI_Barrier(MPI_COMM_WORLD);
       estuary::Grid s = src.make(estuary::gen::block(src.size(), r, p));
@@ -96,11 +113,14 @@ int main(int argc, char** argv) {
       if (method == "runoff")
         for (auto& m : s.mask) m = 1 - m;  // the land points send
       MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
+      const double t0 = MPI_Wtime(), c0 = thread_cpu();
       estuary::Links links;
       std::vector<double> columns;
       if (method == "bicubic") {
-        estuary::BicubicWeights w = estuary::bicubic_weights(s, d, MPI_COMM_WORLD);
+        // As cdo genbic: the 4 weight columns for the file, no folded matrix (--fold 1 adds it).
+        estuary::BilinearWeightOptions bo;
+        bo.fold = fold;
+        estuary::BicubicWeights w = estuary::bicubic_weights(s, d, MPI_COMM_WORLD, bo);
         for (const auto& c : w.columns) columns.insert(columns.end(), c.begin(), c.end());
         links = std::move(w.value);
       } else if (method == "runoff") {
@@ -114,6 +134,11 @@ int main(int argc, char** argv) {
         links = estuary::gaussian_weights(s, d, MPI_COMM_WORLD);
       }
       const double wall = bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
+      // CPU time too: on a shared machine the wall time mostly says how busy the others were.
+      // (It includes the MPI library's polling while a rank waits in a collective.)
+      const double cpu = thread_cpu() - c0;
+      const double cpu_max = bench::max_over_ranks(cpu, MPI_COMM_WORLD);
+      const double cpu_mean = mean_over_ranks(cpu, MPI_COMM_WORLD);
       const double t1 = MPI_Wtime();
       estuary::WeightWriteOptions wo;
       wo.map_method = method == "bicubic" ? "Bicubic remapping"
@@ -127,7 +152,7 @@ int main(int argc, char** argv) {
       if (r == 0)
         std::puts(bench::Json().add("bench", "weights").add("tool", "estuary").add("method", method)
                       .add("src", src.name()).add("dst", dst.name()).add("ranks", p).add("seconds", wall)
-                      .add("write_seconds", write).add("links", n)
+                      .add("cpu_max", cpu_max).add("cpu_mean", cpu_mean).add("write_seconds", write).add("links", n)
                       .add("peak_rss_mb", bench::proc_status_mb("VmHWM:")).str().c_str());
       continue;
     }

@@ -14,6 +14,7 @@
 #include <cfloat>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <cstdlib>
 #include <numeric>
 #include <sstream>
@@ -333,4 +334,177 @@ TEST(WeightGen, MaskedDestinationGetsNoLinks) {
   ASSERT_LT(want.size(), all.size());
   std::ostringstream why;
   EXPECT_TRUE(same_links(masked, want, 0.0, why)) << why.str();
+}
+
+namespace {
+
+// The n nearest source points of (lon, lat) over the whole grid, by brute force: CDO's
+// distance (the squared chord rounded to single precision), ties to the smaller index; only
+// unmasked points when `unmasked`.
+std::vector<i64> brute_nearest(const estuary::Grid& whole, double lon, double lat, int n, bool unmasked) {
+  auto xyz = [](double lo, double la) {
+    const double a = lo * M_PI / 180, b = la * M_PI / 180;
+    return std::array<double, 3>{std::cos(b) * std::cos(a), std::cos(b) * std::sin(a), std::sin(b)};
+  };
+  const auto q = xyz(lon, lat);
+  std::vector<std::pair<double, i64>> d;
+  for (i64 s = 0; s < whole.size(); ++s) {
+    if (unmasked && !whole.valid(s)) continue;
+    const auto v = xyz(whole.lon[static_cast<std::size_t>(s)], whole.lat[static_cast<std::size_t>(s)]);
+    const double d2 = (v[0] - q[0]) * (v[0] - q[0]) + (v[1] - q[1]) * (v[1] - q[1]) + (v[2] - q[2]) * (v[2] - q[2]);
+    d.push_back({std::sqrt(static_cast<double>(static_cast<float>(d2))), s});
+  }
+  std::sort(d.begin(), d.end());
+  std::vector<i64> out;
+  for (int k = 0; k < n && k < static_cast<int>(d.size()); ++k) out.push_back(d[static_cast<std::size_t>(k)].second);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A regional curvilinear source (nx x ny, lon 10..22, lat 30..40, rows sheared) with land in
+// one corner, and a few points of it moved far away: most destination points of a global grid
+// are far from every source point, so each rank's search must reach far beyond its own points.
+struct Regional {
+  estuary::Grid whole;
+  explicit Regional(i64 nx, i64 ny) {
+    whole.kind = estuary::GridKind::curvilinear;
+    whole.name = "regional";
+    whole.dims = {nx, ny};
+    whole.global_size = nx * ny;
+    for (i64 j = 0; j < ny; ++j)
+      for (i64 i = 0; i < nx; ++i) {
+        whole.lon.push_back(10.0 + 12.0 * static_cast<double>(i) / static_cast<double>(nx - 1) + 0.05 * static_cast<double>(j));
+        whole.lat.push_back(30.0 + 10.0 * static_cast<double>(j) / static_cast<double>(ny - 1));
+        whole.mask.push_back(i < nx / 3 && j < ny / 2 ? 0 : 1);
+      }
+    whole.lon[0] = -150, whole.lat[0] = -60;  // outliers (masked, then unmasked)
+    whole.lon[static_cast<std::size_t>(nx * ny - 1)] = 100, whole.lat[static_cast<std::size_t>(nx * ny - 1)] = 75;
+  }
+  estuary::Grid part(const estuary::Decomp& d) const {
+    estuary::Grid g = whole;
+    g.points = d.to_indices();
+    g.lon.clear(), g.lat.clear(), g.mask.clear();
+    for (i64 k : g.points) {
+      g.lon.push_back(whole.lon[static_cast<std::size_t>(k)]);
+      g.lat.push_back(whole.lat[static_cast<std::size_t>(k)]);
+      g.mask.push_back(whole.mask[static_cast<std::size_t>(k)]);
+    }
+    return g;
+  }
+};
+
+}  // namespace
+
+TEST(WeightGen, DistributedSearchMatchesGatheredSearch) {
+  // Each rank fetches only the source points near its destination points (bins around them,
+  // widened until they hold enough points). Against the whole source searched by brute force
+  // (the n nearest of every destination point: what a search over the gathered grid finds),
+  // and against one rank holding both grids (bit for bit, every method on the search), with
+  // the destination points scattered over the ranks (random, cyclic) and the source in
+  // cyclic shares or blocks with repeated points. Source grids: a coarse one (32 points, so
+  // bins hold few points and widen far), a tripolar one with land (the unmasked-only search
+  // widens over continents), a Gaussian grid, and a regional grid far from most destination
+  // points.
+  const int p = etest::world_size(), r = etest::world_rank();
+  struct Pair {
+    std::function<estuary::Grid(const estuary::Decomp&)> src;
+    i64 src_size;
+    estuary::GridGen dst;
+    std::string name;
+  };
+  auto gen = [](const estuary::GridGen& g) {
+    return [g](const estuary::Decomp& d) { return g.make(d); };
+  };
+  const estuary::GridGen coarse = estuary::GridGen::lonlat(8, 4), tri = estuary::GridGen::tripolar(60, 40).with_land(),
+                         gauss = estuary::GridGen::gaussian(48, 24);
+  const Regional regional(70, 50);
+  const std::vector<Pair> pairs = {
+      {gen(coarse), coarse.size(), estuary::GridGen::lonlat(37, 23), coarse.name()},
+      {gen(tri), tri.size(), estuary::GridGen::reduced_gaussian(16), tri.name()},
+      {gen(gauss), gauss.size(), estuary::GridGen::tripolar(50, 36).with_land(), gauss.name()},
+      {[&](const estuary::Decomp& d) { return regional.part(d); }, regional.whole.global_size,
+       estuary::GridGen::lonlat(36, 18), "regional"},
+  };
+  // (A folded row may hold several links to one source point, one a corner: ordered by weight
+  // too, so that the comparison does not depend on how the sort left them.)
+  auto full = [](std::vector<Link> l) {
+    std::sort(l.begin(), l.end(), [](const Link& a, const Link& b) { return std::tie(a.dst, a.src, a.w) < std::tie(b.dst, b.src, b.w); });
+    return l;
+  };
+  // The columns as links (one a column) so that they are compared in the same order.
+  auto column_links = [](const estuary::BicubicWeights& b) {
+    Links l;
+    for (std::size_t k = 0; k < b.columns.size(); ++k)
+      for (int c = 0; c < 4; ++c) l.add(b.value.row[k], 4 * b.value.col[k] + c, b.columns[k][static_cast<std::size_t>(c)]);
+    return l;
+  };
+  estuary::GaussianWeightOptions go;
+  go.neighbors = 5;
+  estuary::BilinearWeightOptions nf;
+  nf.fold = false;
+  for (const Pair& pr : pairs) {
+    const estuary::Grid whole = pr.src(estuary::Decomp::stripes(pr.src_size, {{0, pr.src_size, 1}})), dall = pr.dst.make();
+    // The references, once: brute force for DISTWGT (both mask rules), one rank for the rest.
+    std::vector<Link> brute[2], one_dist[2];
+    estuary::DistanceWeightOptions dopt[2];
+    for (const bool unmasked : {false, true}) {
+      estuary::DistanceWeightOptions& o = dopt[unmasked];
+      o.neighbors = unmasked ? 3 : 6;
+      o.mask_rule = unmasked ? estuary::SourceMaskRule::nearest_unmasked : estuary::SourceMaskRule::drop_after_search;
+      for (i64 j = 0; j < dall.size(); ++j) {
+        if (!dall.valid(j)) continue;
+        for (i64 s : brute_nearest(whole, dall.lon[static_cast<std::size_t>(j)], dall.lat[static_cast<std::size_t>(j)],
+                                   o.neighbors, unmasked))
+          if (whole.valid(s)) brute[unmasked].push_back({j, s, 0.0});
+      }
+      one_dist[unmasked] = gather_sorted(estuary::distance_weights(whole, dall, MPI_COMM_SELF, o), MPI_COMM_SELF);
+    }
+    const std::vector<Link> one_gaus = full(gather_sorted(estuary::gaussian_weights(whole, dall, MPI_COMM_SELF, go), MPI_COMM_SELF));
+    Links bl1 = estuary::bilinear_weights(whole, dall, MPI_COMM_SELF);
+    const std::vector<Link> one_bil = full(gather_sorted(bl1, MPI_COMM_SELF));
+    estuary::fill_nearest(whole, dall, MPI_COMM_SELF, bl1);
+    const std::vector<Link> one_fill = full(gather_sorted(bl1, MPI_COMM_SELF));
+    const estuary::BicubicWeights bc1 = estuary::bicubic_weights(whole, dall, MPI_COMM_SELF);
+    const std::vector<Link> one_folded = full(gather_sorted(bc1.links, MPI_COMM_SELF));
+    const std::vector<Link> one_cols = full(gather_sorted(column_links(bc1), MPI_COMM_SELF));
+    // Scattered destination points (every rank searches everywhere), and blocks (each rank
+    // fetches only what its own region needs: what a too short reach would get wrong).
+    for (const std::string dk : {"random", "cyclic", "block"}) {
+      if (dk != "random" && &pr != &pairs[1] && &pr != &pairs[3]) continue;  // (keeps the test quick)
+      const std::string sk = dk == "cyclic" ? "halo" : "cyclic";
+      const estuary::Grid src = pr.src(rtest::decomp(sk, pr.src_size, p, r));
+      const estuary::Grid dst = pr.dst.make(rtest::decomp(dk, pr.dst.size(), p, r));
+      const std::string at = pr.name + " -> " + pr.dst.name() + ", src " + sk + ", dst " + dk;
+      auto same = [&](const Links& par, const std::vector<Link>& want, const std::string& what) {
+        std::ostringstream why;
+        EXPECT_TRUE(same_links(full(gather_sorted(par)), want, 0.0, why)) << at << ", " << what << ": " << why.str();
+      };
+      // DISTWGT, both mask rules: the links' sources are the brute-force nearest (minus the
+      // masked ones for CDO's rule), and the links those of one rank, bit for bit.
+      for (const bool unmasked : {false, true}) {
+        const std::vector<Link> got = gather_sorted(estuary::distance_weights(src, dst, MPI_COMM_WORLD, dopt[unmasked]));
+        const std::vector<Link>& want = brute[unmasked];
+        ASSERT_EQ(got.size(), want.size()) << at << (unmasked ? " unmasked" : "");
+        for (std::size_t k = 0; k < got.size(); ++k)
+          ASSERT_TRUE(got[k].dst == want[k].dst && got[k].src == want[k].src)
+              << at << ": link " << k << " is " << got[k].dst << "->" << got[k].src << ", brute force "
+              << want[k].dst << "->" << want[k].src;
+        std::ostringstream why;
+        EXPECT_TRUE(same_links(got, one_dist[unmasked], 0.0, why)) << at << ": " << why.str();
+      }
+      // GAUSWGT, bilinear, the nearest fill, bicubic (the folded matrix and the value links'
+      // 4 columns, with and without the fold): bit-identical to one rank.
+      same(estuary::gaussian_weights(src, dst, MPI_COMM_WORLD, go), one_gaus, "gauswgt");
+      Links bl = estuary::bilinear_weights(src, dst, MPI_COMM_WORLD);
+      same(bl, one_bil, "bilinear");
+      estuary::fill_nearest(src, dst, MPI_COMM_WORLD, bl);
+      same(bl, one_fill, "bilinear + fill_nearest");
+      const estuary::BicubicWeights bc = estuary::bicubic_weights(src, dst, MPI_COMM_WORLD);
+      same(bc.links, one_folded, "bicubic folded");
+      same(column_links(bc), one_cols, "bicubic columns");
+      const estuary::BicubicWeights bn = estuary::bicubic_weights(src, dst, MPI_COMM_WORLD, nf);
+      same(column_links(bn), one_cols, "bicubic columns, no fold");
+      EXPECT_EQ(bn.links.size(), 0);
+    }
+  }
 }

@@ -11,10 +11,14 @@
 // looks at only 2n candidates from its tree, so with more than 2n points tied at the n-th
 // distance it may pick others; here all tied points are considered).
 //
-// Parallelism: the source points (centres and mask, 32 bytes a point) are gathered on every
-// rank, which builds a 3-D k-d tree over them; each rank then searches only for the
-// destination points it holds, and returns their links. The result depends only on the points,
-// not on the number of ranks or the decompositions.
+// Parallelism (every method here: DISTWGT, GAUSWGT, bilinear, bicubic, fill_nearest): no rank
+// holds the whole source grid. The source points are dealt to the owners of a fixed lon-lat
+// partition of the sphere (bins), which count them; each rank then fetches the bins that can
+// hold the nearest points of the destination points it holds (a bound from the counts), builds
+// a 3-D k-d tree over them and searches it; the quad methods also fetch, by index, the grid
+// neighbours of each point's nearest source point. Set-up memory per rank is O(its share plus
+// a halo). The result depends only on the points, not on the number of ranks or the
+// decompositions: every point that can be among the answers is always fetched.
 #pragma once
 
 #include <mpi.h>
@@ -73,6 +77,10 @@ Links distance_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const
 // writes them. The result depends only on the points, not on the ranks or decompositions.
 struct BilinearWeightOptions {
   bool extrapolate = true;  // CDO's default for a global source grid
+  // bicubic_weights only: also fold the gradients into BicubicWeights::links (the matrix Remap
+  // applies; about 9 links a value link). Off when only the value links and the 4 columns are
+  // wanted, e.g. to write a SCRIP file as cdo genbic does: links is then left empty.
+  bool fold = true;
 };
 
 // Collective over comm; `src` and `dst` as for distance_weights. Throws estuary::Error (on every

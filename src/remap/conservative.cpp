@@ -16,6 +16,7 @@
 #include "estuary/redist.hpp"
 #include "estuary/weightgen.hpp"
 #include "kdtree.hpp"
+#include "search.hpp"
 #include "sphere.hpp"
 
 namespace estuary {
@@ -205,14 +206,7 @@ struct SourceCells {
 
 // The source cells in `need` (sorted, unique), fetched from the ranks that hold them.
 SourceCells fetch_sources(const Grid& src, int ncorner, std::vector<i64> need, bool lat, MPI_Comm comm) {
-  std::vector<i64> held = src.points;
-  if (held.empty()) {
-    held.resize(static_cast<std::size_t>(src.size()));
-    std::iota(held.begin(), held.end(), i64{0});
-  }
-  RedistOptions ro;
-  ro.plan.duplicate = DuplicatePolicy::lowest_rank;
-  Redist move(Decomp::indices(src.global_size, held), Decomp::indices(src.global_size, need), comm, ro);
+  Redist move = detail::fetch_plan(src, need, comm);
   const std::size_t ns = static_cast<std::size_t>(src.size()), nn = need.size(), nc = static_cast<std::size_t>(ncorner);
   // One field per corner coordinate, and the mask.
   std::vector<std::vector<double>> from(2 * nc, std::vector<double>(ns)), to(2 * nc, std::vector<double>(nn));

@@ -21,56 +21,93 @@ inline double sq_dist(const Vec3& a, const Vec3& b) {
 inline double coord(const Vec3& v, int d) { return d == 0 ? v.x : d == 1 ? v.y : v.z; }
 
 // A static 3-D k-d tree over a subset of points: the subtree of [lo, hi) is split at
-// mid = (lo + hi) / 2 along axis_[mid], the points before mid no further along it than perm_[mid].
+// mid = (lo + hi) / 2 along axis_[mid], the points before mid no further along it than node mid.
+// The points are copied into the tree in its own order (coordinates and id side by side), so
+// that a search reads consecutive memory instead of jumping through an index array.
 class KdTree {
  public:
-  KdTree(const std::vector<Vec3>& pts, std::vector<std::int64_t> subset)
-      : pts_(pts), perm_(std::move(subset)), axis_(perm_.size(), 0) {
-    build(0, perm_.size());
+  KdTree(const std::vector<Vec3>& pts, const std::vector<std::int64_t>& subset)
+      : node_(subset.size()), axis_(subset.size(), 0) {
+    for (std::size_t k = 0; k < subset.size(); ++k) node_[k] = {pts[static_cast<std::size_t>(subset[k])], subset[k]};
+    build(0, node_.size());
   }
 
-  bool empty() const { return perm_.empty(); }
+  bool empty() const { return node_.empty(); }
+  std::size_t size() const { return node_.size(); }
 
   // The squared distance to the k-th nearest point (k >= 1, k <= size), or +inf when empty.
   double kth_sq_dist(const Vec3& q, std::size_t k) const {
-    std::vector<double> best(k, INFINITY);  // ascending
-    knn(q, 0, perm_.size(), best);
-    return best.back();
+    // Ascending; a fixed buffer for the usual few neighbours (no allocation per query).
+    double small[16];
+    std::vector<double> large;
+    double* best = small;
+    if (k > 16) large.assign(k, INFINITY), best = large.data();
+    else std::fill(small, small + k, INFINITY);
+    knn(q, 0, node_.size(), best, k);
+    return best[k - 1];
   }
 
-  // Every point with squared distance <= r2, appended to out.
-  void within(const Vec3& q, double r2, std::vector<std::int64_t>& out) const { radius(q, r2, 0, perm_.size(), out); }
+  // Every point with squared distance <= r2, appended to out (its id: the index into pts).
+  void within(const Vec3& q, double r2, std::vector<std::int64_t>& out) const { radius(q, r2, 0, node_.size(), out); }
+
+  // Every point within r = sqrt(d_k) * (1 + rel) + abs of q, d_k the k-th smallest squared
+  // distance: the same points as within(q, r * r) after kth_sq_dist(q, k), appended to out in no
+  // particular order. One descent tracking the k + 1 nearest finds them when the (k+1)-th lies
+  // beyond r (the usual case: no tie at the k-th); only then is the radius search skipped.
+  void near_candidates(const Vec3& q, std::size_t k, double rel, double abs, std::vector<std::int64_t>& out) const {
+    constexpr std::size_t kMax = 16;
+    if (k + 1 > kMax) {
+      const double r = std::sqrt(kth_sq_dist(q, k)) * (1 + rel) + abs;
+      within(q, r * r, out);
+      return;
+    }
+    const std::size_t m = k + 1;
+    double d2[kMax];
+    std::int64_t id[kMax];
+    std::fill(d2, d2 + m, INFINITY);
+    std::fill(id, id + m, std::int64_t{-1});
+    knn_ids(q, 0, node_.size(), d2, id, m);
+    const double r = std::sqrt(d2[k - 1]) * (1 + rel) + abs;
+    if (d2[k] > r * r) {
+      out.insert(out.end(), id, id + k);
+      return;
+    }
+    within(q, r * r, out);
+  }
 
  private:
+  struct Node {
+    Vec3 p;
+    std::int64_t id = 0;
+  };
   static constexpr std::size_t kLeaf = 8;
 
   void build(std::size_t lo, std::size_t hi) {
     if (hi - lo <= kLeaf) return;
     double mn[3] = {INFINITY, INFINITY, INFINITY}, mx[3] = {-INFINITY, -INFINITY, -INFINITY};
-    for (std::size_t i = lo; i < hi; ++i)
-      for (int d = 0; d < 3; ++d) {
-        const double c = coord(pts_[static_cast<std::size_t>(perm_[i])], d);
-        mn[d] = std::min(mn[d], c);
-        mx[d] = std::max(mx[d], c);
-      }
+    for (std::size_t i = lo; i < hi; ++i) {
+      const Vec3& v = node_[i].p;
+      mn[0] = std::min(mn[0], v.x), mx[0] = std::max(mx[0], v.x);
+      mn[1] = std::min(mn[1], v.y), mx[1] = std::max(mx[1], v.y);
+      mn[2] = std::min(mn[2], v.z), mx[2] = std::max(mx[2], v.z);
+    }
     int axis = 0;
     for (int d = 1; d < 3; ++d)
       if (mx[d] - mn[d] > mx[axis] - mn[axis]) axis = d;
     const std::size_t mid = (lo + hi) / 2;
-    std::nth_element(perm_.begin() + static_cast<std::ptrdiff_t>(lo), perm_.begin() + static_cast<std::ptrdiff_t>(mid),
-                     perm_.begin() + static_cast<std::ptrdiff_t>(hi), [&](std::int64_t a, std::int64_t b) {
-                       const double ca = coord(pts_[static_cast<std::size_t>(a)], axis);
-                       const double cb = coord(pts_[static_cast<std::size_t>(b)], axis);
-                       return ca < cb || (ca == cb && a < b);
+    std::nth_element(node_.begin() + static_cast<std::ptrdiff_t>(lo), node_.begin() + static_cast<std::ptrdiff_t>(mid),
+                     node_.begin() + static_cast<std::ptrdiff_t>(hi), [axis](const Node& a, const Node& b) {
+                       const double ca = coord(a.p, axis), cb = coord(b.p, axis);
+                       return ca < cb || (ca == cb && a.id < b.id);
                      });
     axis_[mid] = static_cast<std::uint8_t>(axis);
     build(lo, mid);
     build(mid + 1, hi);
   }
 
-  static void offer(std::vector<double>& best, double d2) {
-    if (d2 >= best.back()) return;
-    std::size_t i = best.size() - 1;
+  static void offer(double* best, std::size_t k, double d2) {
+    if (d2 >= best[k - 1]) return;
+    std::size_t i = k - 1;
     while (i > 0 && best[i - 1] > d2) {
       best[i] = best[i - 1];
       --i;
@@ -78,42 +115,72 @@ class KdTree {
     best[i] = d2;
   }
 
-  void knn(const Vec3& q, std::size_t lo, std::size_t hi, std::vector<double>& best) const {
+  void knn(const Vec3& q, std::size_t lo, std::size_t hi, double* best, std::size_t k) const {
     if (hi - lo <= kLeaf) {
-      for (std::size_t i = lo; i < hi; ++i) offer(best, sq_dist(q, pts_[static_cast<std::size_t>(perm_[i])]));
+      for (std::size_t i = lo; i < hi; ++i) offer(best, k, sq_dist(q, node_[i].p));
       return;
     }
     const std::size_t mid = (lo + hi) / 2;
     const int axis = axis_[mid];
-    const Vec3& m = pts_[static_cast<std::size_t>(perm_[mid])];
-    offer(best, sq_dist(q, m));
+    const Vec3& m = node_[mid].p;
+    offer(best, k, sq_dist(q, m));
     const double diff = coord(q, axis) - coord(m, axis);
     if (diff <= 0) {
-      knn(q, lo, mid, best);
-      if (diff * diff <= best.back()) knn(q, mid + 1, hi, best);
+      knn(q, lo, mid, best, k);
+      if (diff * diff <= best[k - 1]) knn(q, mid + 1, hi, best, k);
     } else {
-      knn(q, mid + 1, hi, best);
-      if (diff * diff <= best.back()) knn(q, lo, mid, best);
+      knn(q, mid + 1, hi, best, k);
+      if (diff * diff <= best[k - 1]) knn(q, lo, mid, best, k);
+    }
+  }
+
+  static void offer_id(double* d2, std::int64_t* id, std::size_t k, double d, std::int64_t who) {
+    if (d >= d2[k - 1]) return;
+    std::size_t i = k - 1;
+    while (i > 0 && d2[i - 1] > d) {
+      d2[i] = d2[i - 1];
+      id[i] = id[i - 1];
+      --i;
+    }
+    d2[i] = d;
+    id[i] = who;
+  }
+
+  void knn_ids(const Vec3& q, std::size_t lo, std::size_t hi, double* d2, std::int64_t* id, std::size_t k) const {
+    if (hi - lo <= kLeaf) {
+      for (std::size_t i = lo; i < hi; ++i) offer_id(d2, id, k, sq_dist(q, node_[i].p), node_[i].id);
+      return;
+    }
+    const std::size_t mid = (lo + hi) / 2;
+    const int axis = axis_[mid];
+    const Vec3& m = node_[mid].p;
+    offer_id(d2, id, k, sq_dist(q, m), node_[mid].id);
+    const double diff = coord(q, axis) - coord(m, axis);
+    if (diff <= 0) {
+      knn_ids(q, lo, mid, d2, id, k);
+      if (diff * diff <= d2[k - 1]) knn_ids(q, mid + 1, hi, d2, id, k);
+    } else {
+      knn_ids(q, mid + 1, hi, d2, id, k);
+      if (diff * diff <= d2[k - 1]) knn_ids(q, lo, mid, d2, id, k);
     }
   }
 
   void radius(const Vec3& q, double r2, std::size_t lo, std::size_t hi, std::vector<std::int64_t>& out) const {
     if (hi - lo <= kLeaf) {
       for (std::size_t i = lo; i < hi; ++i)
-        if (sq_dist(q, pts_[static_cast<std::size_t>(perm_[i])]) <= r2) out.push_back(perm_[i]);
+        if (sq_dist(q, node_[i].p) <= r2) out.push_back(node_[i].id);
       return;
     }
     const std::size_t mid = (lo + hi) / 2;
     const int axis = axis_[mid];
-    const Vec3& m = pts_[static_cast<std::size_t>(perm_[mid])];
-    if (sq_dist(q, m) <= r2) out.push_back(perm_[mid]);
+    const Vec3& m = node_[mid].p;
+    if (sq_dist(q, m) <= r2) out.push_back(node_[mid].id);
     const double diff = coord(q, axis) - coord(m, axis);
     if (diff <= 0 || diff * diff <= r2) radius(q, r2, lo, mid, out);
     if (diff >= 0 || diff * diff <= r2) radius(q, r2, mid + 1, hi, out);
   }
 
-  const std::vector<Vec3>& pts_;
-  std::vector<std::int64_t> perm_;
+  std::vector<Node> node_;
   std::vector<std::uint8_t> axis_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -14,6 +15,36 @@
 #include "sphere.hpp"
 
 namespace estuary::detail {
+
+// CDO's conventions, shared by both searches.
+constexpr double kCmpTol = 1e-12;  // distances equal within it tie (then the smaller index wins)
+constexpr double kPi = M_PI, kPi2 = 2.0 * M_PI, kPih = 0.5 * M_PI;
+// The distance as CDO 2.1's point search returns it, from the squared chord.
+double cdo_distance(double sq);
+// CDO's neighbour order: nearer by more than kCmpTol, or as near and of a smaller index.
+bool distance_is_less(double d, double dx, std::int64_t a, std::int64_t ax);
+// knnWeightsType::storeDistance: candidate c at distance d into the nn best so far (addr, dist,
+// nearest first), ordered by distance_is_less on key(c) (the global index); no place, no change.
+template <class Key>
+void store_nearest(std::int64_t c, double d, const Key& key, std::vector<std::int64_t>& addr, std::vector<double>& dist) {
+  const std::size_t nn = addr.size();
+  const std::int64_t kc = key(c);
+  for (std::size_t i = 0; i < nn; ++i)
+    if (distance_is_less(d, dist[i], kc, key(addr[i]))) {
+      for (std::size_t j = nn - 1; j > i; --j) {
+        addr[j] = addr[j - 1];
+        dist[j] = dist[j - 1];
+      }
+      addr[i] = c;
+      dist[i] = d;
+      return;
+    }
+}
+// CDO's coordinates: radians, longitudes in [0, 2 pi], latitudes clamped.
+double cdo_lon(double deg);
+double cdo_lat(double deg);
+// SCRIP's point-in-quad test on the cross products (lons brought into one 2 pi interval).
+bool quad_cross_products(double plon, double plat, double (&lons)[4], const double (&lats)[4]);
 
 // Every source point, gathered from the ranks' shares: unit vectors and mask by global index.
 struct SourcePoints {

@@ -1,6 +1,7 @@
-// n-nearest-neighbour inverse-distance weights (CDO remapdis/gendis, OASIS DISTWGT) and bilinear
-// weights (CDO remapbil/genbil, SCRIP): the source centres gathered on every rank into a 3-D k-d
-// tree, searched for this rank's destination points.
+// n-nearest-neighbour inverse-distance weights (CDO remapdis/gendis, OASIS DISTWGT), OASIS's
+// GAUSWGT, bilinear and bicubic weights (CDO remapbil/genbil, genbic, SCRIP) and the nearest
+// fill: each rank gathers the source points near its destination points (search.hpp) into a
+// 3-D k-d tree and searches it for them.
 #include "estuary/weightgen.hpp"
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "gradients.hpp"
 #include "kdtree.hpp"
 #include "pointsearch.hpp"
+#include "search.hpp"
 #include "sphere.hpp"
 
 namespace estuary {
@@ -26,15 +28,14 @@ using i64 = std::int64_t;
 
 namespace {
 
+using detail::cdo_distance;
+using detail::distance_is_less;
+using detail::kCmpTol;
 using detail::KdTree;
 using detail::sq_dist;
 using sphere::unit_vector;
 using sphere::Vec3;
 
-// The distance as CDO 2.1's point search returns it: the squared chord in double, rounded to
-// single precision, then its square root in double. (This is what reproduces CDO's weights to
-// the last bit; the rounding moves weights by up to ~1e-8 against an all-double distance.)
-double cdo_distance(double sq) { return std::sqrt(static_cast<double>(static_cast<float>(sq))); }
 
 // CDO's bicubic weights of the four corners (bicubic_set_weights in remap_bicubic.cc): for
 // corner n, the value weight and those of the gradients across i, across j and crosswise, as
@@ -60,135 +61,121 @@ void bicubic_set_weights(double x, double y, double (&w)[4][4]) {
   w[3][3] = y1 * x2;
 }
 
-// CDO's neighbour order (knnWeightsType::distance_is_less): nearer by more than 1e-12, or
-// equally near within 1e-12 and of a smaller index.
-constexpr double kCmpTol = 1e-12;
-bool distance_is_less(double d, double dx, i64 a, i64 ax) {
-  return d + kCmpTol < dx || (a < ax && std::fabs(d - dx) < kCmpTol);
+
+// The nn nearest points of `tree` (built over positions of s) to q in CDO's order (addr[i]
+// INT64_MAX, dist[i] DBL_MAX when the tree has fewer): CDO's distance, ties within 1e-12 in
+// increasing global index. addr holds positions in s.
+void nearest(const KdTree& tree, const detail::LocalSource& s, const Vec3& q, std::size_t nn, std::vector<i64>& cand,
+             std::vector<i64>& addr, std::vector<double>& dist) {
+  // Everything that may be among the nn nearest under CDO's tolerant order.
+  // (float rounding of the squared distance moves it by at most 2^-24 relative.)
+  cand.clear();
+  tree.near_candidates(q, nn, 1e-6, 2 * kCmpTol, cand);
+  auto global = [&](i64 c) { return c == INT64_MAX ? INT64_MAX : s.index[static_cast<std::size_t>(c)]; };
+  if (cand.size() > 1)
+    std::sort(cand.begin(), cand.end(), [&](i64 a, i64 b) { return global(a) < global(b); });
+  addr.assign(nn, INT64_MAX);
+  dist.assign(nn, DBL_MAX);
+  for (i64 c : cand)  // in increasing global index
+    detail::store_nearest(c, cdo_distance(sq_dist(q, s.xyz[static_cast<std::size_t>(c)])), global, addr, dist);
+}
+
+// The unit vectors of the destination points to search for (the valid ones, or those `want`
+// selects), in local order.
+std::vector<Vec3> queries_of(const Grid& dst, const std::vector<char>* want = nullptr) {
+  std::vector<Vec3> q;
+  q.reserve(static_cast<std::size_t>(dst.size()));
+  for (i64 k = 0; k < dst.size(); ++k) {
+    const auto u = static_cast<std::size_t>(k);
+    if (dst.valid(k) && (!want || (*want)[u])) q.push_back(unit_vector(dst.lon[u], dst.lat[u]));
+  }
+  return q;
+}
+
+// A k-d tree over the positions of s (those unmasked only when asked).
+KdTree tree_of(const detail::LocalSource& s, bool unmasked_only) {
+  std::vector<i64> subset;
+  subset.reserve(s.size());
+  for (std::size_t u = 0; u < s.size(); ++u)
+    if (!unmasked_only || s.valid[u]) subset.push_back(static_cast<i64>(u));
+  return KdTree(s.xyz, subset);
+}
+
+void check_sizes(const Grid& src, MPI_Comm comm, const char* where) {
+  i64 sizes[2] = {src.global_size, -src.global_size};
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+  if (sizes[0] != -sizes[1]) throw Error("the ranks disagree on the source grid size", where);
+}
+
+// OASIS's trigonometry (SCRIP): latitudes and longitudes in radians, the angular distance.
+constexpr double kDeg2Rad = 3.14159265358979323846 / 180.0;
+struct Trig {
+  double sla, cla, slo, clo;
+  Trig(double lon_deg, double lat_deg) {
+    const double la = lat_deg * kDeg2Rad, lo = lon_deg * kDeg2Rad;
+    cla = std::cos(la), sla = std::sin(la), clo = std::cos(lo), slo = std::sin(lo);
+  }
+};
+double oasis_angle(const Trig& a, const Trig& b) {
+  const double d = a.sla * b.sla + a.cla * b.cla * (a.clo * b.clo + a.slo * b.slo);
+  return std::acos(std::min(1.0, std::max(-1.0, d)));
+}
+
+// OASIS's grid_dist_average: the mean distance between consecutive points of the source grid
+// (the last and the first included), added in grid order. Each rank adds the terms of a block
+// of indices onto the sum of the blocks before it, passed along the ranks in turn: the same
+// additions in the same order as one loop, so the same bits on any number of ranks.
+double mean_consecutive_angle(const Grid& src, MPI_Comm comm) {
+  int p = 1, r = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &r);
+  const i64 ng = src.global_size, lo = ng * r / p, hi = ng * (r + 1) / p;
+  std::vector<i64> need;
+  if (hi > lo) need.push_back(lo == 0 ? ng - 1 : lo - 1);
+  for (i64 g = lo; g < hi; ++g) need.push_back(g);
+  detail::LocalSource t;
+  detail::fetch_by_index(src, t, need, comm);
+  double sum = 0.0;
+  if (r > 0) detail::check_mpi(MPI_Recv(&sum, 1, MPI_DOUBLE, r - 1, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+  auto trig = [&](i64 g) {
+    const std::size_t u = t.position(g);
+    return Trig(t.lon[u], t.lat[u]);
+  };
+  if (hi > lo) {
+    Trig prev = trig(lo == 0 ? ng - 1 : lo - 1);
+    for (i64 g = lo; g < hi; ++g) {
+      const Trig cur = trig(g);
+      sum += oasis_angle(prev, cur);
+      prev = cur;
+    }
+  }
+  if (r + 1 < p) detail::check_mpi(MPI_Send(&sum, 1, MPI_DOUBLE, r + 1, 0, comm), "MPI_Send");
+  detail::check_mpi(MPI_Bcast(&sum, 1, MPI_DOUBLE, p - 1, comm), "MPI_Bcast");
+  return sum / static_cast<double>(ng);
 }
 
 }  // namespace
 
-namespace detail {
-
-// The nn nearest points of `tree` to q in CDO's order (addr[i] INT64_MAX, dist[i] DBL_MAX when
-// the tree has fewer): CDO's distance, ties within 1e-12 in increasing index.
-void nearest(const KdTree& tree, const std::vector<Vec3>& xyz, const Vec3& q, std::size_t nn, std::vector<i64>& cand,
-             std::vector<i64>& addr, std::vector<double>& dist) {
-  // Everything that may be among the nn nearest under CDO's tolerant order.
-  // (float rounding of the squared distance moves it by at most 2^-24 relative.)
-  const double dn = std::sqrt(tree.kth_sq_dist(q, nn)) * (1 + 1e-6) + 2 * kCmpTol;
-  cand.clear();
-  tree.within(q, dn * dn, cand);
-  std::sort(cand.begin(), cand.end());
-  addr.assign(nn, INT64_MAX);
-  dist.assign(nn, DBL_MAX);
-  for (i64 c : cand) {  // knnWeightsType::storeDistance, in increasing index
-    const double d = cdo_distance(sq_dist(q, xyz[static_cast<std::size_t>(c)]));
-    for (std::size_t i = 0; i < nn; ++i)
-      if (distance_is_less(d, dist[i], c, addr[i])) {
-        for (std::size_t j = nn - 1; j > i; --j) {
-          addr[j] = addr[j - 1];
-          dist[j] = dist[j - 1];
-        }
-        addr[i] = c;
-        dist[i] = d;
-        break;
-      }
-  }
-}
-
-// Every source point, gathered from the ranks' shares: unit vectors and mask by global index.
-SourcePoints gather_source(const Grid& src, MPI_Comm comm, const char* where) {
-  const int n = static_cast<int>(src.size());
-  std::vector<int> displs;
-  std::vector<int> counts = detail::allgather_counts(n, comm, displs, where);
-  const i64 total = static_cast<i64>(displs.back()) + counts.back();
-  if (total > INT32_MAX / 2) throw Error("source grid too large to gather", where);
-  // Global index times 2 plus the mask bit, and lon, lat interleaved.
-  std::vector<i64> key(static_cast<std::size_t>(n));
-  std::vector<double> ll(2 * static_cast<std::size_t>(n));
-  for (i64 k = 0; k < n; ++k) {
-    const auto u = static_cast<std::size_t>(k);
-    key[u] = 2 * src.global_index(k) + (src.valid(k) ? 1 : 0);
-    ll[2 * u] = src.lon[u];
-    ll[2 * u + 1] = src.lat[u];
-  }
-  std::vector<i64> all_key(static_cast<std::size_t>(total));
-  std::vector<double> all_ll(2 * static_cast<std::size_t>(total));
-  detail::check_mpi(MPI_Allgatherv(key.data(), n, MPI_INT64_T, all_key.data(), counts.data(), displs.data(),
-                                   MPI_INT64_T, comm),
-                    "MPI_Allgatherv");
-  for (auto& c : counts) c *= 2;
-  for (auto& d : displs) d *= 2;
-  detail::check_mpi(MPI_Allgatherv(ll.data(), 2 * n, MPI_DOUBLE, all_ll.data(), counts.data(), displs.data(),
-                                   MPI_DOUBLE, comm),
-                    "MPI_Allgatherv");
-
-  SourcePoints s;
-  const auto ng = static_cast<std::size_t>(src.global_size);
-  s.xyz.resize(ng);
-  s.valid.assign(ng, 0);
-  s.lon.assign(ng, 0.0);
-  s.lat.assign(ng, 0.0);
-  std::vector<char> seen(ng, 0);
-  for (std::size_t k = 0; k < all_key.size(); ++k) {
-    const i64 g = all_key[k] / 2;
-    if (g < 0 || g >= src.global_size)
-      throw Error("source point index " + std::to_string(g) + " outside the grid of " +
-                      std::to_string(src.global_size) + " points",
-                  where);
-    const auto u = static_cast<std::size_t>(g);
-    if (seen[u]) continue;  // a repeat (halo): the first holder's copy
-    seen[u] = 1;
-    s.xyz[u] = unit_vector(all_ll[2 * k], all_ll[2 * k + 1]);
-    s.valid[u] = static_cast<char>(all_key[k] & 1);
-    s.lon[u] = all_ll[2 * k];
-    s.lat[u] = all_ll[2 * k + 1];
-  }
-  for (std::size_t u = 0; u < ng; ++u)
-    if (!seen[u])
-      throw Error("source point " + std::to_string(u) + " is held by no rank", where,
-                  "pass each rank's share of the source grid so that together they cover it");
-  return s;
-}
-
-}  // namespace detail
-
-using detail::gather_source;
-using detail::nearest;
-using detail::SourcePoints;
-
 Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const DistanceWeightOptions& options) {
-  SourcePoints s;
   detail::agree(comm, [&] {
     if (options.neighbors < 1)
       throw Error("neighbors must be at least 1, not " + std::to_string(options.neighbors), "distance_weights");
     src.check();
     dst.check();
-    i64 sizes[2] = {src.global_size, -src.global_size};
-    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
-    if (sizes[0] != -sizes[1]) throw Error("the ranks disagree on the source grid size", "distance_weights");
+    check_sizes(src, comm, "distance_weights");
   });
-  detail::agree(comm, [&] { s = gather_source(src, comm, "distance_weights"); });
-
-  const std::size_t ng = s.xyz.size();
-  std::vector<i64> subset;
-  subset.reserve(ng);
-  for (std::size_t u = 0; u < ng; ++u)
-    if (options.mask_rule == SourceMaskRule::drop_after_search || s.valid[u]) subset.push_back(static_cast<i64>(u));
-  const KdTree tree(s.xyz, std::move(subset));
-  const std::size_t tree_size = options.mask_rule == SourceMaskRule::drop_after_search
-                                    ? ng
-                                    : static_cast<std::size_t>(std::count(s.valid.begin(), s.valid.end(), 1));
-  // More neighbours than the search can find makes no sense for these grids: an error, not a
-  // silent cut (every rank holds the same gathered grid, so every rank throws alike).
-  if (static_cast<std::size_t>(options.neighbors) > tree_size)
-    throw Error(std::to_string(options.neighbors) + " neighbours asked for, but the source grid " + src.name + " has only " +
-                    std::to_string(tree_size) +
-                    (options.mask_rule == SourceMaskRule::drop_after_search ? " points" : " unmasked points"),
-                "distance_weights", "ask for at most as many neighbours as there are source points");
+  const bool unmasked = options.mask_rule == SourceMaskRule::nearest_unmasked;
   const std::size_t nn = static_cast<std::size_t>(options.neighbors);
+  detail::LocalSource s;
+  detail::agree(comm, [&] { s = detail::gather_near(src, queries_of(dst), nn, unmasked, comm, "distance_weights"); });
+  const i64 tree_size = unmasked ? s.total_valid : s.total;
+  // More neighbours than the search can find makes no sense for these grids: an error, not a
+  // silent cut (the counts are the whole grid's, so every rank throws alike).
+  if (options.neighbors > tree_size)
+    throw Error(std::to_string(options.neighbors) + " neighbours asked for, but the source grid " + src.name + " has only " +
+                    std::to_string(tree_size) + (unmasked ? " unmasked points" : " points"),
+                "distance_weights", "ask for at most as many neighbours as there are source points");
+  const KdTree tree = tree_of(s, unmasked);
 
   Links out;
   out.row.reserve(static_cast<std::size_t>(dst.size()) * nn);
@@ -196,11 +183,11 @@ Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Di
   out.weight.reserve(out.row.capacity());
   std::vector<i64> cand, addr(nn);
   std::vector<double> dist(nn);
-  for (i64 k = 0; k < dst.size() && nn > 0; ++k) {
+  for (i64 k = 0; k < dst.size(); ++k) {
     if (!dst.valid(k)) continue;
     const auto u = static_cast<std::size_t>(k);
     const Vec3 q = unit_vector(dst.lon[u], dst.lat[u]);
-    nearest(tree, s.xyz, q, nn, cand, addr, dist);
+    nearest(tree, s, q, nn, cand, addr, dist);
     // checkDistance, then computeWeights: 1/d over the unmasked, normalised by their sum.
     double total = 0.0;
     std::size_t kept = 0;
@@ -208,7 +195,7 @@ Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Di
       if (addr[i] == INT64_MAX || !s.valid[static_cast<std::size_t>(addr[i])]) continue;
       if (dist[i] <= 0.0) dist[i] = 1e-14;
       dist[kept] = 1.0 / dist[i];
-      addr[kept] = addr[i];
+      addr[kept] = s.index[static_cast<std::size_t>(addr[i])];
       total += dist[kept];
       ++kept;
     }
@@ -219,7 +206,6 @@ Links distance_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Di
 }
 
 Links gaussian_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const GaussianWeightOptions& options) {
-  SourcePoints s;
   detail::agree(comm, [&] {
     if (options.neighbors < 1)
       throw Error("neighbors must be at least 1, not " + std::to_string(options.neighbors), "gaussian_weights");
@@ -228,56 +214,46 @@ Links gaussian_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Ga
                   "give the variance multiplier (OASIS's $VAR), e.g. 1");
     src.check();
     dst.check();
-    s = gather_source(src, comm, "gaussian_weights");
+    check_sizes(src, comm, "gaussian_weights");
   });
-  const std::size_t ng = s.xyz.size(), nn = static_cast<std::size_t>(options.neighbors);
-  if (nn > ng)
+  const std::size_t nn = static_cast<std::size_t>(options.neighbors);
+  detail::LocalSource s;
+  detail::agree(comm, [&] { s = detail::gather_near(src, queries_of(dst), nn, false, comm, "gaussian_weights"); });
+  if (options.neighbors > s.total)
     throw Error(std::to_string(nn) + " neighbours asked for, but the source grid " + src.name + " has only " +
-                    std::to_string(ng) + " points",
+                    std::to_string(s.total) + " points",
                 "gaussian_weights", "ask for at most as many neighbours as there are source points");
-  // OASIS's trigonometry: latitudes and longitudes in radians, its angular distance (SCRIP).
-  constexpr double deg2rad = 3.14159265358979323846 / 180.0;
-  std::vector<double> cla(ng), sla(ng), clo(ng), slo(ng);
-  for (std::size_t u = 0; u < ng; ++u) {
-    const double la = s.lat[u] * deg2rad, lo = s.lon[u] * deg2rad;
-    cla[u] = std::cos(la), sla[u] = std::sin(la), clo[u] = std::cos(lo), slo[u] = std::sin(lo);
-  }
-  auto angle = [](double sa, double ca, double so, double co, double sb, double cb, double sob, double cob) {
-    const double d = sa * sb + ca * cb * (co * cob + so * sob);
-    return std::acos(std::min(1.0, std::max(-1.0, d)));
-  };
-  // grid_dist_average: the mean distance between consecutive points of the source grid (the last
-  // and the first included), in grid order; the variance is varmul times its square.
-  double average = angle(sla[ng - 1], cla[ng - 1], slo[ng - 1], clo[ng - 1], sla[0], cla[0], slo[0], clo[0]);
-  for (std::size_t u = 1; u < ng; ++u)
-    average += angle(sla[u - 1], cla[u - 1], slo[u - 1], clo[u - 1], sla[u], cla[u], slo[u], clo[u]);
-  average /= static_cast<double>(ng);
+  // The variance is varmul times the square of the mean distance between consecutive points.
+  const double average = mean_consecutive_angle(src, comm);
   const double variance = options.variance * average * average;
+  std::vector<Trig> trig;
+  trig.reserve(s.size());
+  for (std::size_t u = 0; u < s.size(); ++u) trig.emplace_back(s.lon[u], s.lat[u]);
 
-  std::vector<i64> all(ng);
-  std::iota(all.begin(), all.end(), i64{0});
-  const KdTree tree(s.xyz, std::move(all));
+  const KdTree tree = tree_of(s, false);
   Links out;
+  out.row.reserve(static_cast<std::size_t>(dst.size()) * nn);
+  out.col.reserve(out.row.capacity());
+  out.weight.reserve(out.row.capacity());
   std::vector<i64> cand, addr(nn);
   std::vector<double> dist(nn);
   for (i64 k = 0; k < dst.size(); ++k) {
     if (!dst.valid(k)) continue;
     const auto u = static_cast<std::size_t>(k);
-    const double la = dst.lat[u] * deg2rad, lo = dst.lon[u] * deg2rad;
-    const double sa = std::sin(la), ca = std::cos(la), so = std::sin(lo), co = std::cos(lo);
+    const Trig t(dst.lon[u], dst.lat[u]);
     // Candidates: every point within the nn-th nearest chord (with slack for rounding); the
     // angle is monotonic in the chord, so they hold OASIS's nn nearest.
     const Vec3 q = unit_vector(dst.lon[u], dst.lat[u]);
-    const double r = std::sqrt(tree.kth_sq_dist(q, nn)) * (1 + 1e-9) + 1e-12;
     cand.clear();
-    tree.within(q, r * r, cand);
-    std::sort(cand.begin(), cand.end());
+    tree.near_candidates(q, nn, 1e-9, 1e-12, cand);
+    std::sort(cand.begin(), cand.end(), [&](i64 a, i64 b) {
+      return s.index[static_cast<std::size_t>(a)] < s.index[static_cast<std::size_t>(b)];
+    });
     // grid_search_nbr: in increasing index, kept if strictly nearer than a kept one.
     std::fill(addr.begin(), addr.end(), INT64_MAX);
     std::fill(dist.begin(), dist.end(), DBL_MAX);
     for (i64 c : cand) {
-      const auto v = static_cast<std::size_t>(c);
-      const double d = angle(sa, ca, so, co, sla[v], cla[v], slo[v], clo[v]);
+      const double d = oasis_angle(t, trig[static_cast<std::size_t>(c)]);
       for (std::size_t i = 0; i < nn; ++i)
         if (d < dist[i]) {
           for (std::size_t j = nn - 1; j > i; --j) addr[j] = addr[j - 1], dist[j] = dist[j - 1];
@@ -292,7 +268,7 @@ Links gaussian_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Ga
       if (addr[i] == INT64_MAX || !s.valid[static_cast<std::size_t>(addr[i])]) continue;
       const double w = 1.0 / (std::exp(0.5 * dist[i] * dist[i] / variance) + DBL_EPSILON);
       total += w;
-      addr[kept] = addr[i], dist[kept] = w;
+      addr[kept] = s.index[static_cast<std::size_t>(addr[i])], dist[kept] = w;
       ++kept;
     }
     const i64 row = dst.global_index(k);
@@ -302,27 +278,27 @@ Links gaussian_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Ga
 }
 
 void fill_nearest(const Grid& src, const Grid& dst, MPI_Comm comm, Links& links) {
-  SourcePoints s;
   detail::agree(comm, [&] {
     src.check();
     dst.check();
-    s = gather_source(src, comm, "fill_nearest");
+    check_sizes(src, comm, "fill_nearest");
   });
-  std::vector<i64> valid;
-  for (std::size_t u = 0; u < s.xyz.size(); ++u)
-    if (s.valid[u]) valid.push_back(static_cast<i64>(u));
-  const bool none = valid.empty();
-  const KdTree tree(s.xyz, std::move(valid));
   std::vector<i64> linked(links.row.begin(), links.row.end());
   std::sort(linked.begin(), linked.end());
+  std::vector<char> lone(static_cast<std::size_t>(dst.size()), 0);
+  for (i64 k = 0; k < dst.size(); ++k)
+    lone[static_cast<std::size_t>(k)] = !std::binary_search(linked.begin(), linked.end(), dst.global_index(k));
+  detail::LocalSource s;
+  detail::agree(comm, [&] { s = detail::gather_near(src, queries_of(dst, &lone), 1, true, comm, "fill_nearest"); });
+  if (s.total_valid == 0) return;
+  const KdTree tree = tree_of(s, true);
   std::vector<i64> cand, addr(1);
   std::vector<double> dist(1);
-  for (i64 k = 0; k < dst.size() && !none; ++k) {
-    const i64 row = dst.global_index(k);
-    if (!dst.valid(k) || std::binary_search(linked.begin(), linked.end(), row)) continue;
+  for (i64 k = 0; k < dst.size(); ++k) {
+    if (!dst.valid(k) || !lone[static_cast<std::size_t>(k)]) continue;
     const auto u = static_cast<std::size_t>(k);
-    nearest(tree, s.xyz, unit_vector(dst.lon[u], dst.lat[u]), 1, cand, addr, dist);
-    if (addr[0] != INT64_MAX) links.add(row, addr[0], 1.0);
+    nearest(tree, s, unit_vector(dst.lon[u], dst.lat[u]), 1, cand, addr, dist);
+    if (addr[0] != INT64_MAX) links.add(dst.global_index(k), s.index[static_cast<std::size_t>(addr[0])], 1.0);
   }
 }
 
@@ -338,50 +314,15 @@ Links distance_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const
 
 namespace {
 
-constexpr double kPi = M_PI, kPi2 = 2.0 * M_PI, kPih = 0.5 * M_PI;
 
-// CDO's coordinates: degrees to radians, longitudes into [0, 2 pi], latitudes clamped.
-double cdo_lon(double deg) {
-  double r = deg * (M_PI / 180.0);
-  if (r > kPi2) r -= kPi2;
-  if (r < 0.0) r += kPi2;
-  return r;
-}
-double cdo_lat(double deg) { return std::clamp(deg * (M_PI / 180.0), -kPih, kPih); }
 
-// SCRIP's test: do the cross products of each side with the vector to the point all have one
-// sign (zero within 1e-20 fitting either)? Brings lons into one 2 pi interval, as CDO does.
-bool quad_cross_products(double plon, double plat, double (&lons)[4], const double (&lats)[4]) {
-  double v = lons[0] - plon;
-  if (v > kPi) lons[0] -= kPi2;
-  else if (v < -kPi) lons[0] += kPi2;
-  for (int n = 1; n < 4; ++n) {
-    v = lons[n] - lons[0];
-    if (v > kPi) lons[n] -= kPi2;
-    else if (v < -kPi) lons[n] += kPi2;
-  }
-  constexpr double kCrossEps = 1e-20;
-  int scross[4] = {0, 0, 0, 0}, last = 0, n = 0;
-  for (n = 0; n < 4; ++n) {
-    const int next = (n + 1) % 4;
-    const double v1lat = lats[next] - lats[n];
-    double v1lon = lons[next] - lons[n];
-    const double v2lat = plat - lats[n];
-    double v2lon = plon - lons[n];
-    if (v1lon > 3.0 * kPih) v1lon -= kPi2;
-    else if (v1lon < -3.0 * kPih) v1lon += kPi2;
-    if (v2lon > 3.0 * kPih) v2lon -= kPi2;
-    else if (v2lon < -3.0 * kPih) v2lon += kPi2;
-    const double cross = v1lon * v2lat - v2lon * v1lat;
-    scross[n] = cross < -kCrossEps ? -1 : cross > kCrossEps ? 1 : 0;
-    if (n == 0) last = scross[n];
-    if ((scross[n] < 0 && last > 0) || (scross[n] > 0 && last < 0)) break;
-    last = scross[n];
-  }
-  if (n < 4) return false;
-  return (scross[0] >= 0 && scross[1] >= 0 && scross[2] >= 0 && scross[3] >= 0) ||
-         (scross[0] <= 0 && scross[1] <= 0 && scross[2] <= 0 && scross[3] <= 0);
-}
+
+using detail::cdo_lat;
+using detail::cdo_lon;
+using detail::kPi;
+using detail::kPi2;
+using detail::kPih;
+using detail::quad_cross_products;
 
 struct Quad {
   i64 idx[4];
@@ -422,68 +363,17 @@ std::pair<double, double> find_weights(double plon, double plat, const Quad& q) 
   return {x, y};
 }
 
-}  // namespace
-
-namespace detail {
-
 // CDO's gridIsCircular for the first row: one more step of the first longitude increment
 // after the last point comes back to the first point.
-bool is_cyclic(const std::vector<double>& lon_deg, i64 nx) {
+bool is_cyclic(double lon0, double lon1, double lon_last, i64 nx) {
   if (nx < 2) return false;
-  const double d1 = lon_deg[1] - lon_deg[0];
-  double span = lon_deg[static_cast<std::size_t>(nx - 1)] - lon_deg[0] + d1;
+  const double d1 = lon1 - lon0;
+  double span = lon_last - lon0 + d1;
   span = std::fmod(std::fabs(span), 360.0);
   return std::fabs(d1) > 0 && std::min(span, 360.0 - span) < 1e-3 * std::fabs(d1);
 }
 
-
-QuadSearch::QuadSearch(const SourcePoints& s, i64 nx, i64 ny) : s_(s), nx_(nx), ny_(ny) {
-  const std::size_t ng = s.xyz.size();
-  clon_.resize(ng);
-  clat_.resize(ng);
-  for (std::size_t u = 0; u < ng; ++u) {
-    clon_[u] = cdo_lon(s.lon[u]);
-    clat_[u] = cdo_lat(s.lat[u]);
-  }
-  cyclic_ = is_cyclic(s.lon, nx);
-  std::vector<i64> all(ng);
-  std::iota(all.begin(), all.end(), i64{0});
-  tree_ = std::make_unique<KdTree>(s.xyz, std::move(all));
-}
-
-QuadSearch::~QuadSearch() = default;
-
-bool QuadSearch::find(double lon_deg, double lat_deg, i64 (&idx)[4], double (&qlon)[4], double (&qlat)[4],
-                      std::vector<i64>& cand, std::vector<i64>& addr, std::vector<double>& dist) const {
-  if (s_.xyz.empty()) return false;
-  const double plon = cdo_lon(lon_deg), plat = cdo_lat(lat_deg);
-  // point_in_quad: the quad with lower-left corner (i, j), if it holds the point.
-  auto point_in_quad = [&](i64 i, i64 j) {
-    const i64 ip1 = i < nx_ - 1 ? i + 1 : cyclic_ ? 0 : i;
-    const i64 jp1 = j < ny_ - 1 ? j + 1 : j;
-    if (i == ip1 || j == jp1) return false;
-    idx[0] = j * nx_ + i;
-    idx[1] = j * nx_ + ip1;
-    idx[2] = jp1 * nx_ + ip1;
-    idx[3] = jp1 * nx_ + i;
-    for (int k = 0; k < 4; ++k) {
-      qlon[k] = clon_[static_cast<std::size_t>(idx[k])];
-      qlat[k] = clat_[static_cast<std::size_t>(idx[k])];
-    }
-    return quad_cross_products(plon, plat, qlon, qlat);
-  };
-  // gridSearchSquareCurv2d: the quads around the nearest source point.
-  nearest(*tree_, s_.xyz, unit_vector(lon_deg, lat_deg), 1, cand, addr, dist);
-  for (int kk = 0; kk < 4; ++kk) {
-    i64 j = addr[0] / nx_, i = addr[0] - j * nx_;
-    if (kk == 0 || kk == 2) i = i > 0 ? i - 1 : cyclic_ ? nx_ - 1 : 0;
-    if (kk == 0 || kk == 1) j = j > 0 ? j - 1 : 0;
-    if (point_in_quad(i, j)) return true;
-  }
-  return false;
-}
-
-}  // namespace detail
+}  // namespace
 
 // CDO's quad search (remap_search_square) and weights for bilinear (4 weights a target, one a
 // link) and bicubic (4 links of 4 weights: value, and the three gradient terms); `cubic` selects
@@ -491,7 +381,6 @@ bool QuadSearch::find(double lon_deg, double lat_deg, i64 (&idx)[4], double (&ql
 namespace {
 void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const BilinearWeightOptions& options, bool cubic,
                   const char* who, Links& out, std::vector<std::array<double, 4>>* columns, Links* folded) {
-  SourcePoints s;
   detail::agree(comm, [&] {
     src.check();
     dst.check();
@@ -504,37 +393,94 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
       throw Error("the source grid " + src.name + " is " + std::to_string(src.dims[0]) + " x " + std::to_string(src.dims[1]) +
                       ": a grid of one row or column has no quads to interpolate in",
                   who, "for a reduced Gaussian grid use bilinear_weights_reduced (namcouple grid type D)");
-    i64 sizes[2] = {src.global_size, -src.global_size};
-    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
-    if (sizes[0] != -sizes[1]) throw Error("the ranks disagree on the source grid size", who);
+    check_sizes(src, comm, who);
   });
-  detail::agree(comm, [&] { s = gather_source(src, comm, who); });
+  const i64 nx = src.dims[0], ny = src.dims[1], ng = src.global_size;
+  // The nearest point for the quads, and the 4 nearest for the fallback.
+  const bool fallback_4 = options.extrapolate && ng >= 4;
+  detail::LocalSource s;
+  detail::agree(comm, [&] { s = detail::gather_near(src, queries_of(dst), fallback_4 ? 4 : 1, false, comm, who); });
+  const KdTree tree = tree_of(s, false);
 
-  const i64 nx = src.dims[0], ny = src.dims[1];
-  const std::size_t ng = s.xyz.size();
-  const detail::QuadSearch search(s, nx, ny);
-  const KdTree& tree = search.tree();
+  // 1. The nearest source point of every destination point; then, by index, the block around it
+  //    that the quads use (3 x 3) and, for bicubic, the masks their gradients read (5 x 5), and
+  //    the three points the cyclic test reads.
+  std::vector<i64> cand, addr, near(static_cast<std::size_t>(dst.size()), -1);
+  std::vector<double> dist;
+  std::vector<i64> need{0, std::min<i64>(1, ng - 1), nx - 1};
+  const i64 wide = cubic ? 2 : 1;
+  for (i64 k = 0; k < dst.size() && ng > 0; ++k) {
+    if (!dst.valid(k)) continue;
+    const auto u = static_cast<std::size_t>(k);
+    nearest(tree, s, unit_vector(dst.lon[u], dst.lat[u]), 1, cand, addr, dist);
+    const i64 g = s.index[static_cast<std::size_t>(addr[0])];
+    near[u] = g;
+    const i64 j = g / nx, i = g - j * nx;
+    for (i64 jj = std::max<i64>(0, j - wide); jj <= std::min(ny - 1, j + wide); ++jj) {
+      // Mostly held already: look up the row's two ends first.
+      const i64 a = jj * nx + ((i - wide) % nx + nx) % nx, b = jj * nx + (i + wide) % nx;
+      const std::size_t pa = s.position(a), pb = s.position(b);
+      // (positions are still in index order here: a run of 2 wide + 1 positions is the segment)
+      if (b - a == 2 * wide && pa < s.size() && pb < s.size() && pb - pa == static_cast<std::size_t>(2 * wide)) continue;
+      for (i64 di = -wide; di <= wide; ++di) need.push_back(jj * nx + ((i + di) % nx + nx) % nx);
+    }
+  }
+  detail::agree(comm, [&] { detail::fetch_by_index(src, s, need, comm); });
+  s.reindex(nx, ny);
+  need = {};
+  auto lon_of = [&](i64 g) { return s.lon[s.position(g)]; };
+  auto valid_of = [&](i64 g) { return s.valid[s.position(g)] != 0; };
+  const bool cyclic = nx >= 2 && is_cyclic(lon_of(0), lon_of(1), lon_of(nx - 1), nx);
 
+  // point_in_quad: the quad with lower-left corner (i, j), if it holds the point.
+  auto point_in_quad = [&](i64 i, i64 j, double plon, double plat, Quad& q) {
+    const i64 ip1 = i < nx - 1 ? i + 1 : cyclic ? 0 : i;
+    const i64 jp1 = j < ny - 1 ? j + 1 : j;
+    if (i == ip1 || j == jp1) return false;
+    q.idx[0] = j * nx + i;
+    q.idx[1] = j * nx + ip1;
+    q.idx[2] = jp1 * nx + ip1;
+    q.idx[3] = jp1 * nx + i;
+    for (int k = 0; k < 4; ++k) {
+      const std::size_t at = s.position(q.idx[k]);
+      q.lon[k] = cdo_lon(s.lon[at]);
+      q.lat[k] = cdo_lat(s.lat[at]);
+    }
+    return quad_cross_products(plon, plat, q.lon, q.lat);
+  };
+
+  // 2. The quads and weights.
   out.row.reserve(4 * static_cast<std::size_t>(dst.size()));
   out.col.reserve(out.row.capacity());
   out.weight.reserve(out.row.capacity());
-  std::vector<i64> cand, addr;
-  std::vector<double> dist;
+  if (columns) columns->reserve(out.row.capacity());
+  if (folded && options.fold) {  // at most 9 folded links a corner, most have 9
+    folded->row.reserve(9 * out.row.capacity());
+    folded->col.reserve(folded->row.capacity());
+    folded->weight.reserve(folded->row.capacity());
+  }
   for (i64 k = 0; k < dst.size() && ng > 0; ++k) {
     if (!dst.valid(k)) continue;
     const auto u = static_cast<std::size_t>(k);
     const double plon = cdo_lon(dst.lon[u]), plat = cdo_lat(dst.lat[u]);
     const Vec3 p = unit_vector(dst.lon[u], dst.lat[u]);
+    // gridSearchSquareCurv2d: the quads around the nearest source point.
     Quad q{};
-    int result = search.find(dst.lon[u], dst.lat[u], q.idx, q.lon, q.lat, cand, addr, dist) ? 1 : 0;
+    int result = 0;
+    for (int kk = 0; kk < 4 && result == 0; ++kk) {
+      i64 j = near[u] / nx, i = near[u] - j * nx;
+      if (kk == 0 || kk == 2) i = i > 0 ? i - 1 : cyclic ? nx - 1 : 0;
+      if (kk == 0 || kk == 1) j = j > 0 ? j - 1 : 0;
+      if (point_in_quad(i, j, plon, plat, q)) result = 1;
+    }
     double w[4] = {0, 0, 0, 0};
     double cw[4][4] = {};  // bicubic: per corner, the value and three gradient weights
     double fallback[4] = {0, 0, 0, 0};  // CDO's srcLats: latitudes, or normalised 1/distance
     if (result == 0 && options.extrapolate && ng >= 4) {
-      nearest(tree, s.xyz, p, 4, cand, addr, dist);
+      nearest(tree, s, p, 4, cand, addr, dist);
       double total = 0.0;
       for (int n = 0; n < 4; ++n) {
-        q.idx[n] = addr[static_cast<std::size_t>(n)];
+        q.idx[n] = s.index[static_cast<std::size_t>(addr[static_cast<std::size_t>(n)])];
         fallback[n] = 1.0 / (dist[static_cast<std::size_t>(n)] + 1e-14);
         total += fallback[n];
       }
@@ -543,7 +489,7 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
     }
     if (result > 0) {  // remap_check_mask_indices
       for (int n = 0; n < 4; ++n)
-        if (!s.valid[static_cast<std::size_t>(q.idx[n])]) result = 0;
+        if (!valid_of(q.idx[n])) result = 0;
     }
     if (result > 0) {
       const auto [x, y] = find_weights(plon, plat, q);
@@ -561,7 +507,7 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
     if (result < 0) {  // num_src_points, renormalize_weights
       int count = 4;
       for (int n = 0; n < 4; ++n)
-        if (!s.valid[static_cast<std::size_t>(q.idx[n])]) {
+        if (!valid_of(q.idx[n])) {
           --count;
           fallback[n] = 0.0;
         }
@@ -584,9 +530,11 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
       out.add(row, q.idx[n], cw[n][0]);
       if (columns) columns->push_back({cw[n][0], cw[n][1], cw[n][2], cw[n][3]});
       // Folded with the source gradients as `cdo remap` applies a bicubic file (gradients.hpp).
-      if (folded)
+      // The fallback has no gradient terms: its folded link is the value alone (and its
+      // corners' neighbourhoods need not be held).
+      if (folded && options.fold)
         detail::fold_link(*folded, row, q.idx[n], cw[n],
-                          detail::cdo_gradients(q.idx[n], nx, ny, [&](i64 m) { return s.valid[static_cast<std::size_t>(m)] != 0; }));
+                          result < 0 ? detail::GradientStencils{} : detail::cdo_gradients(q.idx[n], nx, ny, valid_of));
     }
   }
 }
@@ -622,28 +570,21 @@ struct Row {
   double lat;  // radians
 };
 
-// OASIS's radians: longitudes into [0, 2 pi], latitudes clamped to +-pi/2.
-double oasis_lon(double deg) {
-  double r = deg * (M_PI / 180.0);
-  if (r > kPi2) r -= kPi2;
-  if (r < 0.0) r += kPi2;
-  return r;
-}
 
 }  // namespace
 
 Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, const ReducedBilinearOptions& options) {
   const char* who = "bilinear_weights_reduced";
-  SourcePoints s;
+  detail::SourcePoints s;
   detail::agree(comm, [&] {
     src.check();
     dst.check();
   });
-  detail::agree(comm, [&] { s = gather_source(src, comm, who); });
+  detail::agree(comm, [&] { s = detail::gather_source(src, comm, who); });
   const std::size_t ng = s.xyz.size();
   std::vector<double> lon(ng), lat(ng), cla(ng), sla(ng), clo(ng), slo(ng);
   for (std::size_t u = 0; u < ng; ++u) {
-    lon[u] = oasis_lon(s.lon[u]);
+    lon[u] = cdo_lon(s.lon[u]);
     lat[u] = cdo_lat(s.lat[u]);
     cla[u] = std::cos(lat[u]), sla[u] = std::sin(lat[u]), clo[u] = std::cos(lon[u]), slo[u] = std::sin(lon[u]);
   }
@@ -680,7 +621,7 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
   for (i64 k = 0; k < dst.size() && failed.empty(); ++k) {
     if (!dst.valid(k)) continue;
     const auto ku = static_cast<std::size_t>(k);
-    const double plat = cdo_lat(dst.lat[ku]), plon = oasis_lon(dst.lon[ku]);
+    const double plat = cdo_lat(dst.lat[ku]), plon = cdo_lon(dst.lon[ku]);
     // grid_search_bilin_reduced: the bin between rows n and n+1 (0-based); the first bin, and
     // above the first row, fall back on rows 0 and 1; below the last row on the last row.
     std::size_t lo_row = 0, hi_row = 1;

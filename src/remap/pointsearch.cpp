@@ -1,0 +1,204 @@
+// The gathered point search of the YAC-style methods and the stack (yac_weights.cpp,
+// stack.cpp): every source point on every rank, CDO's nearest-neighbour order and its quad
+// search; and the CDO conventions (distance, neighbour order, coordinates, SCRIP's quad test)
+// that the distributed search of weightgen.cpp shares.
+#include "pointsearch.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "common/mpi_util.hpp"
+#include "estuary/error.hpp"
+
+namespace estuary::detail {
+
+using i64 = std::int64_t;
+using sphere::unit_vector;
+using sphere::Vec3;
+
+// The distance as CDO 2.1's point search returns it: the squared chord in double, rounded to
+// single precision, then its square root in double. (This is what reproduces CDO's weights to
+// the last bit; the rounding moves weights by up to ~1e-8 against an all-double distance.)
+double cdo_distance(double sq) { return std::sqrt(static_cast<double>(static_cast<float>(sq))); }
+
+// CDO's neighbour order (knnWeightsType::distance_is_less): nearer by more than 1e-12, or
+// equally near within 1e-12 and of a smaller index.
+bool distance_is_less(double d, double dx, i64 a, i64 ax) {
+  return d + kCmpTol < dx || (a < ax && std::fabs(d - dx) < kCmpTol);
+}
+
+// CDO's coordinates: degrees to radians, longitudes into [0, 2 pi], latitudes clamped.
+double cdo_lon(double deg) {
+  double r = deg * (M_PI / 180.0);
+  if (r > kPi2) r -= kPi2;
+  if (r < 0.0) r += kPi2;
+  return r;
+}
+double cdo_lat(double deg) { return std::clamp(deg * (M_PI / 180.0), -kPih, kPih); }
+
+// SCRIP's test: do the cross products of each side with the vector to the point all have one
+// sign (zero within 1e-20 fitting either)? Brings lons into one 2 pi interval, as CDO does.
+bool quad_cross_products(double plon, double plat, double (&lons)[4], const double (&lats)[4]) {
+  double v = lons[0] - plon;
+  if (v > kPi) lons[0] -= kPi2;
+  else if (v < -kPi) lons[0] += kPi2;
+  for (int n = 1; n < 4; ++n) {
+    v = lons[n] - lons[0];
+    if (v > kPi) lons[n] -= kPi2;
+    else if (v < -kPi) lons[n] += kPi2;
+  }
+  constexpr double kCrossEps = 1e-20;
+  int scross[4] = {0, 0, 0, 0}, last = 0, n = 0;
+  for (n = 0; n < 4; ++n) {
+    const int next = (n + 1) % 4;
+    const double v1lat = lats[next] - lats[n];
+    double v1lon = lons[next] - lons[n];
+    const double v2lat = plat - lats[n];
+    double v2lon = plon - lons[n];
+    if (v1lon > 3.0 * kPih) v1lon -= kPi2;
+    else if (v1lon < -3.0 * kPih) v1lon += kPi2;
+    if (v2lon > 3.0 * kPih) v2lon -= kPi2;
+    else if (v2lon < -3.0 * kPih) v2lon += kPi2;
+    const double cross = v1lon * v2lat - v2lon * v1lat;
+    scross[n] = cross < -kCrossEps ? -1 : cross > kCrossEps ? 1 : 0;
+    if (n == 0) last = scross[n];
+    if ((scross[n] < 0 && last > 0) || (scross[n] > 0 && last < 0)) break;
+    last = scross[n];
+  }
+  if (n < 4) return false;
+  return (scross[0] >= 0 && scross[1] >= 0 && scross[2] >= 0 && scross[3] >= 0) ||
+         (scross[0] <= 0 && scross[1] <= 0 && scross[2] <= 0 && scross[3] <= 0);
+}
+
+// The nn nearest points of `tree` to q in CDO's order (addr[i] INT64_MAX, dist[i] DBL_MAX when
+// the tree has fewer): CDO's distance, ties within 1e-12 in increasing index.
+void nearest(const KdTree& tree, const std::vector<Vec3>& xyz, const Vec3& q, std::size_t nn, std::vector<i64>& cand,
+             std::vector<i64>& addr, std::vector<double>& dist) {
+  // Everything that may be among the nn nearest under CDO's tolerant order.
+  // (float rounding of the squared distance moves it by at most 2^-24 relative.)
+  const double dn = std::sqrt(tree.kth_sq_dist(q, nn)) * (1 + 1e-6) + 2 * kCmpTol;
+  cand.clear();
+  tree.within(q, dn * dn, cand);
+  std::sort(cand.begin(), cand.end());
+  addr.assign(nn, INT64_MAX);
+  dist.assign(nn, DBL_MAX);
+  for (i64 c : cand)  // in increasing index
+    store_nearest(c, cdo_distance(sq_dist(q, xyz[static_cast<std::size_t>(c)])), [](i64 a) { return a; }, addr, dist);
+}
+
+// Every source point, gathered from the ranks' shares: unit vectors and mask by global index.
+SourcePoints gather_source(const Grid& src, MPI_Comm comm, const char* where) {
+  const int n = static_cast<int>(src.size());
+  std::vector<int> displs;
+  std::vector<int> counts = detail::allgather_counts(n, comm, displs, where);
+  const i64 total = static_cast<i64>(displs.back()) + counts.back();
+  if (total > INT32_MAX / 2) throw Error("source grid too large to gather", where);
+  // Global index times 2 plus the mask bit, and lon, lat interleaved.
+  std::vector<i64> key(static_cast<std::size_t>(n));
+  std::vector<double> ll(2 * static_cast<std::size_t>(n));
+  for (i64 k = 0; k < n; ++k) {
+    const auto u = static_cast<std::size_t>(k);
+    key[u] = 2 * src.global_index(k) + (src.valid(k) ? 1 : 0);
+    ll[2 * u] = src.lon[u];
+    ll[2 * u + 1] = src.lat[u];
+  }
+  std::vector<i64> all_key(static_cast<std::size_t>(total));
+  std::vector<double> all_ll(2 * static_cast<std::size_t>(total));
+  detail::check_mpi(MPI_Allgatherv(key.data(), n, MPI_INT64_T, all_key.data(), counts.data(), displs.data(),
+                                   MPI_INT64_T, comm),
+                    "MPI_Allgatherv");
+  for (auto& c : counts) c *= 2;
+  for (auto& d : displs) d *= 2;
+  detail::check_mpi(MPI_Allgatherv(ll.data(), 2 * n, MPI_DOUBLE, all_ll.data(), counts.data(), displs.data(),
+                                   MPI_DOUBLE, comm),
+                    "MPI_Allgatherv");
+
+  SourcePoints s;
+  const auto ng = static_cast<std::size_t>(src.global_size);
+  s.xyz.resize(ng);
+  s.valid.assign(ng, 0);
+  s.lon.assign(ng, 0.0);
+  s.lat.assign(ng, 0.0);
+  std::vector<char> seen(ng, 0);
+  for (std::size_t k = 0; k < all_key.size(); ++k) {
+    const i64 g = all_key[k] / 2;
+    if (g < 0 || g >= src.global_size)
+      throw Error("source point index " + std::to_string(g) + " outside the grid of " +
+                      std::to_string(src.global_size) + " points",
+                  where);
+    const auto u = static_cast<std::size_t>(g);
+    if (seen[u]) continue;  // a repeat (halo): the first holder's copy
+    seen[u] = 1;
+    s.xyz[u] = unit_vector(all_ll[2 * k], all_ll[2 * k + 1]);
+    s.valid[u] = static_cast<char>(all_key[k] & 1);
+    s.lon[u] = all_ll[2 * k];
+    s.lat[u] = all_ll[2 * k + 1];
+  }
+  for (std::size_t u = 0; u < ng; ++u)
+    if (!seen[u])
+      throw Error("source point " + std::to_string(u) + " is held by no rank", where,
+                  "pass each rank's share of the source grid so that together they cover it");
+  return s;
+}
+
+// CDO's gridIsCircular for the first row: one more step of the first longitude increment
+// after the last point comes back to the first point.
+bool is_cyclic(const std::vector<double>& lon_deg, i64 nx) {
+  if (nx < 2) return false;
+  const double d1 = lon_deg[1] - lon_deg[0];
+  double span = lon_deg[static_cast<std::size_t>(nx - 1)] - lon_deg[0] + d1;
+  span = std::fmod(std::fabs(span), 360.0);
+  return std::fabs(d1) > 0 && std::min(span, 360.0 - span) < 1e-3 * std::fabs(d1);
+}
+
+
+QuadSearch::QuadSearch(const SourcePoints& s, i64 nx, i64 ny) : s_(s), nx_(nx), ny_(ny) {
+  const std::size_t ng = s.xyz.size();
+  clon_.resize(ng);
+  clat_.resize(ng);
+  for (std::size_t u = 0; u < ng; ++u) {
+    clon_[u] = cdo_lon(s.lon[u]);
+    clat_[u] = cdo_lat(s.lat[u]);
+  }
+  cyclic_ = is_cyclic(s.lon, nx);
+  std::vector<i64> all(ng);
+  std::iota(all.begin(), all.end(), i64{0});
+  tree_ = std::make_unique<KdTree>(s.xyz, std::move(all));
+}
+
+QuadSearch::~QuadSearch() = default;
+
+bool QuadSearch::find(double lon_deg, double lat_deg, i64 (&idx)[4], double (&qlon)[4], double (&qlat)[4],
+                      std::vector<i64>& cand, std::vector<i64>& addr, std::vector<double>& dist) const {
+  if (s_.xyz.empty()) return false;
+  const double plon = cdo_lon(lon_deg), plat = cdo_lat(lat_deg);
+  // point_in_quad: the quad with lower-left corner (i, j), if it holds the point.
+  auto point_in_quad = [&](i64 i, i64 j) {
+    const i64 ip1 = i < nx_ - 1 ? i + 1 : cyclic_ ? 0 : i;
+    const i64 jp1 = j < ny_ - 1 ? j + 1 : j;
+    if (i == ip1 || j == jp1) return false;
+    idx[0] = j * nx_ + i;
+    idx[1] = j * nx_ + ip1;
+    idx[2] = jp1 * nx_ + ip1;
+    idx[3] = jp1 * nx_ + i;
+    for (int k = 0; k < 4; ++k) {
+      qlon[k] = clon_[static_cast<std::size_t>(idx[k])];
+      qlat[k] = clat_[static_cast<std::size_t>(idx[k])];
+    }
+    return quad_cross_products(plon, plat, qlon, qlat);
+  };
+  // gridSearchSquareCurv2d: the quads around the nearest source point.
+  nearest(*tree_, s_.xyz, unit_vector(lon_deg, lat_deg), 1, cand, addr, dist);
+  for (int kk = 0; kk < 4; ++kk) {
+    i64 j = addr[0] / nx_, i = addr[0] - j * nx_;
+    if (kk == 0 || kk == 2) i = i > 0 ? i - 1 : cyclic_ ? nx_ - 1 : 0;
+    if (kk == 0 || kk == 1) j = j > 0 ? j - 1 : 0;
+    if (point_in_quad(i, j)) return true;
+  }
+  return false;
+}
+
+}  // namespace estuary::detail
