@@ -45,6 +45,9 @@ program test_fortran_weightfn
   implicit none
   integer :: ierr, rank, nprocs, half, nside, me, comp, sp, dp, sv, dv, info, k, failures, all, u
   integer(int64) :: slo, shi, dlo, dhi
+  ! The function's address in a variable: as a constant actual argument gfortran would put it in
+  ! read-only data, which needs a text relocation in a PIE.
+  type(c_funptr) :: fn
   logical :: src, dst
   character(len=8) :: name
   character(len=256) :: dir
@@ -95,7 +98,8 @@ program test_fortran_weightfn
     call ok(ierr, 'def_grid ogrd')
     call estuary_def_var(comp, dv, 'O_F', dp, estuary_in, 1, ierr)
     call ok(ierr, 'def_var O_F')
-    call estuary_register_weights(comp, 'fwd', c_funloc(weights), c_null_ptr, ierr)
+    fn = c_funloc(weights)
+    call estuary_register_weights(comp, 'fwd', fn, c_null_ptr, ierr)
     call ok(ierr, 'register_weights')
   end if
   call estuary_enddef(comp, ierr)
