@@ -422,7 +422,7 @@ class Var:
     ``put(time, field)`` and ``get(time, field)`` take numpy float64 arrays of
     ``bundle_size * partition.size`` values (any shape; C- or Fortran-contiguous, the memory
     order being the local order, bundle members slowest) and return the info code
-    (OasisParameters values: OASIS.Sent, OASIS.Recvd, ...). ``get`` writes into ``field`` in
+    (an OasisParameters member, equal to OASIS's integer: OASIS.Sent == 4). ``get`` writes into ``field`` in
     place, so it must be a contiguous float64 array already."""
 
     def __init__(self, name: str, partition: Partition, direction, bundle_size: int = 1):
@@ -437,7 +437,7 @@ class Var:
         self.id = self._comp._c.def_var(name, partition.id, d == OasisParameters.OASIS_OUT, bundle_size)
         self._comp.variables.append(self)
 
-    def put(self, time, field, *gradients, fraction=None) -> int:
+    def put(self, time, field, *gradients, fraction=None) -> OasisParameters:
         """oasis_put. ``gradients``: OASIS's optional fld2..fld4, the model's own source gradients
         for a coupling whose weights have several columns (a num_wgts 3 or 4 file, SCRIPR BICUBIC);
         ``fraction``: YAC's fractional mask (0..1 per source value; the target gets W (f x) / W f)."""
@@ -446,12 +446,13 @@ class Var:
         # Laid out as the field (any contiguous order, as put takes it).
         grads = [np.asarray(g, dtype=np.float64) for g in gradients]
         frac = None if fraction is None else np.asarray(fraction, dtype=np.float64)
-        return self._comp._c.put(self.id, float(time), field, gradients=grads or None, fraction=frac)
+        return OasisParameters(self._comp._c.put(self.id, float(time), field, gradients=grads or None, fraction=frac))
 
-    def get(self, time, field) -> int:
+    def get(self, time, field) -> OasisParameters:
+        """oasis_get: fills ``field`` in place; the info code (an int too: OASIS.Recvd == 3)."""
         if self.direction != OasisParameters.OASIS_IN:
             raise _estuary.Error(f"estuary: get of {self.name}, an output field (OASIS_OUT)")
-        return self._comp._c.get(self.id, float(time), field)
+        return OasisParameters(self._comp._c.get(self.id, float(time), field))
 
     def get_id(self) -> int:
         return self.id

@@ -136,6 +136,8 @@ def test_mapping_equals_serial_reference(comm, shared_dir, dst_kind):
                 assert np.all(v == -999.0), "a get between coupling times must leave the field alone"
             else:
                 assert info == OASIS.Recvd
+                # The info code is the named enum member (IDEs and logs show OASIS_RECVD), still 3.
+                assert isinstance(info, OasisParameters) and info.name == "OASIS_RECVD" and info == 3
                 want = apply_ref(global_field(t))[res["dpts"]]
                 np.testing.assert_allclose(v, want, rtol=0, atol=1e-12, err_msg=f"t={t}")
 
