@@ -11,6 +11,7 @@
 #include <csignal>
 #include <filesystem>
 #include <limits>
+#include <utility>
 
 #include "test_io_util.hpp"
 
@@ -93,6 +94,24 @@ TEST(IoConfig, MalformedConfigsNameFileAndKey) {
   EXPECT_DOUBLE_EQ(io::parse_frequency("6h", "x").seconds, 21600.0);
   EXPECT_EQ(io::parse_frequency("6h", "x").months, 0);
   for (const char* bad : {"0mo", "1.5mo", "-1y", "mo", "y", "1 mo x"}) EXPECT_THROW(io::parse_frequency(bad, "x"), estuary::Error) << bad;
+  // lossy quantization and zstd: netCDF-4 only, with their own limits
+  const std::string nc4 = "output:\n  format: netcdf4\n  files:\n    - name: f\n      output_freq: 1h\n";
+  for (const auto& [field, want] : std::vector<std::pair<std::string, std::string>>{
+           {"{name: a, quantize: bitshave, significant_bits: 3}", "unknown quantize 'bitshave'"},
+           {"{name: a, quantize: bitround}", "quantize bitround needs significant_bits"},
+           {"{name: a, quantize: bitgroom, significant_bits: 3}", "significant_bits does not go with quantize bitgroom"},
+           {"{name: a, significant_digits: 3}", "significant digits or bits without quantize"},
+           {"{name: a, precision: float, quantize: granularbr, significant_digits: 9}",
+            "9 significant digits for a float variable, more than its 7"},
+           {"{name: a, precision: double, quantize: bitround, significant_bits: 53}",
+            "53 significant bits for a double variable, more than its 52"},
+           {"{name: a, zstd: 23}", "zstd level 23 is not 1..22"}})
+    EXPECT_NE(expect_error(nc4 + "      fields: [" + field + "]\n").find(want), std::string::npos) << field;
+  EXPECT_NE(expect_error(head + "      output_freq: 1h\n      fields: [{name: a, quantize: bitround, significant_bits: 8}]\n")
+                .find("quantize needs a netCDF-4 file"),
+            std::string::npos);
+  EXPECT_NE(expect_error(head + "      output_freq: 1h\n      fields: [{name: a, zstd: 3}]\n").find("zstd needs a netCDF-4 file"),
+            std::string::npos);
   // split and sampling must fit the calendar periods
   EXPECT_NE(expect_error(head + "      output_freq: 1mo\n      split_freq: 10d\n      fields: [a]\n")
                 .find("split_freq is not a multiple of output_freq"),

@@ -61,6 +61,12 @@ struct FieldConfig {
   Operation operation = Operation::instant;
   Precision precision = Precision::f32;
   int deflate = 0;               // netCDF-4 deflate level 0..9 (0: none); needs format netcdf4
+  // netCDF-4 lossy quantization (nc_def_var_quantize; needs format netcdf4): none, bitgroom or
+  // granularbr (`significant` decimal digits, 1..15 for double, 1..7 for float) or bitround
+  // (`significant` bits, 1..52 / 1..23). The zeroed trailing bits then compress well.
+  enum class Quantize { none, bitgroom, granularbr, bitround } quantize = Quantize::none;
+  int significant = 0;
+  int zstd = 0;                  // netCDF-4 Zstandard level 1..22 (0: none), when the build has it
   double sampling_freq_s = 0;    // > 0: only samples at multiples of it enter the operation
   // CF attributes of the variable; empty: those of the model's FieldDef.
   std::string standard_name, long_name, units;

@@ -4,6 +4,7 @@
 // A build whose netCDF lacks parallel support writes with the writers in turn instead: writer 0
 // defines the file, then each writer opens it, writes its boxes and closes it, one after another.
 #include <netcdf.h>
+#include <netcdf_filter.h>
 #ifdef ESTUARY_NETCDF_PAR
 #include <netcdf_par.h>
 #endif
@@ -84,6 +85,27 @@ class Netcdf4Writer final : public FileWriter {
     std::vector<size_t> c(chunk.begin(), chunk.end());
     check(nc_def_var_chunking(id_, var, NC_CHUNKED, c.data()), "chunking variable " + std::to_string(var));
     check(nc_def_var_deflate(id_, var, 1, 1, level), "deflate of variable " + std::to_string(var));
+  }
+  void def_zstd(int var, int level, const std::vector<i64>& chunk, const std::string& name) override {
+    if (!defines() || level <= 0) return;
+    std::lock_guard<std::recursive_mutex> g(nc_lock());
+    std::vector<size_t> c(chunk.begin(), chunk.end());
+    check(nc_def_var_chunking(id_, var, NC_CHUNKED, c.data()), "chunking variable " + std::to_string(var));
+    // H5Z_FILTER_ZSTD (32015) exists only when netCDF was built with it and finds the plugin; a
+    // netCDF without it may also accept the call and set nothing (Debian's 4.9.0 does): ask back.
+    int has = 0, got_level = 0;
+    if (nc_inq_filter_avail(id_, 32015) != NC_NOERR || nc_def_var_zstandard(id_, var, level) != NC_NOERR ||
+        nc_inq_var_zstandard(id_, var, &has, &got_level) != NC_NOERR || !has)
+      throw Error("this netCDF build has no Zstandard filter", "variable " + name + ", zstd",
+                  "use deflate instead, or a netCDF built with zstd (and HDF5_PLUGIN_PATH set to its plugins)");
+  }
+  static_assert(static_cast<int>(FieldConfig::Quantize::bitgroom) == NC_QUANTIZE_BITGROOM &&
+                static_cast<int>(FieldConfig::Quantize::granularbr) == NC_QUANTIZE_GRANULARBR &&
+                static_cast<int>(FieldConfig::Quantize::bitround) == NC_QUANTIZE_BITROUND);
+  void def_quantize(int var, int mode, int significant) override {
+    if (!defines()) return;
+    std::lock_guard<std::recursive_mutex> g(nc_lock());
+    check(nc_def_var_quantize(id_, var, mode, significant), "quantize of variable " + std::to_string(var));
   }
   void put_att(int var, const std::string& name, const std::string& text) override {
     if (!defines()) return;

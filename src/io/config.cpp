@@ -231,7 +231,8 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
         if (!v["name"]) throw Error("a field needs a name", at(source, q + ".name"));
         fd.name = scalar(v["name"], source, q + ".name");
         q += " (" + fd.name + ").";
-        only_keys(v, {"name", "operation", "precision", "deflate", "sampling_freq", "standard_name", "long_name", "units"},
+        only_keys(v, {"name", "operation", "precision", "deflate", "sampling_freq", "standard_name", "long_name", "units",
+                      "quantize", "significant_digits", "significant_bits", "zstd"},
                   source, q);
         if (v["standard_name"]) fd.standard_name = scalar(v["standard_name"], source, q + "standard_name");
         if (v["long_name"]) fd.long_name = scalar(v["long_name"], source, q + "long_name");
@@ -245,6 +246,33 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
           if (fd.deflate > 0 && fc.format != Format::netcdf4)
             throw Error("deflate needs a netCDF-4 file", at(source, q + "deflate"),
                         "set format: netcdf4 on the file (or output)");
+        }
+        if (v["quantize"]) {
+          const std::string m = scalar(v["quantize"], source, q + "quantize");
+          using Qz = FieldConfig::Quantize;
+          fd.quantize = m == "bitgroom" ? Qz::bitgroom : m == "granularbr" ? Qz::granularbr : m == "bitround" ? Qz::bitround : Qz::none;
+          if (fd.quantize == Qz::none)
+            throw Error("unknown quantize '" + m + "'", at(source, q + "quantize"),
+                        "use bitgroom or granularbr (with significant_digits) or bitround (with significant_bits)");
+          const bool bits = fd.quantize == Qz::bitround;
+          const char* key = bits ? "significant_bits" : "significant_digits";
+          const char* other = bits ? "significant_digits" : "significant_bits";
+          if (v[other])
+            throw Error(std::string(other) + " does not go with quantize " + m, at(source, q + other),
+                        std::string("give ") + key + " instead");
+          if (!v[key]) throw Error("quantize " + m + " needs " + key, at(source, q + "quantize"));
+          fd.significant = positive_int(v[key], source, q + key);
+          if (fc.format != Format::netcdf4)
+            throw Error("quantize needs a netCDF-4 file", at(source, q + "quantize"), "set format: netcdf4 on the file (or output)");
+        } else if (v["significant_digits"] || v["significant_bits"]) {
+          throw Error("significant digits or bits without quantize", at(source, q + "quantize"),
+                      "add quantize: bitgroom, granularbr or bitround");
+        }
+        if (v["zstd"]) {
+          fd.zstd = positive_int(v["zstd"], source, q + "zstd");
+          if (fd.zstd > 22) throw Error("zstd level " + std::to_string(fd.zstd) + " is not 1..22", at(source, q + "zstd"));
+          if (fc.format != Format::netcdf4)
+            throw Error("zstd needs a netCDF-4 file", at(source, q + "zstd"), "set format: netcdf4 on the file (or output)");
         }
         if (v["sampling_freq"]) {
           fd.sampling_freq_s = parse_duration(scalar(v["sampling_freq"], source, q + "sampling_freq"),
@@ -270,6 +298,14 @@ OutputConfig parse(const YAML::Node& root, const std::string& source) {
           if (pr == "float") fd.precision = Precision::f32;
           else if (pr == "double") fd.precision = Precision::f64;
           else throw Error("unknown precision '" + pr + "'", at(source, q + "precision"), "use float or double");
+        }
+        if (fd.quantize != FieldConfig::Quantize::none) {  // netCDF's limits for the stored type
+          const bool bits = fd.quantize == FieldConfig::Quantize::bitround, f32 = fd.precision == Precision::f32;
+          const int most = bits ? (f32 ? 23 : 52) : (f32 ? 7 : 15);
+          if (fd.significant > most)
+            throw Error(std::to_string(fd.significant) + " significant " + (bits ? "bits" : "digits") + " for a " +
+                            (f32 ? "float" : "double") + " variable, more than its " + std::to_string(most),
+                        at(source, q + (bits ? "significant_bits" : "significant_digits")));
         }
       } else {
         throw Error("a field must be a name or a map", at(source, q));

@@ -22,6 +22,10 @@ class FaultyWriter final : public FileWriter {
     w_->put_att(var, name, values, as_float);
   }
   void def_deflate(int var, int level, const std::vector<i64>& chunk) override { w_->def_deflate(var, level, chunk); }
+  void def_zstd(int var, int level, const std::vector<i64>& chunk, const std::string& name) override {
+    w_->def_zstd(var, level, chunk, name);
+  }
+  void def_quantize(int var, int mode, int significant) override { w_->def_quantize(var, mode, significant); }
   void enddef() override { w_->enddef(); }
   void put(int var, i64 record, const std::vector<Box>& boxes, const double* data) override {
     w_->put(var, record, boxes, data);

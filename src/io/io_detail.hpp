@@ -45,6 +45,13 @@ class FileWriter {
   virtual void def_deflate(int var, int level, const std::vector<i64>& chunk) {
     (void)var; (void)level; (void)chunk;
   }
+  // netCDF-4 only: Zstandard at `level` with chunks of `chunk`; an error naming `name` when the
+  // netCDF build has no Zstandard filter.
+  virtual void def_zstd(int var, int level, const std::vector<i64>& chunk, const std::string& name) {
+    (void)var; (void)level; (void)chunk; (void)name;
+  }
+  // netCDF-4 only: nc_def_var_quantize (mode 1 BitGroom, 2 Granular BitRound, 3 BitRound).
+  virtual void def_quantize(int var, int mode, int significant) { (void)var; (void)mode; (void)significant; }
   virtual void enddef() = 0;
   // Collective: this rank's boxes of `var` at `record` (< 0: no record dimension), the data of
   // the boxes one after the other.

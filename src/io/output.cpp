@@ -103,7 +103,8 @@ std::string describe(const OutputConfig& c) {
       << static_cast<int>(f.format) << ':';
     for (const FieldConfig& x : f.fields)
       o << ' ' << x.name << '/' << static_cast<int>(x.operation) << '/' << static_cast<int>(x.precision) << '/'
-        << x.deflate << '/' << x.sampling_freq_s;
+        << x.deflate << '/' << x.sampling_freq_s << '/' << static_cast<int>(x.quantize) << '/' << x.significant << '/'
+        << x.zstd;
     o << '\n';
   }
   return o.str();
@@ -179,6 +180,8 @@ struct Var {
   bool done_once = false;
   i64 record = 0;
   int deflate = 0;
+  FieldConfig::Quantize quantize = FieldConfig::Quantize::none;
+  int significant = 0, zstd = 0;
   double sampling_s = 0;
   // Writers, split files: coordinates and `once` fields, written into every split file.
   std::vector<double> keep;
@@ -470,6 +473,9 @@ struct Output::Impl {
         v.op = fd.operation;
         v.dbl = fd.precision == Precision::f64;
         v.deflate = fd.deflate;
+        v.quantize = fd.quantize;
+        v.significant = fd.significant;
+        v.zstd = fd.zstd;
         v.sampling_s = fd.sampling_freq_s;
         v.has_time = fd.operation != Operation::once;
         v.standard_name = fd.standard_name.empty() ? info.def.standard_name : fd.standard_name;
@@ -660,14 +666,18 @@ struct Output::Impl {
         if (v.has_time) d.push_back(tdim);
         for (const auto& n : v.dim_names) d.push_back(dims[n]);
         v.ncvar = w.def_var(v.name, v.dbl, d);
-        if (v.field >= 0 && v.deflate > 0) {
+        if (v.field >= 0 && (v.deflate > 0 || v.zstd > 0)) {
           // Chunks of one record and one level: a horizontal slice each.
           std::vector<i64> chunk;
           if (v.has_time) chunk.push_back(1);
           for (std::size_t k = 0; k < v.shape.size(); ++k)
             chunk.push_back(v.dim_names[k].rfind("lev", 0) == 0 ? 1 : v.shape[k]);
           w.def_deflate(v.ncvar, v.deflate, chunk);
+          if (v.zstd > 0) w.def_zstd(v.ncvar, v.zstd, chunk, v.name);
         }
+        // Lossy quantization, applied by netCDF before the filters (so they see zeroed bits).
+        if (v.field >= 0 && v.quantize != FieldConfig::Quantize::none)
+          w.def_quantize(v.ncvar, static_cast<int>(v.quantize), v.significant);
         if (v.coord >= 0) {
           const GridInfo& g = grids[static_cast<std::size_t>(v.grid)];
           const bool is_lon = v.coord % 2 == 0;

@@ -323,3 +323,50 @@ def test_cf_metadata_from_the_configuration(io_env):
         row = ds.sst.isel(time=0).sel(lat=-90 + 22.5 * 2.5)
         np.testing.assert_allclose(row.values, value2(2)[2].astype(np.float32), rtol=1e-6)
         assert ds.lon.attrs["units"] == "degrees_east" and ds.lev.attrs["positive"] == "down"
+
+
+# ---- lossy quantization and Zstandard (netCDF-4) ----
+def test_quantize_then_deflate(io_env):
+    """BitRound on a double field zeroes the mantissa bits beyond the kept ones (checked on the
+    raw bits) within the rounding bound; Granular BitRound keeps a float field's significant
+    digits; netCDF records each setting in its own attribute; the quantized file is smaller than
+    the same output deflated alone."""
+    base = NC4_CONFIG.replace("{{name: sst, precision: float, deflate: 1}}", "{{name: sst, precision: double, deflate: 1}}")
+    lossy = base.replace(
+        "fields: [{{name: t3, precision: double, deflate: 4}}, {{name: sst, precision: double, deflate: 1}}]",
+        "fields: [{{name: t3, precision: float, deflate: 4, quantize: granularbr, significant_digits: 3}},"
+        " {{name: sst, precision: double, deflate: 1, quantize: bitround, significant_bits: 12}}]")
+    assert lossy != base and "bitround" in lossy
+    sizes = {}
+    for name, cfg in (("lossless", base), ("lossy", lossy)):
+        d, p = run(io_env, 3, "boxes", "serverless", 2, config=cfg, name=f"quant_{name}")
+        assert p.returncode == 0, p.stdout + p.stderr
+        sizes[name] = os.path.getsize(os.path.join(d, "inst.nc"))
+    with netCDF4.Dataset(os.path.join(d, "inst.nc")) as ds:
+        t3, sst = ds["t3"], ds["sst"]
+        assert sst.getncattr("_QuantizeBitRoundNumberOfSignificantBits") == 12
+        assert t3.getncattr("_QuantizeGranularBitRoundNumberOfSignificantDigits") == 3
+        for r in range(NSTEPS // 2):
+            ref = value2(2 * (r + 1))
+            got = np.asarray(sst[r], dtype=np.float64)
+            low = got.view(np.uint64) & np.uint64((1 << (52 - 12)) - 1)
+            assert not low.any(), "BitRound left mantissa bits beyond the 12 kept"
+            assert (got != ref).sum() > ref.size // 2  # it did round
+            np.testing.assert_array_less(np.abs(got - ref), np.abs(ref) * 2.0 ** -12 + 1e-300)
+            np.testing.assert_allclose(t3[r], value3(2 * (r + 1)), rtol=5e-3)
+    assert sizes["lossy"] < sizes["lossless"], sizes
+
+
+def test_zstd_or_a_clear_refusal(io_env):
+    """zstd where this netCDF build has the filter (lossless: values exact); else the run stops
+    with an error that names the variable and says why."""
+    cfg = NC4_CONFIG.replace("{{name: sst, precision: float, deflate: 1}}", "{{name: sst, precision: float, zstd: 3}}")
+    assert "zstd: 3" in cfg
+    d, p = run(io_env, 2, "block", "serverless", 1, config=cfg, name="zstd")
+    if p.returncode != 0:
+        assert "no Zstandard filter" in p.stdout + p.stderr and "variable sst" in p.stdout + p.stderr, p.stdout + p.stderr
+        return
+    with netCDF4.Dataset(os.path.join(d, "inst.nc")) as ds:
+        assert ds["sst"].filters()["zstd"]
+        for r in range(NSTEPS // 2):
+            np.testing.assert_array_equal(ds["sst"][r], value2(2 * (r + 1)).astype(np.float32))
