@@ -166,7 +166,7 @@ std::vector<rtest::Case> unmasked_cases() {
 }  // namespace
 
 TEST(PutExtras, ModelGradientsEqualCdoRemap) {
-  if (!rtest::data_ready()) GTEST_SKIP() << "no remap data (" << rtest::kData << ")";
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
   const TwoSides s = two_sides();
   for (const rtest::Case& cs : unmasked_cases()) {
     SCOPED_TRACE(cs.name());
