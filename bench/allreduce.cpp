@@ -40,10 +40,14 @@ int main(int argc, char** argv) {
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  bench::Args args(argc, argv);
-  const std::vector<std::int64_t> counts = args.nums("counts", "1,3,64,1024,65536");
-  const int iterations = static_cast<int>(std::max<std::int64_t>(1, args.num("iterations", 200)));
-  const int kmin = static_cast<int>(args.num("kmin", 2)), kmax = static_cast<int>(args.num("kmax", 8));
+  std::vector<std::int64_t> counts{1, 3, 64, 1024, 65536};
+  int iterations = 200, kmin = 2, kmax = 8;
+  bench::Cli cli("bench/allreduce: recursive-k allreduce (k = kmin..kmax) against MPI_Allreduce, one JSON line each");
+  cli.list("counts", counts, "doubles per call, comma-separated");
+  cli.opt("iterations", iterations, "calls timed per (algorithm, k, count)")->check(CLI::PositiveNumber);
+  cli.opt("kmin", kmin, "smallest radix k")->check(CLI::Range(2, 64));
+  cli.opt("kmax", kmax, "largest radix k")->check(CLI::Range(2, 64));
+  cli.parse(argc, argv);
 
   long errors = 0;
   try {

@@ -1,7 +1,11 @@
-// Shared bits of the benchmark programs: argument parsing, memory readings, JSON output.
+// Shared bits of the benchmark programs: the command line (CLI11), memory readings, JSON output
+// (nlohmann::json).
 #pragma once
 
 #include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -11,43 +15,69 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace bench {
 
-// --key value pairs; flags without a value are "1".
-class Args {
+// The command line of a benchmark program (CLI11): every option is declared with its help and
+// default, and an unknown or malformed option ends the run with an error instead of running
+// something else (`--iteratons 3` used to be ignored).
+class Cli {
  public:
-  Args(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i) {
-      std::string k = argv[i];
-      if (k.rfind("--", 0) != 0) continue;
-      k = k.substr(2);
-      // (Values built with std::string(...) rather than assigned from char*: GCC 12's -Wrestrict
-      // misfires on the inlined assignment.)
-      if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) v_[k] = std::string(argv[++i]);
-      else v_[k] = std::string(1, '1');
+  explicit Cli(const std::string& what) : app_(what) { app_.get_formatter()->column_width(34); }
+
+  // --name VALUE. Integers also accept the scientific notation the docs use (--n 1e7).
+  template <class T>
+  CLI::Option* opt(const std::string& name, T& var, const std::string& help) {
+    CLI::Option* o = app_.add_option("--" + name, var, help)->capture_default_str();
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) o->transform(integer_notation());
+    return o;
+  }
+  // --name a,b,c
+  template <class T>
+  CLI::Option* list(const std::string& name, std::vector<T>& var, const std::string& help) {
+    CLI::Option* o = app_.add_option("--" + name, var, help)->delimiter(',')->capture_default_str();
+    if constexpr (std::is_integral_v<T>) o->transform(integer_notation());
+    return o;
+  }
+  // --name [0|1]; a bare --name means 1.
+  CLI::Option* flag(const std::string& name, bool& var, const std::string& help) {
+    return app_.add_option("--" + name, var, help + " (default " + (var ? "1" : "0") + "; a bare --" + name + " is 1)")
+        ->expected(0, 1)
+        ->default_str("1")
+        ->option_text("[0|1]");
+  }
+
+  // Parses the same argv on every rank. --help, or an error, is printed by rank 0 only (every rank
+  // when MPI is not initialised) and ends the program on every rank with CLI11's exit code.
+  void parse(int argc, char** argv) {
+    try {
+      app_.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      int initialized = 0, rank = 0;
+      MPI_Initialized(&initialized);
+      if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      const int code = rank == 0 ? app_.exit(e) : e.get_exit_code();
+      if (initialized) MPI_Finalize();
+      std::exit(code);
     }
   }
-  std::string str(const std::string& k, const std::string& def) const {
-    auto it = v_.find(k);
-    return it == v_.end() ? def : it->second;
-  }
-  // A comma-separated list of numbers ("1e5,1e6"), or `def` when the key is absent.
-  std::vector<std::int64_t> nums(const std::string& k, const std::string& def) const {
-    std::vector<std::int64_t> v;
-    std::stringstream in(str(k, def));
-    std::string item;
-    while (std::getline(in, item, ','))
-      if (!item.empty()) v.push_back(static_cast<std::int64_t>(std::stod(item)));
-    return v;
-  }
-  std::int64_t num(const std::string& k, std::int64_t def) const {
-    auto it = v_.find(k);
-    return it == v_.end() ? def : static_cast<std::int64_t>(std::stod(it->second));
-  }
+  bool given(const std::string& name) const { return app_.count("--" + name) > 0; }
+
  private:
-  std::map<std::string, std::string> v_;
+  // "1e5" -> "100000"; anything else is left to CLI11's own conversion (and its error message).
+  static std::function<std::string(std::string)> integer_notation() {
+    return [](std::string s) {
+      if (s.find_first_of("eE.") == std::string::npos) return s;
+      char* end = nullptr;
+      const double d = std::strtod(s.c_str(), &end);
+      if (end && *end == '\0' && d == static_cast<double>(static_cast<std::int64_t>(d)))
+        return std::to_string(static_cast<std::int64_t>(d));
+      return s;
+    };
+  }
+  CLI::App app_;
 };
 
 // A value of /proc/self/status in MiB (VmRSS: current, VmHWM: peak).
@@ -71,34 +101,19 @@ inline double max_over_ranks(double x, MPI_Comm comm) {
   return m;
 }
 
-// One JSON object on one line, keys in insertion order.
+// One JSON object on one line, keys in insertion order, written by nlohmann::json (so strings
+// are escaped and numbers are valid JSON: NaN and infinities become null).
 class Json {
  public:
-  Json& add(const std::string& k, const std::string& v) {
-    item(k) << '"' << v << '"';
-    return *this;
-  }
-  Json& add(const std::string& k, const char* v) { return add(k, std::string(v)); }
   template <class T>
-  Json& add(const std::string& k, T v) {
-    item(k) << v;
+  Json& add(const std::string& k, const T& v) {
+    j_[k] = v;
     return *this;
   }
-  std::string str() const {
-    std::string s(1, '{');
-    s += o_.str();
-    s += '}';
-    return s;
-  }
+  std::string str() const { return j_.dump(); }
+
  private:
-  std::ostringstream& item(const std::string& k) {
-    if (!first_) o_ << ", ";
-    first_ = false;
-    o_ << '"' << k << "\": ";
-    return o_;
-  }
-  std::ostringstream o_;
-  bool first_ = true;
+  nlohmann::ordered_json j_;
 };
 
 }  // namespace bench

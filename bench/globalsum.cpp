@@ -21,10 +21,13 @@ int main(int argc, char** argv) {
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  bench::Args args(argc, argv);
-  const std::vector<std::int64_t> sizes = args.nums("sizes", "1e5,1e6,1e7");
-  const int nfields = static_cast<int>(std::max<std::int64_t>(1, args.num("fields", 1)));
-  const int iterations = static_cast<int>(std::max<std::int64_t>(1, args.num("iterations", 20)));
+  std::vector<std::int64_t> sizes{100000, 1000000, 10000000};
+  int nfields = 1, iterations = 20;
+  bench::Cli cli("bench/globalsum: the cost of each global-sum method for block-distributed fields, one JSON line each");
+  cli.list("sizes", sizes, "global field sizes n (doubles), comma-separated");
+  cli.opt("fields", nfields, "fields summed per call")->check(CLI::PositiveNumber);
+  cli.opt("iterations", iterations, "calls timed per (n, method)")->check(CLI::PositiveNumber);
+  cli.parse(argc, argv);
 
   try {
     for (std::int64_t n : sizes) {

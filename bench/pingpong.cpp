@@ -96,19 +96,15 @@ namespace {
 using i64 = std::int64_t;
 constexpr double kDt = 3600;  // time step = coupling period
 
-// A value printed as is inside a JSON line (a list).
-struct Raw {
-  std::string s;
-};
-std::ostream& operator<<(std::ostream& o, const Raw& r) { return o << r.s; }
-
-Raw list(const std::vector<double>& v, int digits = 4) {
-  std::ostringstream o;
-  o.precision(digits);
-  o << '[';
-  for (std::size_t i = 0; i < v.size(); ++i) o << (i ? ", " : "") << v[i];
-  o << ']';
-  return {o.str()};
+// A list for a JSON line, each value rounded to `digits` significant digits (timings carry no more).
+std::vector<double> list(const std::vector<double>& v, int digits = 4) {
+  std::vector<double> r;
+  for (double x : v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.*g", digits, x);
+    r.push_back(std::strtod(b, nullptr));
+  }
+  return r;
 }
 
 struct Env {
@@ -451,40 +447,42 @@ int main(int argc, char** argv) {
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  bench::Args args(argc, argv);
+  std::string grids = "full", dir, order = "bfb", timeline = "off";
+  int fields = 10, iterations = 10, warmup = 2, noop_calls = 50000, timeline_reps = 3, atm_ranks = ranks / 2;
+  std::vector<int> splits;
+  std::vector<std::string> wanted{"all"};
+  bench::Cli cli("bench/pingpong: the coupler's ping-pong of paper 000 (T799 <-> ORCA025), one JSON line per case");
+  cli.opt("grids", grids, "full (T799, ORCA025) or small")->check(CLI::IsMember({"full", "small"}));
+  cli.opt("dir", dir, "where the weight files are kept (default /tmp/estuary_pingpong_<grids>)");
+  cli.opt("fields", fields, "fields each way")->check(CLI::PositiveNumber);
+  cli.opt("iterations", iterations, "timed ping-pongs per case")->check(CLI::PositiveNumber);
+  cli.opt("warmup", warmup, "untimed ping-pongs first")->check(CLI::NonNegativeNumber);
+  cli.opt("order", order, "the remap's summation order")->check(CLI::IsMember({"bfb", "sum"}));
+  cli.opt("noop-calls", noop_calls, "timeline: gets that do nothing, timed per call")->check(CLI::PositiveNumber);
+  cli.opt("timeline", timeline, "record the coupling timeline: off, on or both")->check(CLI::IsMember({"off", "on", "both"}));
+  cli.opt("timeline-reps", timeline_reps, "timeline: repeats of each comparison")->check(CLI::PositiveNumber);
+  cli.opt("atm-ranks", atm_ranks, "ranks of the atmosphere (the rest are the ocean's)");
+  cli.list("splits", splits, "several --atm-ranks values, comma-separated (default: --atm-ranks)");
+  cli.list("cases", wanted, "cases to run, comma-separated, or all");
+  cli.parse(argc, argv);
   try {
     if (ranks < 2) throw std::runtime_error("bench/pingpong needs at least 2 ranks (atm and ocn)");
-    const std::string grids = args.str("grids", "full");
-    if (grids != "full" && grids != "small") throw std::runtime_error("--grids full|small");
     const bool small = grids == "small";
-    Env e{rank, ranks, args.str("dir", "/tmp/estuary_pingpong_" + grids),
+    Env e{rank, ranks, dir.empty() ? "/tmp/estuary_pingpong_" + grids : dir,
           (small ? estuary::GridGen::reduced_gaussian(48) : estuary::GridGen::t799()).with_land(),
           (small ? estuary::GridGen::tripolar(360, 290) : estuary::GridGen::orca025()).with_land(), "", ""};
-    e.fields = static_cast<int>(std::max<i64>(1, args.num("fields", 10)));
-    e.iterations = static_cast<int>(std::max<i64>(1, args.num("iterations", 10)));
-    e.warmup = static_cast<int>(std::max<i64>(0, args.num("warmup", 2)));
-    e.order = args.str("order", "bfb");
-    e.noop_calls = static_cast<int>(std::max<i64>(1, args.num("noop-calls", 50000)));
-    const std::string timeline = args.str("timeline", "off");
-    if (timeline != "off" && timeline != "on" && timeline != "both") throw std::runtime_error("--timeline off|on|both");
-    const int timeline_reps = static_cast<int>(std::max<i64>(1, args.num("timeline-reps", 3)));
+    e.fields = fields;
+    e.iterations = iterations;
+    e.warmup = warmup;
+    e.order = order;
+    e.noop_calls = noop_calls;
     // The comparison is of the configuration's switch: the environment's must not override it.
-    if (args.str("timeline", "").size()) unsetenv("ESTUARY_TIMELINE");
-    if (e.order != "bfb" && e.order != "sum") throw std::runtime_error("--order bfb|sum");
+    if (cli.given("timeline")) unsetenv("ESTUARY_TIMELINE");
     e.w_a2o = "rmp_" + e.gt.name() + "_to_" + e.go.name() + "_dis5.nc";
     e.w_o2a = "rmp_" + e.go.name() + "_to_" + e.gt.name() + "_dis5.nc";
-    const int atm_ranks = static_cast<int>(args.num("atm-ranks", ranks / 2));
-    std::vector<int> splits;
-    for (i64 s : args.nums("splits", std::to_string(atm_ranks))) splits.push_back(static_cast<int>(s));
+    if (splits.empty()) splits.push_back(atm_ranks);
     for (int s : splits)
       if (s < 1 || s >= ranks) throw std::runtime_error("--atm-ranks/--splits must lie in [1, ranks)");
-    std::vector<std::string> wanted;
-    {
-      std::stringstream in(args.str("cases", "all"));
-      std::string w;
-      while (std::getline(in, w, ','))
-        if (!w.empty()) wanted.push_back(w);
-    }
     const auto want = [&](const std::string& nm) {
       return std::find(wanted.begin(), wanted.end(), "all") != wanted.end() ||
              std::find(wanted.begin(), wanted.end(), nm) != wanted.end();

@@ -25,13 +25,19 @@ int main(int argc, char** argv) {
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  bench::Args args(argc, argv);
-  const std::int64_t n = args.num("n", 1000000);
-  const int fields = static_cast<int>(args.num("fields", 1));
-  const int iterations = static_cast<int>(std::max<std::int64_t>(1, args.num("iterations", 10)));
-  const std::string src_kind = args.str("src", "block"), dst_kind = args.str("dst", "transpose2d");
-  const std::string algorithm = args.str("algorithm", "p2p");
-  const int messages = static_cast<int>(args.num("messages-per-process", 0));
+  std::int64_t n = 1000000;
+  int fields = 1, iterations = 10, messages = 0;
+  std::string src_kind = "block", dst_kind = "transpose2d", algorithm = "p2p", cache = "off";
+  bench::Cli cli("bench/redist: moves F fields of n doubles from one decomposition to another, one JSON line per run");
+  cli.opt("n", n, "global size in doubles")->check(CLI::PositiveNumber);
+  cli.opt("fields", fields, "fields moved per exchange")->check(CLI::PositiveNumber);
+  cli.opt("iterations", iterations, "exchanges timed")->check(CLI::PositiveNumber);
+  cli.opt("src", src_kind, "source decomposition: block, cyclic, random, rows2d, transpose2d");
+  cli.opt("dst", dst_kind, "destination decomposition (same kinds)");
+  cli.opt("algorithm", algorithm, "a registered schedule (p2p, butterfly, auto, ...) or adaptive");
+  cli.opt("messages-per-process", messages, "paper 001's Algorithm 1 pair with M messages per rank instead of the kinds (0: off)");
+  cli.opt("cache", cache, "adaptive only: file that keeps its decision (off: none)");
+  cli.parse(argc, argv);
 
   try {
     const estuary::gen::DecompPair pair =
@@ -68,7 +74,7 @@ int main(int argc, char** argv) {
     std::optional<estuary::Exchange> ex;
     if (algorithm == "adaptive") {
       estuary::AdaptiveOptions ao;
-      ao.cache_file = args.str("cache", "off");
+      ao.cache_file = cache;
       adaptive.emplace(src, dst, MPI_COMM_WORLD, ao);
     } else {
       redist.emplace(src, dst, MPI_COMM_WORLD, opt);

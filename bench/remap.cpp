@@ -82,11 +82,16 @@ int main(int argc, char** argv) {
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  bench::Args args(argc, argv);
-  const std::string direction = args.str("direction", "both");
-  const int iterations = static_cast<int>(std::max<std::int64_t>(1, args.num("iterations", 10)));
-  const bool small = args.str("small", "0") == "1";
-  const std::int64_t triad_mb = std::max<std::int64_t>(1, args.num("triad-mb", 80));
+  std::string direction = "both";
+  int iterations = 10;
+  bool small = false;
+  std::int64_t triad_mb = 80;
+  bench::Cli cli("bench/remap: sparse application and CONSERV for T799 <-> ORCA025, one JSON line per case");
+  cli.opt("direction", direction, "both, fwd (T799 -> ORCA025) or back")->check(CLI::IsMember({"both", "fwd", "back"}));
+  cli.opt("iterations", iterations, "timed runs per case")->check(CLI::PositiveNumber);
+  cli.flag("small", small, "reduced_gaussian(48) and tripolar(144, 102) instead of the full grids");
+  cli.opt("triad-mb", triad_mb, "MB per array of the STREAM triad")->check(CLI::PositiveNumber);
+  cli.parse(argc, argv);
   try {
     double triad = 0;
     MPI_Barrier(MPI_COMM_WORLD);

@@ -141,7 +141,22 @@ double shift(int bytes, int iters) {
 }
 
 
-int calibrate(const bench::Args& args) {
+// The command line; options of one mode are ignored by the other, and defaults that differ by
+// mode (--algo, --nx, --ny, --nz) are filled in after parsing when not given.
+struct Options {
+  bool calibrate = false;
+  std::string pattern = "allreduce", topology = "dragonfly", platform, routing = "minimal", network = "cm02";
+  std::vector<std::int64_t> ranks{64, 512, 4096};
+  std::string algo;
+  std::int64_t nx = 0, ny = 0, nz = 0, width = 20, points = 100000000, dst_chunk = 0, matrix_bins = 0;
+  std::uint64_t skip = 0;
+  int k = 2, doubles = 3, repeat = 50, transpositions = 3, fields = 1, stack_kib = 0;
+  double bw_GBps = 12.5, lat_ns = 100, overhead_ns = 0;
+  bool crosstraffic = false;
+  std::vector<std::string> cfg;
+};
+
+int calibrate(const Options& args) {
   int rank = 0, p = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
@@ -173,13 +188,13 @@ int calibrate(const bench::Args& args) {
     copy_Bps = 20.0 * big / bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
   }
   // A slab transposition (a) -> (b) of an nx x ny x nz grid of doubles: x slabs to z slabs.
-  const std::int64_t nx = args.num("nx", 256), ny = args.num("ny", 64), nz = args.num("nz", 256);
+  const std::int64_t nx = args.nx ? args.nx : 256, ny = args.ny ? args.ny : 64, nz = args.nz ? args.nz : 256;
   auto lo = [](std::int64_t n, int i, int q) { return n * i / q; };
   const estuary::Decomp src = estuary::Decomp::box({nx, ny, nz}, {lo(nx, rank, p), 0, 0},
                                                    {lo(nx, rank + 1, p) - lo(nx, rank, p), ny, nz});
   const estuary::Decomp dst = estuary::Decomp::box({nx, ny, nz}, {0, 0, lo(nz, rank, p)},
                                                    {nx, ny, lo(nz, rank + 1, p) - lo(nz, rank, p)});
-  const std::string algo = args.str("algo", "ring-2");
+  const std::string algo = args.algo.empty() ? "ring-2" : args.algo;
   estuary::Redist rd(src, dst, MPI_COMM_WORLD, {algo, {}});
   std::vector<double> a(static_cast<std::size_t>(src.size()), 1.0), b(static_cast<std::size_t>(dst.size()));
   for (int w = 0; w < 3; ++w) rd.run({estuary::Field(a, b)});
@@ -227,15 +242,10 @@ int calibrate(const bench::Args& args) {
   return 0;
 }
 
-// A JSON value written as is (an array).
-struct Raw {
-  std::string text;
-};
-std::ostream& operator<<(std::ostream& o, const Raw& r) { return o << r.text; }
 
 // The bytes each rank sends each rank over all stages (paper 004 Fig. 9d), summed into
 // bins x bins blocks of consecutive ranks: [[row of sender block 0], ...].
-Raw comm_matrix(const Pattern& p, int bins) {
+std::vector<std::vector<double>> comm_matrix(const Pattern& p, int bins) {
   const int n = p.ranks();
   bins = std::max(1, std::min(bins, n));
   std::vector<double> m(static_cast<std::size_t>(bins) * static_cast<std::size_t>(bins), 0.0);
@@ -246,22 +256,46 @@ Raw comm_matrix(const Pattern& p, int bins) {
       p.stage(r, s, st);
       for (const Msg& msg : st.sends) m[bin(r) * static_cast<std::size_t>(bins) + bin(msg.peer)] += static_cast<double>(msg.bytes);
     }
-  std::ostringstream o;
-  o << '[';
-  for (int i = 0; i < bins; ++i) {
-    o << (i ? ", [" : "[");
-    for (int j = 0; j < bins; ++j) o << (j ? ", " : "") << m[static_cast<std::size_t>(i) * static_cast<std::size_t>(bins) + static_cast<std::size_t>(j)];
-    o << ']';
-  }
-  o << ']';
-  return {o.str()};
+  std::vector<std::vector<double>> rows(static_cast<std::size_t>(bins));
+  for (int i = 0; i < bins; ++i)
+    rows[static_cast<std::size_t>(i)].assign(m.begin() + i * static_cast<std::ptrdiff_t>(bins), m.begin() + (i + 1) * static_cast<std::ptrdiff_t>(bins));
+  return rows;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Args args(argc, argv);
-  if (args.str("calibrate", "0") == "1") {
+  Options args;
+  bench::Cli cli("bench/sim: paper 004's skeletons replayed on simulated machines (SimGrid), one JSON line per rank count");
+  cli.flag("calibrate", args.calibrate, "under mpirun: time a real slab transposition and compare with its replay");
+  cli.opt("pattern", args.pattern, "skeleton")->check(CLI::IsMember({"allreduce", "halo", "transposition", "coupling"}));
+  cli.list("ranks", args.ranks, "simulated rank counts, comma-separated");
+  cli.opt("topology", args.topology, "a machine just large enough: torus, fattree, dragonfly or switch");
+  cli.opt("platform", args.platform, "a paper 004 Table 1 machine by name instead of --topology");
+  cli.opt("routing", args.routing, "minimal, valiant or ugal");
+  cli.opt("bw", args.bw_GBps, "link bandwidth, GB/s");
+  cli.opt("lat", args.lat_ns, "link latency, ns");
+  cli.opt("algo", args.algo, "transposition: burst|bruck|ring-<k> (ring-1); coupling: p2p|butterfly|adaptive (p2p); calibrate: a schedule (ring-2)");
+  cli.opt("transpositions", args.transpositions, "transposition: 1..3")->check(CLI::Range(1, 3));
+  cli.opt("width", args.width, "halo: width in points");
+  cli.opt("k", args.k, "allreduce: radix")->check(CLI::Range(2, 64));
+  cli.opt("doubles", args.doubles, "allreduce: doubles per call");
+  cli.opt("repeat", args.repeat, "allreduce: calls (GCR's 2N with N = 25)");
+  cli.opt("nx", args.nx, "grid points along x (default 28800; calibrate 256)");
+  cli.opt("ny", args.ny, "grid points along y (default 14400; calibrate 64)");
+  cli.opt("nz", args.nz, "grid points along z (default 256)");
+  cli.opt("points", args.points, "coupling: points of the field");
+  cli.opt("dst-chunk", args.dst_chunk, "coupling: 0 block, else round-robin chunks of this many points");
+  cli.opt("fields", args.fields, "coupling: fields per exchange");
+  cli.opt("skip", args.skip, "coupling butterfly: the stages skipped, as a bit mask");
+  cli.opt("matrix-bins", args.matrix_bins, "the rank-to-rank byte matrix summed into N x N blocks (0: none)");
+  cli.opt("overhead", args.overhead_ns, "CPU time per message sent or received, ns (LogP's o)");
+  cli.flag("crosstraffic", args.crosstraffic, "SimGrid's cross-traffic");
+  cli.opt("network", args.network, "SimGrid network model")->check(CLI::IsMember({"cm02", "ib"}));
+  cli.opt("stack-kib", args.stack_kib, "actor stack size, KiB (0: SimGrid's)");
+  cli.list("cfg", args.cfg, "more SimGrid settings name:value, comma-separated");
+  cli.parse(argc, argv);
+  if (args.calibrate) {
     MPI_Init(&argc, &argv);
     int rc = 1;
     try {
@@ -272,55 +306,45 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return rc;
   }
-  const std::string kind = args.str("pattern", "allreduce");
-  const std::vector<std::int64_t> ranks_list = args.nums("ranks", "64,512,4096");
-  const std::string topology = args.str("topology", "dragonfly"), named = args.str("platform", "");
-  const std::int64_t nx = args.num("nx", 28800), ny = args.num("ny", 14400), nz = args.num("nz", 256);
+  const std::string& kind = args.pattern;
+  const std::string& topology = args.topology;
+  const std::string& named = args.platform;
+  const std::int64_t nx = args.nx ? args.nx : 28800, ny = args.ny ? args.ny : 14400, nz = args.nz ? args.nz : 256;
   SimOptions opt;
-  opt.crosstraffic = args.str("crosstraffic", "0") == "1";
-  if (const std::string net = args.str("network", "cm02"); net == "ib") opt.network = SimOptions::Network::ib;
-  else if (net != "cm02") {
-    std::cerr << "bench/sim: unknown --network '" << net << "' (use cm02 or ib)\n";
-    return 2;
-  }
-  opt.stack_kib = static_cast<int>(args.num("stack-kib", 0));
-  opt.message_overhead_s = std::stod(args.str("overhead", "0")) * 1e-9;
-  {  // --cfg name:value,name:value: further SimGrid settings
-    std::stringstream in(args.str("cfg", ""));
-    std::string item;
-    while (std::getline(in, item, ','))
-      if (!item.empty()) opt.config.push_back(item);
-  }
+  opt.crosstraffic = args.crosstraffic;
+  if (args.network == "ib") opt.network = SimOptions::Network::ib;
+  opt.stack_kib = args.stack_kib;
+  opt.message_overhead_s = args.overhead_ns * 1e-9;
+  opt.config = args.cfg;  // further SimGrid settings
   int failures = 0;
-  for (std::int64_t ranks : ranks_list) {
+  for (std::int64_t ranks : args.ranks) {
     bench::Json j;
     try {
       Platform pl = named.empty() ? machine(topology, ranks) : Platform::by_name(named);
-      pl.bandwidth_Bps = std::stod(args.str("bw", "12.5")) * 1e9;
-      pl.latency_s = std::stod(args.str("lat", "100")) * 1e-9;
-      pl.routing = parse_routing(args.str("routing", "minimal"));
+      pl.bandwidth_Bps = args.bw_GBps * 1e9;
+      pl.latency_s = args.lat_ns * 1e-9;
+      pl.routing = parse_routing(args.routing);
       std::unique_ptr<Pattern> p;
       CouplingSpec cspec;
       std::string calgo;
       int px = 1, py = 1;
       grid2(ranks, px, py);
       if (kind == "allreduce") {
-        p = allreduce({static_cast<int>(ranks), static_cast<int>(args.num("k", 2)),
-                       static_cast<int>(args.num("doubles", 3)), static_cast<int>(args.num("repeat", 50))});
+        p = allreduce({static_cast<int>(ranks), args.k, args.doubles, args.repeat});
       } else if (kind == "halo") {
-        p = halo({nx, ny, nz, py, px, args.num("width", 20), 8});  // more ranks along the longer x
+        p = halo({nx, ny, nz, py, px, args.width, 8});  // more ranks along the longer x
       } else if (kind == "transposition") {
         TranspositionSpec s;
         s.nx = nx, s.ny = ny, s.nz = nz, s.cx = px, s.cy = py;
-        s.algo = AlltoallAlgo::parse(args.str("algo", "ring-1"));
-        s.transpositions = static_cast<int>(args.num("transpositions", 3));
+        s.algo = AlltoallAlgo::parse(args.algo.empty() ? "ring-1" : args.algo);
+        s.transpositions = args.transpositions;
         p = transposition(s);
       } else if (kind == "coupling") {
         const int a = static_cast<int>(ranks - ranks / 2), b = static_cast<int>(ranks / 2);
-        cspec = {args.num("points", 100000000), a, b, 8, static_cast<int>(args.num("fields", 1)), args.num("dst-chunk", 0)};
-        calgo = args.str("algo", "p2p");
+        cspec = {args.points, a, b, 8, args.fields, args.dst_chunk};
+        calgo = args.algo.empty() ? "p2p" : args.algo;
         if (calgo == "p2p") p = coupling_p2p(cspec);
-        else if (calgo == "butterfly") p = coupling_butterfly(cspec, static_cast<std::uint64_t>(args.num("skip", 0)));
+        else if (calgo == "butterfly") p = coupling_butterfly(cspec, args.skip);
         else if (calgo == "adaptive") p = coupling_butterfly(cspec, 0);  // replaced by the choice below
         else
           throw estuary::Error("unknown coupling algorithm '" + calgo + "'", "bench/sim", "use p2p, butterfly or adaptive");
@@ -340,13 +364,10 @@ int main(int argc, char** argv) {
       j.add("bench", "sim").add("pattern", r.pattern).add("platform", r.platform).add("ranks", r.ranks);
       j.add("routing", routing_name(pl.routing));
       if (calgo == "adaptive") {
-        std::ostringstream trials;
-        trials << '[';
-        for (std::size_t i = 0; i < choice.trials.size(); ++i)
-          trials << (i ? ", " : "") << "{\"skip_mask\": " << choice.trials[i].skip_mask
-                 << ", \"simulated_s\": " << choice.trials[i].simulated_s << '}';
+        nlohmann::ordered_json trials = nlohmann::ordered_json::array();
+        for (const auto& t : choice.trials) trials.push_back({{"skip_mask", t.skip_mask}, {"simulated_s", t.simulated_s}});
         j.add("choice", choice.name).add("kernel_stages", choice.kernel_stages).add("skip_mask", choice.skip_mask);
-        j.add("profiling_s", choice.profiling_s).add("trials", Raw{trials.str() + "]"});
+        j.add("profiling_s", choice.profiling_s).add("trials", trials);
       }
       if (kind == "halo" || kind == "transposition") j.add("grid", std::to_string(py) + "x" + std::to_string(px));
       j.add("stages", r.stages)
@@ -363,13 +384,10 @@ int main(int argc, char** argv) {
       // The contention-free estimate: per stage, alpha (the route latency between two hosts
       // under one switch: two links) plus the busiest rank's bytes / bandwidth.
       j.add("alpha_beta_s", alpha_beta_s(*p, 2 * pl.latency_s, pl.bandwidth_Bps));
-      if (const std::int64_t bins = args.num("matrix-bins", 0); bins > 0) j.add("matrix_bytes", comm_matrix(*p, static_cast<int>(bins)));
+      if (args.matrix_bins > 0) j.add("matrix_bytes", comm_matrix(*p, static_cast<int>(args.matrix_bins)));
     } catch (const std::exception& e) {
       ++failures;
-      std::string what = e.what();
-      for (char& c : what)
-        if (c == '"' || c == '\\') c = '\'';  // keep the JSON line valid
-      j.add("bench", "sim").add("pattern", kind).add("ranks", ranks).add("error", what);
+      j.add("bench", "sim").add("pattern", kind).add("ranks", ranks).add("error", std::string(e.what()));
     }
     std::cout << j.str() << std::endl;
   }

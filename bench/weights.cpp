@@ -81,18 +81,22 @@ double time_cdo(const GridGen& src, const GridGen& dst, const std::string& dir, 
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  const bench::Args args(argc, argv);
   int r = 0, p = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
-  const std::string size = args.str("grids", "small");
-  const bool cdo = args.num("cdo", 0) != 0;
+  std::string size = "small", dir = "/tmp/estuary_bench_weights", method = "conservative";
+  bool cdo = false, fold = false;
   estuary::ConservativeOptions opt;
-  opt.order = static_cast<int>(args.num("order", 1));
-  const std::string dir = args.str("dir", "/tmp/estuary_bench_weights");
+  bench::Cli cli("bench/weights: estuary's parallel weight generation against CDO's, one JSON line per direction");
+  cli.opt("grids", size, "full, medium or small")->check(CLI::IsMember({"full", "medium", "small"}));
+  cli.flag("cdo", cdo, "also time CDO on the same grids");
+  cli.opt("order", opt.order, "conservative order")->check(CLI::Range(1, 2));
+  cli.opt("dir", dir, "where grid and weight files go");
+  cli.opt("method", method, "weights to generate")
+      ->check(CLI::IsMember({"conservative", "bicubic", "gauswgt", "runoff", "bilinear_reduced"}));
+  cli.flag("fold", fold, "bicubic: also write the folded one-column matrix");
+  cli.parse(argc, argv);
   if (r == 0) std::filesystem::create_directories(dir);
-  const std::string method = args.str("method", "conservative");
-  const bool fold = args.num("fold", 0) != 0;
   const auto [a, b] = grids(size);
   const bool one_way = method == "bicubic" || method == "bilinear_reduced";
   for (int dirn = 0; dirn < (one_way ? 1 : 2); ++dirn) {
