@@ -34,9 +34,16 @@ CM
   fi
 }
 
-# C++ and C with find_package: C++-only and C-only projects.
-cmake_project ext_cxx CXX "$src/tests/install/external.cpp" estuary::estuary
-mpirun -n 2 "$work/ext_cxx/build/ext_cxx"
+# C++ with find_package: the example project of examples/external_project, as a user copies it.
+cp -r "$src/examples/external_project" "$work/ext_cxx"
+if ! cmake -S "$work/ext_cxx" -B "$work/ext_cxx/build" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/ext_cxx.log" 2>&1 ||
+   ! cmake --build "$work/ext_cxx/build" >>"$work/ext_cxx.log" 2>&1; then
+  cat "$work/ext_cxx.log"
+  echo "install test: examples/external_project does not build against the installed estuary"
+  exit 1
+fi
+mpirun -n 2 "$work/ext_cxx/build/redist_example"
+# C with find_package: a C-only project.
 cmake_project ext_c C "$src/tests/install/external.c" estuary::estuary
 mpirun -n 2 "$work/ext_c/build/ext_c"
 passed=$((passed + 2))
@@ -48,7 +55,7 @@ mpicc -std=c11 -Wall -Wextra "$src/tests/install/external.c" $(pkg-config --cfla
   -Wl,-rpath,"$libdir" -o "$work/external_c_pc"
 mpirun -n 2 "$work/external_c_pc"
 # OMPI_SKIP_MPICXX: not OpenMPI's deprecated C++ bindings, whose header warns under -Wextra.
-mpicxx -std=c++20 -Wall -Wextra -DOMPI_SKIP_MPICXX "$src/tests/install/external.cpp" $(pkg-config --cflags --libs estuary) \
+mpicxx -std=c++20 -Wall -Wextra -DOMPI_SKIP_MPICXX "$src/examples/external_project/main.cpp" $(pkg-config --cflags --libs estuary) \
   -Wl,-rpath,"$libdir" -o "$work/external_cxx_pc"
 mpirun -n 2 "$work/external_cxx_pc"
 passed=$((passed + 2))
