@@ -25,7 +25,10 @@ namespace bench {
 // something else (`--iteratons 3` used to be ignored).
 class Cli {
  public:
-  explicit Cli(const std::string& what) : app_(what) { app_.get_formatter()->column_width(34); }
+  explicit Cli(const std::string& what) : app_(what) {
+    app_.get_formatter()->column_width(34);
+    app_.add_flag("--dry-run", dry_run_, "check the options, print them and run nothing");
+  }
 
   // --name VALUE. Integers also accept the scientific notation the docs use (--n 1e7).
   template <class T>
@@ -62,6 +65,14 @@ class Cli {
       if (initialized) MPI_Finalize();
       std::exit(code);
     }
+    if (dry_run_) {  // what would run, as a config file of the options (defaults included)
+      int initialized = 0, rank = 0;
+      MPI_Initialized(&initialized);
+      if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      if (rank == 0) std::fputs(app_.config_to_str(true, false).c_str(), stdout);
+      if (initialized) MPI_Finalize();
+      std::exit(0);
+    }
   }
   bool given(const std::string& name) const { return app_.count("--" + name) > 0; }
 
@@ -78,6 +89,7 @@ class Cli {
     };
   }
   CLI::App app_;
+  bool dry_run_ = false;
 };
 
 // A value of /proc/self/status in MiB (VmRSS: current, VmHWM: peak).

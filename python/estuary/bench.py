@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .progress import Progress
 
-BENCHES = ("redist", "allreduce", "globalsum", "remap", "io", "pingpong", "sim")
+BENCHES = ("redist", "allreduce", "globalsum", "remap", "weights", "io", "pingpong", "sim")
 # Columns that say what was measured: shown first when they vary between records.
 _WHAT = ("algorithm", "choice", "k", "ranks", "n", "count", "bytes", "fields", "src", "dst", "op", "type", "mode",
          "writers", "method", "grid", "size", "platform", "topology")
