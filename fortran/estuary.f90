@@ -468,6 +468,17 @@ module estuary
       type(c_ptr), value :: d, units, long_name, standard_name
       integer(c_int) :: rc
     end function est_io_def_field
+    function est_io_def_field_masked(io, name, grid, levels, nlev, d, units, long_name, standard_name, mask, n) &
+        bind(c, name='est_io_def_field_masked') result(rc)
+      import :: c_int, c_int64_t, c_char, c_ptr
+      type(c_ptr), value :: io
+      character(kind=c_char), intent(in) :: name(*), grid(*)
+      type(c_ptr), value :: levels
+      integer(c_int), value :: nlev
+      type(c_ptr), value :: d, units, long_name, standard_name, mask
+      integer(c_int64_t), value :: n
+      integer(c_int) :: rc
+    end function est_io_def_field_masked
     function est_io_enddef(io) bind(c, name='est_io_enddef') result(rc)
       import :: c_int, c_ptr
       type(c_ptr), value :: io
@@ -1942,17 +1953,29 @@ contains
 
   !> A field on `grid`; decomp numbers the global array as level * grid size + point (0-based).
   !> Without levels, a 2-D field.
-  subroutine estuary_io_def_field(io, name, grid, decomp, ierror, levels, units, long_name, standard_name)
+  !> mask: one value per value of decomp (its order), 1 written, 0 masked (land): masked points
+  !> are written as the fill value 1e20 and never enter an average; absent: the grid's mask.
+  subroutine estuary_io_def_field(io, name, grid, decomp, ierror, levels, units, long_name, standard_name, mask)
     type(estuary_io), intent(in) :: io
     character(len=*), intent(in) :: name, grid
     type(estuary_decomp), intent(in) :: decomp
     integer, intent(out) :: ierror
     real(real64), intent(in), optional :: levels(:)
     character(len=*), intent(in), optional :: units, long_name, standard_name
+    integer, intent(in), optional :: mask(:)
     real(c_double), allocatable, target :: lev(:)
     character(kind=c_char), allocatable, target :: u(:), ln(:), sn(:)
-    type(c_ptr) :: plev, pu, pln, psn
+    integer(c_int32_t), allocatable, target :: m(:)
+    type(c_ptr) :: plev, pu, pln, psn, pm
     integer(c_int) :: nlev
+    integer(c_int64_t) :: nm
+    pm = c_null_ptr
+    nm = 0
+    if (present(mask)) then
+      m = int(mask, c_int32_t)
+      nm = size(mask, kind=c_int64_t)
+      if (nm > 0) pm = c_loc(m)
+    end if
     plev = c_null_ptr
     pu = c_null_ptr
     pln = c_null_ptr
@@ -1977,7 +2000,8 @@ contains
       sn = c_str(standard_name)
       psn = c_loc(sn)
     end if
-    ierror = c_result(est_io_def_field(io%ptr, c_str(name), c_str(grid), plev, nlev, decomp%ptr, pu, pln, psn))
+    ierror = c_result(est_io_def_field_masked(io%ptr, c_str(name), c_str(grid), plev, nlev, decomp%ptr, pu, pln, psn, &
+                                              pm, nm))
   end subroutine estuary_io_def_field
 
   !> Collective (with the servers): builds the rearrangements and creates the files.

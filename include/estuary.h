@@ -275,6 +275,12 @@ int est_io_def_grid(est_io io, const char* name, const char* kind, int64_t nx, i
  * level * grid size + point. units, long_name, standard_name may be NULL. */
 int est_io_def_field(est_io io, const char* name, const char* grid, const double* levels, int nlev,
                      est_decomp d, const char* units, const char* long_name, const char* standard_name);
+/* As est_io_def_field, with the field's own mask: n values in d's order, 1 written, 0 masked
+ * (land). Masked points are written as the fill value (1e20) whatever the model puts there and
+ * never enter an average. mask NULL (n 0): the grid's mask, as est_io_def_field. */
+int est_io_def_field_masked(est_io io, const char* name, const char* grid, const double* levels, int nlev,
+                            est_decomp d, const char* units, const char* long_name, const char* standard_name,
+                            const int32_t* mask, int64_t n);
 int est_io_enddef(est_io io);
 /* One sample at model time `time` (seconds since the reference time); n values in d's order.
  * Returns EST_IO_TERMINATED after SIGTERM (the files are complete and closed). */

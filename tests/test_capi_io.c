@@ -98,7 +98,12 @@ int main(int argc, char** argv) {
     CHECK_OK(est_decomp_new_indices(NH, pts, np, &d2));
     const double levels[NLEV] = {5.0, 15.0};
     CHECK_OK(est_io_def_field(io, "t", "g", levels, NLEV, d3, "K", "temperature", "air_temperature"));
-    CHECK_OK(est_io_def_field(io, "s", "g", NULL, 0, d2, NULL, NULL, NULL));
+    /* s with a mask of its own: every third grid point is land, written as the fill value. */
+    int32_t smask[NH];
+    for (int64_t k = 0; k < np; ++k) smask[k] = pts[k] % 3 != 0;
+    CHECK(est_io_def_field_masked(io, "s", "g", NULL, 0, d2, NULL, NULL, NULL, smask, np + 1) == EST_ERR_IO,
+          "a mask longer than the decomposition is accepted");
+    CHECK_OK(est_io_def_field_masked(io, "s", "g", NULL, 0, d2, NULL, NULL, NULL, smask, np));
     CHECK_OK(est_io_enddef(io));
     double t[NLEV * NH], s[NH];
     for (int step = 1; step <= NSTEPS; ++step) {
@@ -165,6 +170,17 @@ int main(int argc, char** argv) {
   wrong = 0;
   for (int64_t k = 0; k < hi - lo; ++k) wrong += got[k] != value(idx[k], 2);
   CHECK(wrong == 0, "%ld values of periodic t differ", wrong);
+  { /* s at 3 h: its own mask's points hold the fill value (1e20), the others the model's values. */
+    const int64_t slo = NH * rr / wp, shi = NH * (rr + 1) / wp;
+    int64_t sstart = slo, scount = shi - slo;
+    est_decomp ds = NULL;
+    CHECK_OK(est_decomp_new_stripes(NH, &sstart, &scount, NULL, 1, &ds));
+    CHECK_OK(est_io_read(rd, "s", 3.0 * 3600, ds, got, scount));
+    wrong = 0;
+    for (int64_t k = 0; k < scount; ++k) wrong += got[k] != ((slo + k) % 3 == 0 ? 1e20 : value(slo + k, 3));
+    CHECK(wrong == 0, "%ld values of masked s differ", wrong);
+    est_decomp_free(&ds);
+  }
   CHECK_OK(est_io_reader_free(&rd));
   snprintf(path, sizeof path, "%s/c_avg.nc", dir);
   CHECK_OK(est_io_reader_open(path, MPI_COMM_WORLD, &rd));

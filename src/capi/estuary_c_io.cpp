@@ -117,6 +117,12 @@ int est_io_def_grid(est_io io, const char* name, const char* kind, int64_t nx, i
 
 int est_io_def_field(est_io io, const char* name, const char* grid, const double* levels, int nlev,
                      est_decomp d, const char* units, const char* long_name, const char* standard_name) {
+  return est_io_def_field_masked(io, name, grid, levels, nlev, d, units, long_name, standard_name, nullptr, 0);
+}
+
+int est_io_def_field_masked(est_io io, const char* name, const char* grid, const double* levels, int nlev,
+                            est_decomp d, const char* units, const char* long_name, const char* standard_name,
+                            const int32_t* mask, int64_t n) {
   return guarded("est_io_def_field", EST_ERR_IO, [&] {
     require(name, "name");
     require(grid, "grid");
@@ -131,6 +137,15 @@ int est_io_def_field(est_io io, const char* name, const char* grid, const double
     f.units = opt_str(units);
     f.long_name = opt_str(long_name);
     f.standard_name = opt_str(standard_name);
+    require_count(n, "n");
+    if (n > 0) {
+      require(mask, "mask");
+      if (n != d->decomp.size())
+        throw estuary::Error("mask of " + std::to_string(n) + " values, the decomposition holds " +
+                                 std::to_string(d->decomp.size()),
+                             std::string("field ") + name, "give one mask value per local value (d's order)");
+      f.mask.assign(mask, mask + n);
+    }
     io_of(io).def_field(f);
   });
 }
