@@ -1,7 +1,6 @@
 // netCDF files of the coupler (see couple_io.hpp).
 #include "couple/couple_io.hpp"
 
-#include <netcdf.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -34,14 +33,14 @@ void append_records(const std::string& path, const std::vector<std::string>& nam
                     const std::vector<double>& values, i64 global, const std::vector<i64>& dims) {
   if (!std::filesystem::exists(path)) {
     NcFile f = NcFile::create(path, global > (i64{1} << 28));
-    const int td = f.def_dim("time", NC_UNLIMITED);
-    const int tv = f.def_var("time", NC_DOUBLE, {td});
+    const int td = f.def_dim("time", detail::NcFile::kUnlimited);
+    const int tv = f.def_var("time", detail::NcFile::kDouble, {td});
     f.put_att("units", "seconds since start of run", tv);
     f.put_att("axis", "T", tv);
     for (const std::string& n : names) {
       std::vector<int> d{td};
       for (int s : space_dims(f, n, global, dims)) d.push_back(s);
-      const int v = f.def_var(n, NC_DOUBLE, d);
+      const int v = f.def_var(n, detail::NcFile::kDouble, d);
       f.put_att("long_name", "coupling field " + n, v);
     }
     f.put_att("Conventions", "CF-1.8");
@@ -52,7 +51,7 @@ void append_records(const std::string& path, const std::vector<std::string>& nam
   const int tv = f.var("time");
   const auto rec = static_cast<std::size_t>(f.dim_len("time"));
   const std::size_t one = 1;
-  nc_check(nc_put_vara_double(f.id(), tv, &rec, &one, &t), path, "variable time");
+  f.put(tv, &rec, &one, &t);
   for (std::size_t k = 0; k < names.size(); ++k) {
     const int v = f.var(names[k]);
     std::vector<std::size_t> start{rec}, count{1};
@@ -63,8 +62,7 @@ void append_records(const std::string& path, const std::vector<std::string>& nam
       start.push_back(0);
       count.push_back(static_cast<std::size_t>(global));
     }
-    nc_check(nc_put_vara_double(f.id(), v, start.data(), count.data(), values.data() + k * static_cast<std::size_t>(global)),
-             path, "variable " + names[k]);
+    f.put(v, start.data(), count.data(), values.data() + k * static_cast<std::size_t>(global));
   }
 }
 
@@ -74,7 +72,7 @@ void read_records(const std::string& path, const std::vector<std::string>& names
   const int tv = f.var("time");
   const i64 nt = f.dim_len("time");
   std::vector<double> times(static_cast<std::size_t>(nt));
-  if (nt > 0) nc_check(nc_get_var_double(f.id(), tv, times.data()), path, "variable time");
+  if (nt > 0) f.get(tv, times.data());
   i64 rec = -1;
   for (i64 i = 0; i < nt && rec < 0; ++i)
     if (times[static_cast<std::size_t>(i)] == t) rec = i;
@@ -94,8 +92,7 @@ void read_records(const std::string& path, const std::vector<std::string>& names
     std::vector<std::size_t> start(shape.size(), 0), count(shape.begin(), shape.end());
     start[0] = static_cast<std::size_t>(rec);
     count[0] = 1;
-    nc_check(nc_get_vara_double(f.id(), v, start.data(), count.data(), values.data() + k * static_cast<std::size_t>(global)),
-             path, "variable " + names[k]);
+    f.get(v, start.data(), count.data(), values.data() + k * static_cast<std::size_t>(global));
   }
 }
 
@@ -106,11 +103,11 @@ void write_restart(const std::string& path, const std::vector<RestartVar>& vars)
     for (const RestartVar& v : vars) largest = std::max(largest, static_cast<i64>(v.values.size()));
     NcFile f = NcFile::create(tmp, largest > (i64{1} << 28));
     std::vector<int> ids;
-    for (const RestartVar& v : vars) ids.push_back(f.def_var(v.name, NC_DOUBLE, space_dims(f, v.name, static_cast<i64>(v.values.size()), v.dims)));
+    for (const RestartVar& v : vars) ids.push_back(f.def_var(v.name, detail::NcFile::kDouble, space_dims(f, v.name, static_cast<i64>(v.values.size()), v.dims)));
     f.put_att("source", "estuary coupler restart");
     f.enddef();
     for (std::size_t k = 0; k < vars.size(); ++k)
-      nc_check(nc_put_var_double(f.id(), ids[k], vars[k].values.data()), tmp, "variable " + vars[k].name);
+      f.put(ids[k], vars[k].values.data());
     f.close();
   }
   std::error_code ec;
@@ -130,7 +127,7 @@ bool read_restart_var(const std::string& path, const std::string& name, i64 coun
                 "restart file " + path + ", variable " + name,
                 "a restart belongs to the grid it was written for; remove it to start afresh");
   out.resize(static_cast<std::size_t>(count));
-  nc_check(nc_get_var_double(f.id(), v, out.data()), path, "variable " + name);
+  f.get(v, out.data());
   return true;
 }
 

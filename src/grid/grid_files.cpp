@@ -7,7 +7,6 @@
 // generation the grid is read for.
 #include "estuary/grid_files.hpp"
 
-#include <netcdf.h>
 
 #include <algorithm>
 #include <cctype>
@@ -99,7 +98,7 @@ VarShape shape_of(const detail::NcFile& f, const std::string& var, bool corners,
 // Reads the rank's points `idx` (local order) of a variable: n values, or n * lead values
 // point-major (corner c of local point k at k * lead + c) when the variable has corners.
 template <class T>
-std::vector<T> read_points(const detail::NcFile& f, const std::string& var, const VarShape& s,
+std::vector<T> read_points(const detail::NcFile& f, const VarShape& s,
                            const std::vector<i64>& idx, bool point_major_corners) {
   const std::size_t n = idx.size(), lead = static_cast<std::size_t>(std::max(s.lead, 0));
   std::vector<T> out(n * std::max<std::size_t>(lead, 1));
@@ -125,10 +124,7 @@ std::vector<T> read_points(const detail::NcFile& f, const std::string& var, cons
     count.push_back(lead);
   }
   std::vector<T> buf(static_cast<std::size_t>(b.count) * std::max<std::size_t>(lead, 1));
-  int rc = NC_NOERR;
-  if constexpr (std::is_same_v<T, int>) rc = nc_get_vara_int(f.id(), s.varid, start.data(), count.data(), buf.data());
-  else rc = nc_get_vara_double(f.id(), s.varid, start.data(), count.data(), buf.data());
-  detail::nc_check(rc, f.path(), "variable " + var);
+  f.get(s.varid, start.data(), count.data(), buf.data());
   const std::size_t band = static_cast<std::size_t>(b.count);
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t at = static_cast<std::size_t>(idx[k] - b.first);
@@ -202,13 +198,10 @@ bool oasis_grid_var_exists(const std::string& path, const std::string& var) {
 std::vector<std::string> oasis_grid_names(const std::string& grids_path) {
   std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
   const detail::NcFile f = detail::NcFile::open(grids_path);
-  int nvars = 0;
-  detail::nc_check(nc_inq_nvars(f.id(), &nvars), grids_path, "its variables");
+  const int nvars = f.nvars();
   std::set<std::string> names;
   for (int v = 0; v < nvars; ++v) {
-    char name[NC_MAX_NAME + 1] = {};
-    detail::nc_check(nc_inq_varname(f.id(), v, name), grids_path, "variable " + std::to_string(v));
-    const std::string s = name;
+    const std::string s = f.var_name(v);
     if (s.size() > 4 && s.compare(s.size() - 4, 4, ".lon") == 0) {
       const std::string g = s.substr(0, s.size() - 4);
       if (f.find_var(g + ".lat") >= 0) names.insert(g);
@@ -230,7 +223,7 @@ GridFileInfo grid_file_info(const std::string& path, const std::string& name) {
     if (vd >= 0) {
       const i64 rank = f.var_shape(vd).at(0);
       std::vector<int> d(static_cast<std::size_t>(rank));
-      detail::nc_check(nc_get_var_int(f.id(), vd, d.data()), path, "variable grid_dims");
+      f.get(vd, d.data());
       info.dims.assign(d.begin(), d.end());
     }
     if (info.dims.size() != 2 || info.dims[0] * info.dims[1] != info.size) info.dims = {info.size};
@@ -302,8 +295,8 @@ Grid read_oasis_grid(const OasisGridFiles& files, const std::string& name, const
     const bool two_d = slon.pdims.size() == 2 && slon.pdims[0] > 1;
     g.dims = two_d ? std::vector<i64>{slon.pdims[1], slon.pdims[0]} : std::vector<i64>{n};
     g.kind = two_d ? GridKind::curvilinear : GridKind::unstructured;
-    g.lon = read_points<double>(gf, name + ".lon", slon, idx, false);
-    g.lat = read_points<double>(gf, name + ".lat", slat, idx, false);
+    g.lon = read_points<double>(gf, slon, idx, false);
+    g.lat = read_points<double>(gf, slat, idx, false);
     // Corners: .clo and .cla (crn, y, x).
     const bool has_clo = gf.find_var(name + ".clo") >= 0, has_cla = gf.find_var(name + ".cla") >= 0;
     if (needs.corners && !has_clo) missing(files.grids, name + ".clo");
@@ -315,8 +308,8 @@ Grid read_oasis_grid(const OasisGridFiles& files, const std::string& name, const
                         " points of " + name + ".lon",
                     "file " + files.grids + ctx, "corners are (nx, ny, nc) arrays: netCDF dims (nc, ny, nx)");
       g.ncorner = sclo.lead;
-      g.corner_lon = read_points<double>(gf, name + ".clo", sclo, idx, false);
-      g.corner_lat = read_points<double>(gf, name + ".cla", scla, idx, false);
+      g.corner_lon = read_points<double>(gf, sclo, idx, false);
+      g.corner_lat = read_points<double>(gf, scla, idx, false);
     }
     // Mask: OASIS's 1 = masked becomes Grid's 0.
     const bool mask_file = std::filesystem::exists(files.masks);
@@ -327,7 +320,7 @@ Grid read_oasis_grid(const OasisGridFiles& files, const std::string& name, const
       if (sm.points() != n)
         throw Error(name + ".msk has " + std::to_string(sm.points()) + " points, the grid " + std::to_string(n),
                     "file " + files.masks + ", variable " + name + ".msk" + ctx);
-      const std::vector<int> m = read_points<int>(*mf, name + ".msk", sm, idx, false);
+      const std::vector<int> m = read_points<int>(*mf, sm, idx, false);
       g.mask.resize(m.size());
       for (std::size_t k = 0; k < m.size(); ++k) g.mask[k] = m[k] == 0 ? 1 : 0;
     } else if (needs.mask) {
@@ -341,7 +334,7 @@ Grid read_oasis_grid(const OasisGridFiles& files, const std::string& name, const
       if (sa.points() != n)
         throw Error(name + ".srf has " + std::to_string(sa.points()) + " points, the grid " + std::to_string(n),
                     "file " + files.areas + ", variable " + name + ".srf" + ctx);
-      g.area = read_points<double>(*af, name + ".srf", sa, idx, false);
+      g.area = read_points<double>(*af, sa, idx, false);
       area_scale = area_scale_from_units(af->text_att("units", sa.varid));
       had_area = true;
     } else if (needs.area) {
@@ -376,7 +369,7 @@ Grid read_scrip_grid(const std::string& path, const Decomp& part, MPI_Comm comm,
     for (const char* v : {"grid_center_lon", "grid_center_lat"}) {
       if (f.find_var(v) < 0) missing(v);
       const VarShape s = shape_of(f, v, false, true);
-      std::vector<double> x = read_points<double>(f, v, s, idx, true);
+      std::vector<double> x = read_points<double>(f, s, idx, true);
       const double k = degrees_scale(f.text_att("units", s.varid));
       if (k != 1.0)
         for (double& a : x) a *= k;
@@ -385,7 +378,7 @@ Grid read_scrip_grid(const std::string& path, const Decomp& part, MPI_Comm comm,
     if (info.ncorner > 0 && f.find_var("grid_corner_lon") >= 0) {
       for (const char* v : {"grid_corner_lon", "grid_corner_lat"}) {
         const VarShape s = shape_of(f, v, true, true);
-        std::vector<double> x = read_points<double>(f, v, s, idx, true);
+        std::vector<double> x = read_points<double>(f, s, idx, true);
         const double k = degrees_scale(f.text_att("units", s.varid));
         if (k != 1.0)
           for (double& a : x) a *= k;
@@ -396,7 +389,7 @@ Grid read_scrip_grid(const std::string& path, const Decomp& part, MPI_Comm comm,
       missing("grid_corner_lon");
     }
     if (f.find_var("grid_imask") >= 0) {
-      const std::vector<int> m = read_points<int>(f, "grid_imask", shape_of(f, "grid_imask", false, true), idx, true);
+      const std::vector<int> m = read_points<int>(f, shape_of(f, "grid_imask", false, true), idx, true);
       g.mask.assign(m.begin(), m.end());
       for (std::int32_t& v : g.mask) v = v != 0 ? 1 : 0;
     } else if (needs.mask) {
@@ -404,7 +397,7 @@ Grid read_scrip_grid(const std::string& path, const Decomp& part, MPI_Comm comm,
     }
     if (f.find_var("grid_area") >= 0) {
       const VarShape s = shape_of(f, "grid_area", false, true);
-      g.area = read_points<double>(f, "grid_area", s, idx, true);
+      g.area = read_points<double>(f, s, idx, true);
       const double k = area_scale_from_units(f.text_att("units", s.varid));
       area_scale = k > 0 ? k : 1.0;
       had_area = true;
@@ -454,7 +447,7 @@ bool write_oasis_grid_var(const std::string& path, const std::string& grid, cons
   if (corners) dims.push_back(dim("crn_" + grid, nc));
   dims.push_back(dim("y_" + grid, ny));
   dims.push_back(dim("x_" + grid, nx));
-  const int v = f.def_var(var, integer ? NC_INT : NC_DOUBLE, dims);
+  const int v = f.def_var(var, integer ? detail::NcFile::kInt : detail::NcFile::kDouble, dims);
   // Units help CDO and ncview; OASIS writes none and reads none.
   if (suffix == ".lon" || suffix == ".clo") f.put_att("units", "degrees_east", v);
   if (suffix == ".lat" || suffix == ".cla") f.put_att("units", "degrees_north", v);
@@ -463,9 +456,9 @@ bool write_oasis_grid_var(const std::string& path, const std::string& grid, cons
   if (integer) {
     std::vector<int> iv(values.size());
     for (std::size_t k = 0; k < values.size(); ++k) iv[k] = static_cast<int>(std::lround(values[k]));
-    detail::nc_check(nc_put_var_int(f.id(), v, iv.data()), path, "variable " + var);
+    f.put(v, iv.data());
   } else {
-    detail::nc_check(nc_put_var_double(f.id(), v, values.data()), path, "variable " + var);
+    f.put(v, values.data());
   }
   f.close();
   return true;

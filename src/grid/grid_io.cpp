@@ -1,5 +1,4 @@
 // SCRIP grid files, written by each rank in turn so a distributed grid never meets on one rank.
-#include <netcdf.h>
 
 #include <numeric>
 
@@ -33,19 +32,19 @@ void write_scrip_grid(const std::string& path, const Grid& grid, MPI_Comm comm) 
       const int dsize = f.def_dim("grid_size", grid.global_size);
       const int drank = f.def_dim("grid_rank", static_cast<i64>(grid.dims.size()));
       const int dcorn = nc > 0 ? f.def_dim("grid_corners", static_cast<i64>(nc)) : -1;
-      f.def_var("grid_dims", NC_INT, {drank});
-      f.put_att("units", "degrees", f.def_var("grid_center_lat", NC_DOUBLE, {dsize}));
-      f.put_att("units", "degrees", f.def_var("grid_center_lon", NC_DOUBLE, {dsize}));
-      f.put_att("units", "unitless", f.def_var("grid_imask", NC_INT, {dsize}));
+      f.def_var("grid_dims", detail::NcFile::kInt, {drank});
+      f.put_att("units", "degrees", f.def_var("grid_center_lat", detail::NcFile::kDouble, {dsize}));
+      f.put_att("units", "degrees", f.def_var("grid_center_lon", detail::NcFile::kDouble, {dsize}));
+      f.put_att("units", "unitless", f.def_var("grid_imask", detail::NcFile::kInt, {dsize}));
       if (nc > 0) {
-        f.put_att("units", "degrees", f.def_var("grid_corner_lat", NC_DOUBLE, {dsize, dcorn}));
-        f.put_att("units", "degrees", f.def_var("grid_corner_lon", NC_DOUBLE, {dsize, dcorn}));
+        f.put_att("units", "degrees", f.def_var("grid_corner_lat", detail::NcFile::kDouble, {dsize, dcorn}));
+        f.put_att("units", "degrees", f.def_var("grid_corner_lon", detail::NcFile::kDouble, {dsize, dcorn}));
       }
       f.put_att("title", grid.name);
       f.put_att("kind", name_of(grid.kind));
       f.enddef();
       std::vector<int> dims(grid.dims.begin(), grid.dims.end());
-      detail::nc_check(nc_put_var_int(f.id(), f.var("grid_dims"), dims.data()), path, "variable grid_dims");
+      f.put(f.var("grid_dims"), dims.data());
       f.close();
     }
     if (grid.size() == 0) return;
@@ -61,16 +60,14 @@ void write_scrip_grid(const std::string& path, const Grid& grid, MPI_Comm comm) 
     detail::for_each_consecutive(idx, [&](std::size_t at, i64 g, i64 n) {
       const std::size_t start[2] = {static_cast<std::size_t>(g), 0};
       const std::size_t count[2] = {static_cast<std::size_t>(n), nc};
-      detail::nc_check(nc_put_vara_double(f.id(), vlat, start, count, &grid.lat[at]), path, "variable grid_center_lat");
-      detail::nc_check(nc_put_vara_double(f.id(), vlon, start, count, &grid.lon[at]), path, "variable grid_center_lon");
+      f.put(vlat, start, count, &grid.lat[at]);
+      f.put(vlon, start, count, &grid.lon[at]);
       mask.assign(static_cast<std::size_t>(n), 1);
       if (!grid.mask.empty()) std::copy_n(&grid.mask[at], n, mask.begin());
-      detail::nc_check(nc_put_vara_int(f.id(), vmask, start, count, mask.data()), path, "variable grid_imask");
+      f.put(vmask, start, count, mask.data());
       if (nc > 0) {
-        detail::nc_check(nc_put_vara_double(f.id(), vclat, start, count, &grid.corner_lat[at * nc]), path,
-                         "variable grid_corner_lat");
-        detail::nc_check(nc_put_vara_double(f.id(), vclon, start, count, &grid.corner_lon[at * nc]), path,
-                         "variable grid_corner_lon");
+        f.put(vclat, start, count, &grid.corner_lat[at * nc]);
+        f.put(vclon, start, count, &grid.corner_lon[at * nc]);
       }
     });
     f.close();

@@ -1,7 +1,6 @@
 // Reader: remap-and-read, the mirror of remap-and-write. Each rank reads one contiguous slab of
 // the variable (a few hyperslab reads, whatever the target layout), then a Redist moves the
 // slabs to the decomposition asked for, so a restart written on P ranks reads on any other count.
-#include <netcdf.h>
 
 #include <cmath>
 #include <exception>
@@ -82,8 +81,7 @@ struct Reader::Impl {
         ct.push_back(static_cast<size_t>(b.count[k]));
         m *= b.count[k];
       }
-      estuary::detail::nc_check(nc_get_vara_double(file->id(), v, st.data(), ct.data(), at), path,
-                                "variable " + var);
+      file->get(v, st.data(), ct.data(), at);
       at += m;
     }
     return s;
@@ -140,7 +138,7 @@ Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<
       x.records = shape[0];
       x.times.resize(static_cast<std::size_t>(x.records));
       if (x.records > 0)
-        estuary::detail::nc_check(nc_get_var_double(x.file->id(), tv, x.times.data()), path, "variable time");
+        x.file->get(tv, x.times.data());
     }
   });
   guard.armed = false;

@@ -13,8 +13,9 @@
 
 namespace estuary::detail {
 
-// netCDF-C and HDF5 are not thread-safe: every netCDF call of the I/O part (writers, readers and
-// the reader's prefetch thread) holds this lock.
+// netCDF-C and HDF5 are not thread-safe: every netCDF call holds this lock — NcFile's methods
+// take it themselves, and the I/O part's writers take it around their own calls — so the I/O
+// reader's prefetch thread may run beside the coupler, remap and grid parts.
 std::recursive_mutex& nc_lock();
 
 // Throws Error("<netCDF message> ...", "file <path>, <what>") when rc is not NC_NOERR.
@@ -24,6 +25,11 @@ void nc_check(int rc, const std::string& path, const std::string& what);
 // file is complete (ncfile/cdf_header.hpp).
 class NcFile {
  public:
+  // netCDF's external types and the unlimited length (NC_INT, NC_INT64, NC_DOUBLE, NC_UNLIMITED,
+  // checked against netcdf.h in ncfile.cpp), so that no part but this one includes netcdf.h.
+  static constexpr int kInt = 4, kInt64 = 10, kDouble = 6;
+  static constexpr std::int64_t kUnlimited = 0;
+
   static NcFile open(const std::string& path, bool write = false);
   // Creates (clobbering) a classic 64-bit-offset file, or CDF5 when `large` (int64 indices).
   static NcFile create(const std::string& path, bool large = false);
@@ -45,6 +51,20 @@ class NcFile {
   std::vector<std::int64_t> var_shape(int varid) const;  // dimension lengths
   std::vector<std::string> var_dim_names(int varid) const;
   std::string text_att(const std::string& name, int varid = -1) const;  // "" when absent
+  int nvars() const;
+  std::string var_name(int varid) const;
+
+  // Values of variable `varid`: all of them, or the hyperslab start/count (one entry a
+  // dimension). T: int, long long or double; netCDF converts from the stored type. Errors name
+  // the file and the variable.
+  template <class T>
+  void get(int varid, T* out) const;
+  template <class T>
+  void get(int varid, const std::size_t* start, const std::size_t* count, T* out) const;
+  template <class T>
+  void put(int varid, const T* in);
+  template <class T>
+  void put(int varid, const std::size_t* start, const std::size_t* count, const T* in);
 
   // Defining (file in define mode after create()).
   int def_dim(const std::string& name, std::int64_t len);

@@ -1,7 +1,6 @@
 // SCRIP and ESMF weight files: parallel slice reading with validation, and writing in turns.
 #include "estuary/weights.hpp"
 
-#include <netcdf.h>
 
 #include <algorithm>
 #include <cctype>
@@ -57,7 +56,7 @@ void read_indices(const NcFile& f, int var, const std::string& name, i64 lo, i64
   for (i64 at = 0; at < n; at += kChunk) {
     const i64 m = std::min(kChunk, n - at);
     const std::size_t start[1] = {static_cast<std::size_t>(lo + at)}, count[1] = {static_cast<std::size_t>(m)};
-    detail::nc_check(nc_get_vara_longlong(f.id(), var, start, count, buf.data()), f.path(), "variable " + name);
+    f.get(var, start, count, buf.data());
     for (i64 k = 0; k < m; ++k) {
       const long long v = buf[static_cast<std::size_t>(k)];
       if (v < 1 || (limit >= 0 && v > limit))
@@ -80,7 +79,7 @@ void read_weight_values(const NcFile& f, int var, const std::string& name, i64 l
     const i64 m = std::min(rows, n - at);
     const std::size_t start[2] = {static_cast<std::size_t>(lo + at), 0},
                       count[2] = {static_cast<std::size_t>(m), static_cast<std::size_t>(k)};
-    detail::nc_check(nc_get_vara_double(f.id(), var, start, count, buf.data()), f.path(), "variable " + name);
+    f.get(var, start, count, buf.data());
     for (i64 e = 0; e < m * k; ++e) {
       if (!std::isfinite(buf[static_cast<std::size_t>(e)]))
         throw Error(name + " of link " + std::to_string(lo + at + e / k) + " (0-based position)" +
@@ -142,7 +141,7 @@ SourceStructure read_source_structure(const NcFile& f, i64 k, const std::string&
                     " values, not 2 (the gradients are over a logically rectangular grid)",
                 where, "give weights from a 2-D (lon-lat, Gaussian or curvilinear) source grid");
   long long dims[2] = {0, 0};
-  detail::nc_check(nc_get_var_longlong(f.id(), vd, dims), f.path(), "variable src_grid_dims");
+  f.get(vd, dims);
   SourceStructure s;
   s.nx = dims[0], s.ny = dims[1];
   if (s.nx < 1 || s.ny < 1 || src_size < 0 || s.nx > src_size / s.ny || s.nx * s.ny != src_size)
@@ -172,7 +171,7 @@ SourceStructure read_source_structure(const NcFile& f, i64 k, const std::string&
     const i64 first = s.points[a], count = s.points[b] - first + 1;
     buf.resize(static_cast<std::size_t>(count));
     const std::size_t start[1] = {static_cast<std::size_t>(first)}, cnt[1] = {static_cast<std::size_t>(count)};
-    detail::nc_check(nc_get_vara_int(f.id(), vm, start, cnt, buf.data()), f.path(), "variable src_grid_imask");
+    f.get(vm, start, cnt, buf.data());
     for (std::size_t k2 = a; k2 <= b; ++k2) s.valid[k2] = buf[static_cast<std::size_t>(s.points[k2] - first)] > 0;
     a = b + 1;
   }
@@ -186,19 +185,10 @@ std::string read_global_attribute(const std::string& path, const std::string& na
   MPI_Comm_rank(comm, &r);
   std::string text;
   if (r == 0) {
-    int nc = -1;
     try {
-      detail::CdfHeaderCheck::check(path);
+      text = detail::NcFile::open(path).text_att(name);
     } catch (const Error&) {
-      nc = -2;  // a corrupt file: no attribute (as for any file netCDF cannot open)
-    }
-    if (nc == -1 && nc_open(path.c_str(), NC_NOWRITE, &nc) == NC_NOERR) {
-      std::size_t n = 0;
-      if (nc_inq_attlen(nc, NC_GLOBAL, name.c_str(), &n) == NC_NOERR) {
-        text.resize(n);
-        if (nc_get_att_text(nc, NC_GLOBAL, name.c_str(), text.data()) != NC_NOERR) text.clear();
-      }
-      nc_close(nc);
+      text.clear();  // a file netCDF cannot open, or a corrupt one: no attribute
     }
   }
   long long n = static_cast<long long>(text.size());
@@ -312,13 +302,13 @@ void define_grid(NcFile& f, const std::string& side, const Grid& g, int nctype_i
   f.def_var(side + "_grid_dims", nctype_int, {drank});
   const int dcorn = g.ncorner > 0 ? f.def_dim(side + "_grid_corners", g.ncorner) : -1;
   for (const char* v : {"center_lat", "center_lon"})
-    f.put_att("units", "radians", f.def_var(side + "_grid_" + v, NC_DOUBLE, {dsize}));
+    f.put_att("units", "radians", f.def_var(side + "_grid_" + v, detail::NcFile::kDouble, {dsize}));
   if (g.ncorner > 0)
     for (const char* v : {"corner_lat", "corner_lon"})
-      f.put_att("units", "radians", f.def_var(side + "_grid_" + v, NC_DOUBLE, {dsize, dcorn}));
-  f.put_att("units", "unitless", f.def_var(side + "_grid_imask", NC_INT, {dsize}));
-  f.put_att("units", "square radians", f.def_var(side + "_grid_area", NC_DOUBLE, {dsize}));
-  f.put_att("units", "unitless", f.def_var(side + "_grid_frac", NC_DOUBLE, {dsize}));
+      f.put_att("units", "radians", f.def_var(side + "_grid_" + v, detail::NcFile::kDouble, {dsize, dcorn}));
+  f.put_att("units", "unitless", f.def_var(side + "_grid_imask", detail::NcFile::kInt, {dsize}));
+  f.put_att("units", "square radians", f.def_var(side + "_grid_area", detail::NcFile::kDouble, {dsize}));
+  f.put_att("units", "unitless", f.def_var(side + "_grid_frac", detail::NcFile::kDouble, {dsize}));
 }
 
 // Writes the points of `g` this rank holds into the side's grid variables, converted as SCRIP
@@ -353,8 +343,7 @@ void write_grid_points(NcFile& f, const std::string& side, const Grid& g) {
     const std::size_t start[2] = {static_cast<std::size_t>(first), 0}, cnt[2] = {static_cast<std::size_t>(count), nc};
     auto put = [&](const char* name, const std::vector<double>& v, std::size_t per) {
       const std::string var = side + "_grid_" + name;
-      detail::nc_check(nc_put_vara_double(f.id(), f.var(var), start, cnt, v.data() + at * per), f.path(),
-                       "variable " + var);
+      f.put(f.var(var), start, cnt, v.data() + at * per);
     };
     put("center_lat", lat, 1);
     put("center_lon", lon, 1);
@@ -365,7 +354,7 @@ void write_grid_points(NcFile& f, const std::string& side, const Grid& g) {
     put("area", area, 1);
     put("frac", frac, 1);
     const std::string var = side + "_grid_imask";
-    detail::nc_check(nc_put_vara_int(f.id(), f.var(var), start, cnt, mask.data() + at), f.path(), "variable " + var);
+    f.put(f.var(var), start, cnt, mask.data() + at);
   });
 }
 
@@ -412,7 +401,7 @@ void write_weights(const std::string& path, const Links& links, i64 src_size, i6
   int grids = scrip && opt.src_grid && opt.dst_grid ? 1 : 0, all_grids = 0;
   detail::check_mpi(MPI_Allreduce(&grids, &all_grids, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
   const bool large = std::max({src_size, dst_size, total}) > INT_MAX;
-  const int itype = large ? NC_INT64 : NC_INT;
+  const int itype = large ? detail::NcFile::kInt64 : detail::NcFile::kInt;
 
   detail::in_turns(comm, [&] {
     if (rank == 0) {
@@ -426,8 +415,8 @@ void write_weights(const std::string& path, const Links& links, i64 src_size, i6
       }
       f.def_var(nm.col, itype, {dl});
       f.def_var(nm.row, itype, {dl});
-      if (scrip) f.def_var(nm.weight, NC_DOUBLE, {dl, f.def_dim("num_wgts", opt.columns ? opt.num_wgts : 1)});
-      else f.def_var(nm.weight, NC_DOUBLE, {dl});
+      if (scrip) f.def_var(nm.weight, detail::NcFile::kDouble, {dl, f.def_dim("num_wgts", opt.columns ? opt.num_wgts : 1)});
+      else f.def_var(nm.weight, detail::NcFile::kDouble, {dl});
       f.put_att("title", opt.title);
       if (!opt.map_method.empty()) f.put_att("map_method", opt.map_method);
       f.put_att("normalization", opt.normalization);
@@ -442,7 +431,7 @@ void write_weights(const std::string& path, const Links& links, i64 src_size, i6
         for (const Grid* g : {opt.src_grid, opt.dst_grid}) {
           std::vector<long long> dims(g->dims.begin(), g->dims.end());
           const std::string var = g == opt.src_grid ? "src_grid_dims" : "dst_grid_dims";
-          detail::nc_check(nc_put_var_longlong(f.id(), f.var(var), dims.data()), path, "variable " + var);
+          f.put(f.var(var), dims.data());
         }
       f.close();
     }
@@ -453,12 +442,9 @@ void write_weights(const std::string& path, const Links& links, i64 src_size, i6
       std::vector<long long> one_based(static_cast<std::size_t>(m));
       for (auto [var, src] : {std::pair{nm.col, &links.col}, std::pair{nm.row, &links.row}}) {
         for (std::size_t k = 0; k < one_based.size(); ++k) one_based[k] = (*src)[k] + 1;
-        detail::nc_check(nc_put_vara_longlong(f.id(), f.var(var), start, count, one_based.data()), path,
-                         std::string("variable ") + var);
+        f.put(f.var(var), start, count, one_based.data());
       }
-      detail::nc_check(nc_put_vara_double(f.id(), f.var(nm.weight), start, count,
-                                          opt.columns ? opt.columns->data() : links.weight.data()),
-                       path, std::string("variable ") + nm.weight);
+      f.put(f.var(nm.weight), start, count, opt.columns ? opt.columns->data() : links.weight.data());
     }
     if (all_grids) {
       write_grid_points(f, "src", *opt.src_grid);
