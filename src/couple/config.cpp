@@ -18,7 +18,7 @@ CouplingSetup read_coupling_config(const std::string& path) {
   const std::string ext = dot == std::string::npos ? "" : lower(path.substr(dot));
   if (ext == ".yaml" || ext == ".yml") return read_coupling_yaml(path);
   const auto text = detail::read_config_file(path);
-  if (!text) throw Error("cannot open the configuration file", path, "check the path and permissions");
+  if (!text) throw Error("cannot read the configuration file", path, "check the path and permissions");
   std::istringstream in(*text);
   for (std::string l; std::getline(in, l);) {
     const auto first = l.find_first_not_of(" \t\r");
