@@ -26,6 +26,7 @@
 #include <unordered_map>
 
 #include "common/mpi_util.hpp"
+#include "common/time_accumulator.hpp"
 #include "estuary/io.hpp"
 #include "estuary/redist.hpp"
 #include "io/io_detail.hpp"
@@ -37,6 +38,20 @@ using detail::FileWriter;
 using detail::i64;
 
 namespace {
+
+// The temporal operations are the time accumulator's (common/time_accumulator.hpp), which the
+// coupler's LOCTRANS uses too. (once takes one sample and accumulates nothing.)
+estuary::detail::TimeOp time_op(Operation op) {
+  switch (op) {
+    case Operation::average: return estuary::detail::TimeOp::average;
+    case Operation::accumulate: return estuary::detail::TimeOp::sum;
+    case Operation::minimum: return estuary::detail::TimeOp::minimum;
+    case Operation::maximum: return estuary::detail::TimeOp::maximum;
+    case Operation::instant:
+    case Operation::once: return estuary::detail::TimeOp::instant;
+  }
+  return estuary::detail::TimeOp::instant;
+}
 
 // Set by the SIGTERM handler; read at output steps (the only async-signal-safe hand-over).
 volatile std::sig_atomic_t g_sigterm = 0;
@@ -1345,24 +1360,9 @@ void Output::write(const std::string& field, double time, std::span<const double
       const double q = time / v.sampling_s;
       sample = std::abs(q - std::round(q)) <= 1e-9 * std::max(1.0, std::abs(q));
     }
-    if (sample) switch (v.op) {
-      case Operation::instant:
-        break;
-      case Operation::average:
-      case Operation::accumulate:
-        if (v.nsamples == 0) v.acc.assign(data.begin(), data.end());
-        else for (std::size_t i = 0; i < un; ++i) v.acc[i] += data[i];
-        break;
-      case Operation::minimum:
-        if (v.nsamples == 0) v.acc.assign(data.begin(), data.end());
-        else for (std::size_t i = 0; i < un; ++i) v.acc[i] = std::min(v.acc[i], data[i]);
-        break;
-      case Operation::maximum:
-        if (v.nsamples == 0) v.acc.assign(data.begin(), data.end());
-        else for (std::size_t i = 0; i < un; ++i) v.acc[i] = std::max(v.acc[i], data[i]);
-        break;
-      case Operation::once:
-        break;
+    if (sample && v.op != Operation::instant) {  // (once is handled above)
+      v.acc.resize(un);
+      estuary::detail::TimeAccumulator(time_op(v.op)).add(v.acc, data, v.nsamples);
     }
     if (sample) v.nsamples += 1;
     if (time >= v.next_out - eps) due.push_back(vi);
@@ -1405,8 +1405,7 @@ void Output::write(const std::string& field, double time, std::span<const double
     } else {
       // A period without a sample (sampling coarser than the model's writes): the fill value.
       if (v.nsamples == 0) v.acc.assign(data.size(), kFillValue);
-      if (v.op == Operation::average && v.nsamples > 0)
-        for (double& a : v.acc) a /= static_cast<double>(v.nsamples);
+      else estuary::detail::TimeAccumulator(time_op(v.op)).result(v.acc, v.nsamples, v.acc);
       for (std::size_t i : masked) v.acc[i] = kFillValue;
       x.emit(v, v.acc.data(), 0.5 * (tb0 + tb1), tb0, tb1);
     }
