@@ -189,7 +189,7 @@ TEST(IoConfig, FieldNotDeclaredByTheModelNamesFileAndKey) {
       msg = e.what();
     }
   }
-  EXPECT_NE(msg.find("field 'ghost' is not declared by the model (config test, file f, key fields[1].name)"),
+  EXPECT_NE(msg.find("field 'ghost' is not declared by the model (test:6, key output.files[0] (f).fields[1])"),
             std::string::npos)
       << msg;
 }

@@ -197,6 +197,7 @@ OutputConfig parse(const YamlFile& doc) {
       const YAML::Node v = fields[j];
       std::string q = p + ".fields[" + std::to_string(j) + "]";
       FieldConfig fd;
+      fd.origin = doc.where(v, q);
       if (v.IsScalar()) {
         fd.name = v.Scalar();
       } else if (v.IsMap()) {

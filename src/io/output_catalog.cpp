@@ -172,7 +172,8 @@ void Output::Impl::plan_vars() {
       auto it = std::find_if(fields.begin(), fields.end(), [&](const FieldInfo& f) { return f.def.name == fd.name; });
       if (it == fields.end())
         throw Error("field '" + fd.name + "' is not declared by the model",
-                    "config " + cfg.source + ", file " + fc.name + ", key fields[" + std::to_string(k) + "].name",
+                    !fd.origin.empty() ? fd.origin
+                                       : "config " + cfg.source + ", file " + fc.name + ", key fields[" + std::to_string(k) + "].name",
                     "declare it with def_field or remove it from the file");
       if (std::find(used_grids.begin(), used_grids.end(), it->grid) == used_grids.end())
         used_grids.push_back(it->grid);
