@@ -281,7 +281,7 @@ TEST_F(ConfigTest, TimelineSwitch) {
   EXPECT_TRUE(read_coupling_yaml(write("on.yaml", "timeline: true\n" + base)).timeline);
   EXPECT_FALSE(read_coupling_yaml(write("off.yaml", "timeline: false\n" + base)).timeline);
   const std::string bad = write("bad.yaml", "timeline: maybe\n" + base);
-  expect_error(read_coupling_yaml, bad, bad + ":1", "timeline");
+  expect_error(read_coupling_yaml, bad, bad + ":1, key timeline", "timeline");
   const auto nam = [&](const std::string& name, const std::string& levels) {
     return read_namcouple(write(name, " $NFIELDS\n 1\n $END\n $RUNTIME\n 3600\n $END\n $NLOGPRT\n " + levels +
                                           "\n $END\n $STRINGS\nA B 1 3600 0 r.nc EXPORTED\nga gb\nR 0 R 0\n $END\n"));
@@ -394,6 +394,7 @@ struct BadCase {
   std::string text;
   int line;
   const char* expected;
+  const char* key = nullptr;  // YAML: the key the error names after the line
 };
 
 // What OASIS3-MCT 4.0/5.0 accept (mod_oasis_namcouple) is accepted with OASIS's meaning.
@@ -677,56 +678,57 @@ std::string yaml_with(const std::string& from, const std::string& to) {
 TEST_F(ConfigTest, MalformedYamlNamesFileLineAndKey) {
   ASSERT_EQ(read_coupling_yaml(write("base.yaml", kYaml)).couplings.size(), 1u);
   const std::vector<BadCase> cases = {
-      {"unknown_top_key", "runtime: 5\nruntme: 6\ncouplings: []\n", 2, "unknown key 'runtme'"},
-      {"missing_runtime", "log_level: 1\ncouplings: []\n", 1, "missing required key 'runtime'"},
+      {"unknown_top_key", "runtime: 5\nruntme: 6\ncouplings: []\n", 2, "unknown key 'runtme'", "runtme"},
+      {"missing_runtime", "log_level: 1\ncouplings: []\n", 1, "missing required key 'runtime'", "runtime"},
       {"unknown_coupling_key", yaml_with("    period: 3600\n", "    period: 3600\n    perod: 1\n"),
-       6, "unknown key 'perod' in couplings[0]"},
+       6, "unknown key 'perod' in couplings[0]", "couplings[0].perod"},
       {"missing_period", yaml_with("    period: 3600\n", ""), 3,
-       "missing required key 'period' in couplings[0]"},
+       "missing required key 'period' in couplings[0]", "couplings[0].period"},
       {"period_not_number", yaml_with("period: 3600", "period: hourly"), 5,
-       "couplings[0].period must be a number, found 'hourly'"},
+       "couplings[0].period must be a number, found 'hourly'", "couplings[0].period"},
       {"period_zero", yaml_with("period: 3600", "period: 0"), 3,
-       "couplings[0]: coupling period 0 is not positive"},
+       "couplings[0]: coupling period 0 is not positive", "couplings[0]"},
       {"unknown_side_key", yaml_with("{field: A, grid: ga}", "{field: A, gird: ga}"), 3,
-       "unknown key 'gird' in couplings[0].source"},
+       "unknown key 'gird' in couplings[0].source", "couplings[0].source.gird"},
       {"field_and_fields", yaml_with("{field: A, grid: ga}", "{field: A, fields: [A], grid: ga}"),
-       3, "has both 'field' and 'fields'"},
+       3, "has both 'field' and 'fields'", "couplings[0].source"},
       {"fields_differ", yaml_with("{field: A, grid: ga}", "{fields: [A, C], grid: ga}"), 3,
-       "2 source field(s) but 1 target field(s)"},
+       "2 source field(s) but 1 target field(s)", "couplings[0]"},
       {"bad_status", yaml_with("    period: 3600\n", "    period: 3600\n    status: sent\n"), 6,
-       "unknown couplings[0].status 'sent'"},
+       "unknown couplings[0].status 'sent'", "couplings[0].status"},
       {"unknown_transform", yaml_with("- loctrans: average", "- regrid: average"), 7,
-       "unknown transformation 'regrid' in couplings[0].transforms[0]"},
+       "unknown transformation 'regrid' in couplings[0].transforms[0]", "couplings[0].transforms[0].regrid"},
       {"transform_twice", yaml_with("- loctrans: average", "- mapping: x.nc"), 8,
-       "transformation mapping listed twice"},
+       "transformation mapping listed twice", "couplings[0].transforms[1].mapping"},
       {"bad_loctrans", yaml_with("loctrans: average", "loctrans: mean"), 7,
-       "unknown couplings[0].transforms[0].loctrans 'mean'"},
+       "unknown couplings[0].transforms[0].loctrans 'mean'", "couplings[0].transforms[0].loctrans"},
       {"bad_mapping_key", yaml_with("location: src", "place: src"), 8,
-       "unknown key 'place' in couplings[0].transforms[1].mapping"},
+       "unknown key 'place' in couplings[0].transforms[1].mapping", "couplings[0].transforms[1].mapping.place"},
       {"gauswgt_without_variance", yaml_with("- loctrans: average", "- scripr: {method: gauswgt}"), 7,
-       "missing required key 'variance'"},
+       "missing required key 'variance'", "couplings[0].transforms[0].scripr.variance"},
       {"spmap_bad_weighting", yaml_with("- loctrans: average", "- scripr: {method: spmap, weighting: gauss}"), 7,
-       "unknown SPMAP weighting 'GAUSS'"},
+       "unknown SPMAP weighting 'GAUSS'", "couplings[0].transforms[0].scripr"},
       {"spmap_bad_distance", yaml_with("- loctrans: average", "- scripr: {method: spmap, spread_distance: 200}"), 7,
-       "must be from 0 to 180 degrees"},
+       "must be from 0 to 180 degrees", "couplings[0].transforms[0].scripr"},
       {"spread_for_locc", yaml_with("- loctrans: average", "- scripr: {method: loccunif, spread_distance: 2}"), 7,
-       "spread_distance is for method spmap only"},
+       "spread_distance is for method spmap only", "couplings[0].transforms[0].scripr.spread_distance"},
       {"blas_not_number", yaml_with("- loctrans: average", "- blasold: {scale: two}"), 7,
-       "couplings[0].transforms[0].blasold.scale must be a number, found 'two'"},
+       "couplings[0].transforms[0].blasold.scale must be a number, found 'two'", "couplings[0].transforms[0].blasold.scale"},
       {"syntax_error", yaml_with("    period: 3600\n", "    period: [3600\n"), 6,
        "YAML syntax error"},
       {"interpolation_bad_parameter",
        yaml_with("    transforms:\n", "    interpolation: [bilinear, {nnn: {k: 4}}]\n    transforms:\n"), 6,
-       "couplings[0].interpolation[1]: stage nnn has no parameter 'k'"},
+       "couplings[0].interpolation[1]: stage nnn has no parameter 'k'", "couplings[0].interpolation[1]"},
       {"interpolation_and_mapping", yaml_with("    transforms:\n", "    interpolation: [bilinear]\n    transforms:\n"), 3,
-       "more than one of MAPPING, SCRIPR and STACK (interpolation) in one coupling"},
+       "more than one of MAPPING, SCRIPR and STACK (interpolation) in one coupling", "couplings[0]"},
       {"stack_as_transform", yaml_with("- loctrans: average", "- stack: [bilinear]"), 7,
-       "in YAML the stages are the coupling's key 'interpolation'"},
+       "in YAML the stages are the coupling's key 'interpolation'", "couplings[0].transforms[0].stack"},
   };
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string p = write(std::string(c.name) + ".yaml", c.text);
-    expect_error(read_coupling_yaml, p, p + ":" + std::to_string(c.line), c.expected);
+    expect_error(read_coupling_yaml, p, p + ":" + std::to_string(c.line) + (c.key ? std::string(", key ") + c.key : ""),
+                 c.expected);
   }
 }
 

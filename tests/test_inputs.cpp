@@ -85,17 +85,17 @@ TEST_F(Inputs, ZeroGridSizeIsAnErrorNamingFileAndLine) {
   const std::string nam = write("namcouple", namcouple("A B", "10 0 20 20 ga gb"));
   expect_error([&] { estuary::read_namcouple(nam); }, "namcouple " + nam + ":10", "a grid size 0 is outside [1, ");
   const std::string y = write("c.yaml", yaml("{field: A, grid: ga, nx: 10, ny: 0}"));
-  expect_error([&] { estuary::read_coupling_yaml(y); }, y + ":3", "couplings[0].source.ny 0 is outside [1, ");
+  expect_error([&] { estuary::read_coupling_yaml(y); }, y + ":3, key couplings[0].source.ny", "couplings[0].source.ny 0 is outside [1, ");
   // nx without ny (ny then 0) is refused as well.
   const std::string y2 = write("c2.yaml", yaml("{field: A, grid: ga, nx: 10}"));
-  expect_error([&] { estuary::read_coupling_yaml(y2); }, y2 + ":3", "gives nx without ny");
+  expect_error([&] { estuary::read_coupling_yaml(y2); }, y2 + ":3, key couplings[0].source.nx", "gives nx without ny");
 }
 
 // ---- integer keys that overflow ----
 
 TEST_F(Inputs, OverflowingIntegersAreRangeChecked) {
   const std::string y = write("c.yaml", yaml("{field: A, grid: ga}", "{method: distwgt, neighbors: 4294967297}"));
-  expect_error([&] { estuary::read_coupling_yaml(y); }, y + ":7",
+  expect_error([&] { estuary::read_coupling_yaml(y); }, y + ":7, key couplings[0].transforms[0].scripr.neighbors",
                "couplings[0].transforms[0].scripr.neighbors 4294967297 is outside [1, 2147483647]");
   const std::string nam = write("namcouple", namcouple("A B", "10 10 20 20 ga gb", "DISTWGT LR SCALAR LATLON 1 4294967297"));
   expect_error([&] { estuary::read_namcouple(nam); }, "namcouple " + nam + ":13",
@@ -109,11 +109,11 @@ TEST_F(Inputs, OverflowingIntegersAreRangeChecked) {
   // (Eight digits each cannot overflow: a namcouple size is at most 99999999, OASIS's I8.)
   expect_error([&] { estuary::read_namcouple(nam3); }, "namcouple " + nam3 + ":10", "has more than the 8 characters");
   const std::string y3 = write("c3.yaml", yaml("{field: A, grid: ga, nx: 4294967296, ny: 4294967296}"));
-  expect_error([&] { estuary::read_coupling_yaml(y3); }, y3 + ":3", "overflows a 64-bit integer");
+  expect_error([&] { estuary::read_coupling_yaml(y3); }, y3 + ":3, key couplings[0].source.ny", "overflows a 64-bit integer");
   // The output YAML's integers too.
   expect_error([] { estuary::io::OutputConfig::from_yaml_string(
                         "output:\n  writers: 4294967297\n  files: [{name: f, output_freq: 1h, fields: [a]}]\n", "o.yaml"); },
-               "config o.yaml, key output.writers", "expected a positive integer, got '4294967297'");
+               "o.yaml:2, key output.writers", "expected a positive integer, got '4294967297'");
 }
 
 // ---- an N-D box whose global size overflows; generator arguments ----
@@ -177,10 +177,10 @@ TEST_F(Inputs, NonUtf8BytesNameFileLineAndColumn) {
   expect_error([&] { estuary::read_coupling_yaml(nul); }, nul + ":2", "a NUL byte at column 2");
 
   const std::string out = "output:\n  files:\n    - {name: f\xfe, output_freq: 1h, fields: [a]}\n";
-  expect_error([&] { estuary::io::OutputConfig::from_yaml_string(out, "o.yaml"); }, "config o.yaml:3",
+  expect_error([&] { estuary::io::OutputConfig::from_yaml_string(out, "o.yaml"); }, "o.yaml:3",
                "not UTF-8 (0xFE) at column 15");
   const std::string op = write("o.yaml", out);
-  expect_error([&] { estuary::io::OutputConfig::from_yaml_file(op); }, "config " + op + ":3", "not UTF-8 (0xFE)");
+  expect_error([&] { estuary::io::OutputConfig::from_yaml_file(op); }, op + ":3", "not UTF-8 (0xFE)");
 }
 
 // ---- the same name twice ----
@@ -195,7 +195,7 @@ TEST_F(Inputs, SameFieldTwiceInOneCouplingIsRefused) {
   std::string text = yaml("{fields: [A, A], grid: ga}");
   text.replace(text.find("{field: B"), 9, "{fields: [B, C]");
   const std::string y = write("c.yaml", text);
-  expect_error([&] { estuary::read_coupling_yaml(y); }, y + ":3", "source field 'A' listed twice in one coupling");
+  expect_error([&] { estuary::read_coupling_yaml(y); }, y + ":3, key couplings[0]", "source field 'A' listed twice in one coupling");
 }
 
 TEST_F(Inputs, SameCouplingTwiceIsRefusedNamingTheFirst) {
@@ -208,7 +208,7 @@ TEST_F(Inputs, SameCouplingTwiceIsRefusedNamingTheFirst) {
   std::string y = yaml();
   y += y.substr(y.find("  - source"));  // the coupling again, from line 8
   const std::string yp = write("c.yaml", y);
-  expect_error([&] { estuary::read_coupling_yaml(yp); }, yp + ":8",
+  expect_error([&] { estuary::read_coupling_yaml(yp); }, yp + ":8, key couplings[1]",
                "couplings[1]: the exchange A -> B is configured twice (first at " + yp + ":3)");
   // The same fields between other components are another exchange.
   std::string z = yaml("{component: c1, field: A, grid: ga}");
@@ -220,21 +220,21 @@ TEST_F(Inputs, SameCouplingTwiceIsRefusedNamingTheFirst) {
 TEST_F(Inputs, DuplicateYamlKeysAreRefused) {
   // yaml-cpp keeps both and answers with the first: the second would be silently ignored.
   const std::string y = write("c.yaml", yaml("{field: A, grid: ga, grid: gc}"));
-  expect_error([&] { estuary::read_coupling_yaml(y); }, y + ":3", "key 'grid' given twice in couplings[0].source");
+  expect_error([&] { estuary::read_coupling_yaml(y); }, y + ":3, key couplings[0].source.grid", "key 'grid' given twice in couplings[0].source");
   const std::string top = write("t.yaml", "runtime: 1\nruntime: 2\ncouplings: []\n");
-  expect_error([&] { estuary::read_coupling_yaml(top); }, top + ":2", "key 'runtime' given twice");
+  expect_error([&] { estuary::read_coupling_yaml(top); }, top + ":2, key runtime", "key 'runtime' given twice");
   expect_error([] { estuary::io::OutputConfig::from_yaml_string(
                         "output:\n  writers: 1\n  writers: 2\n  files: [{name: f, output_freq: 1h, fields: [a]}]\n",
                         "o.yaml"); },
-               "config o.yaml, key output.writers", "key 'writers' given twice (again at line 3)");
+               "o.yaml:3, key output.writers", "key 'writers' given twice in output");
   // Files and fields twice in the output YAML.
   expect_error([] { estuary::io::OutputConfig::from_yaml_string(
                         "output:\n  files:\n    - {name: f, output_freq: 1h, fields: [a]}\n"
                         "    - {name: f, output_freq: 2h, fields: [b]}\n", "o.yaml"); },
-               "config o.yaml, key output.files[1] (f).name", "file listed twice");
+               "o.yaml:4, key output.files[1] (f).name", "file listed twice");
   expect_error([] { estuary::io::OutputConfig::from_yaml_string(
                         "output:\n  files:\n    - {name: f, output_freq: 1h, fields: [a, a]}\n", "o.yaml"); },
-               "config o.yaml, key output.files[0] (f).fields[1]", "field listed twice");
+               "o.yaml:3, key output.files[0] (f).fields[1]", "field listed twice");
 }
 
 // ---- a method parameter that makes no sense for the grids ----
@@ -280,7 +280,7 @@ TEST_F(Inputs, ConfigurationSizeIsBounded) {
   expect_error([&] { estuary::read_coupling_yaml(p); }, p, "more than the 16777216 estuary reads");
   const std::string n = write("namcouple", big);
   expect_error([&] { estuary::read_namcouple(n); }, "namcouple " + n, "more than the 16777216 estuary reads");
-  expect_error([&] { estuary::io::OutputConfig::from_yaml_string(big, "o.yaml"); }, "config o.yaml",
+  expect_error([&] { estuary::io::OutputConfig::from_yaml_string(big, "o.yaml"); }, "o.yaml",
                "more than the 16777216 estuary reads");
   // $NFIELDS and the number of fields of a coupling are bounded.
   std::string text = namcouple();
@@ -292,7 +292,7 @@ TEST_F(Inputs, ConfigurationSizeIsBounded) {
   std::string many = "[";
   for (int k = 0; k < 1001; ++k) many += (k ? ", F" : "F") + std::to_string(k);
   const std::string mp = write("many.yaml", yaml("{fields: " + many + "], grid: ga}"));
-  expect_error([&] { estuary::read_coupling_yaml(mp); }, mp + ":3", "lists 1001 fields, more than the 1000");
+  expect_error([&] { estuary::read_coupling_yaml(mp); }, mp + ":3, key couplings[0].source.fields", "lists 1001 fields, more than the 1000");
 }
 
 }  // namespace

@@ -60,18 +60,18 @@ int check_var(io::Reader& rd, const std::string& var, i64 rec, i64 nlev, F expec
 TEST(IoConfig, MalformedConfigsNameFileAndKey) {
   const std::string head = "output:\n  files:\n    - name: f\n";
   EXPECT_NE(expect_error("output: {mode: fast, files: [{name: f, output_freq: 1h, fields: [a]}]}")
-                .find("unknown mode 'fast' (config bad.yaml, key output.mode)"),
+                .find("unknown mode 'fast' (bad.yaml:1, key output.mode)"),
             std::string::npos);
   EXPECT_NE(expect_error(head + "      output_freq: 6 weeks\n      fields: [a]\n").find("bad duration '6 weeks'"),
             std::string::npos);
   EXPECT_NE(expect_error(head + "      output_freq: 6h\n      fields: [{name: a, operation: median}]\n")
-                .find("unknown operation 'median' (config bad.yaml, key output.files[0] (f).fields[0] (a).operation)"),
+                .find("unknown operation 'median' (bad.yaml:5, key output.files[0] (f).fields[0] (a).operation)"),
             std::string::npos);
   EXPECT_NE(expect_error(head + "      output_freq: 6h\n      fields: [{name: a, precision: half}]\n")
                 .find("unknown precision 'half'"),
             std::string::npos);
   EXPECT_NE(expect_error(head + "      output_freq: 6h\n      colour: red\n      fields: [a]\n")
-                .find("unknown key 'colour' (config bad.yaml, key output.files[0] (f).colour)"),
+                .find("unknown key 'colour' in output.files[0] (f) (bad.yaml:5, key output.files[0] (f).colour)"),
             std::string::npos);
   EXPECT_NE(expect_error(head + "      fields: [a]\n").find("a file needs an output_freq"), std::string::npos);
   EXPECT_NE(expect_error(head + "      output_freq: 1h\n      fields: [{name: a, operation: average}, b]\n")
@@ -189,7 +189,7 @@ TEST(IoConfig, FieldNotDeclaredByTheModelNamesFileAndKey) {
       msg = e.what();
     }
   }
-  EXPECT_NE(msg.find("field 'ghost' is not declared by the model (config test, file f, key fields[1].name)"),
+  EXPECT_NE(msg.find("field 'ghost' is not declared by the model (test:6, key output.files[0] (f).fields[1])"),
             std::string::npos)
       << msg;
 }

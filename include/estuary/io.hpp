@@ -70,6 +70,9 @@ struct FieldConfig {
   double sampling_freq_s = 0;    // > 0: only samples at multiples of it enter the operation
   // CF attributes of the variable; empty: those of the model's FieldDef.
   std::string standard_name, long_name, units;
+  // Where the configuration file gives the field ("PATH:LINE, key output.files[0] (f).fields[1]"),
+  // for errors found after reading (end_def); empty for a configuration built in code.
+  std::string origin;
 };
 
 struct FileConfig {

@@ -205,8 +205,8 @@ def test_errors(comm, shared_dir):
     out.def_grid("ll", estuary.GridGen.lonlat(NX, NY).make(part))
     out.def_field("t", "ll", part)
     # Every rank checks the same catalog against the same config: all raise alike.
-    with pytest.raises(estuary.Error, match=r"field 'nope' is not declared by the model \(config .*bad.yaml, "
-                                            r"file f, key fields\[1\].name\)"):
+    with pytest.raises(estuary.Error, match=r"field 'nope' is not declared by the model \(.*bad.yaml:6, "
+                                            r"key output.files\[0\] \(f\).fields\[1\]\)"):
         out.enddef()
     out.free()
     with pytest.raises(estuary.Error, match="unknown operation 'median'"):

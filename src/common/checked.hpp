@@ -45,7 +45,8 @@ template <class Fail>
 long long integer_in(const std::string& text, long long lo, long long hi, const std::string& what,
                      const Fail& fail) {
   const auto v = parse_integer(text);
-  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  std::string range(1, '[');  // (append: GCC 12 warns about "[" + ..., a false -Wrestrict)
+  range.append(std::to_string(lo)).append(", ").append(std::to_string(hi)).append("]");
   if (!v) {
     // Digits that do not fit a 64-bit integer are out of range, not "not an integer".
     const std::size_t digits = text.find_first_not_of("+-") == std::string::npos

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "common/mpi_util.hpp"
+#include "common/time_accumulator.hpp"
 #include "couple/couple_io.hpp"
 #include "estuary/error.hpp"
 
@@ -16,6 +17,19 @@ namespace {
 constexpr int kHeaderTag = 811;
 constexpr int kAckTag = 812;
 using i64 = std::int64_t;
+
+// LOCTRANS's operations are the time accumulator's (common/time_accumulator.hpp), which the I/O
+// layer's temporal operations use too.
+TimeOp time_op(LocTrans t) {
+  switch (t) {
+    case LocTrans::instant: return TimeOp::instant;
+    case LocTrans::accumul: return TimeOp::sum;
+    case LocTrans::average: return TimeOp::average;
+    case LocTrans::t_min: return TimeOp::minimum;
+    case LocTrans::t_max: return TimeOp::maximum;
+  }
+  return TimeOp::instant;
+}
 
 }  // namespace
 
@@ -141,15 +155,10 @@ Info Coupling::put(int k, double t, std::span<const double> values, const PutExt
   const bool action = a >= 0 && is_multiple(a, cfg->period);
   double* acc_k = lt == LocTrans::instant ? nullptr : acc.data() + first * n;
   const std::size_t m = static_cast<std::size_t>(nb * n);
+  const detail::TimeAccumulator accumulator(time_op(lt));
   if (lt != LocTrans::instant) {
     int& c = acc_count[kk];
-    for (std::size_t i = 0; i < m; ++i) {
-      const double x = values[i];
-      if (c == 0) acc_k[i] = x;
-      else if (lt == LocTrans::t_min) acc_k[i] = std::min(acc_k[i], x);
-      else if (lt == LocTrans::t_max) acc_k[i] = std::max(acc_k[i], x);
-      else acc_k[i] += x;
-    }
+    accumulator.add({acc_k, m}, values.first(m), c);
     ++c;
   }
   if (!action) return put_inquire(k, t);
@@ -186,8 +195,7 @@ Info Coupling::put(int k, double t, std::span<const double> values, const PutExt
   if (lt == LocTrans::instant) {
     std::copy(values.begin(), values.end(), slot_k);
   } else {
-    const int c = acc_count[kk];
-    for (std::size_t i = 0; i < m; ++i) slot_k[i] = lt == LocTrans::average ? acc_k[i] / c : acc_k[i];
+    accumulator.result({acc_k, m}, acc_count[kk], {slot_k, m});
     acc_count[kk] = 0;
   }
   ready[kk] = 1;

@@ -213,7 +213,7 @@ def test_malformed_config_fails_with_its_message(io_env):
     p = subprocess.run([io_env["mpiexec"], "-n", "2", io_env["writer"], cfg, "block", "4"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode != 0
-    assert f"bad duration 'often' (config {cfg}, key output.files[1] (stats).output_freq)" in p.stdout, p.stdout
+    assert f"bad duration 'often' ({cfg}:12, key output.files[1] (stats).output_freq)" in p.stdout, p.stdout
 
 
 @pytest.mark.parametrize("mode,ranks,writers", [("serverless", 3, 2), ("server", 3, 1)])

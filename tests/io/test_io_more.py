@@ -147,19 +147,19 @@ def test_split_and_sampling(io_env, ranks, decomp, mode, writers):
 
 @pytest.mark.parametrize("old,new,message", [
     ("split_freq: 6h", "split_freq: 6 hours",
-     "bad duration '6 hours' (config {cfg}, key output.files[0] (inst).split_freq)"),
+     "bad duration '6 hours' ({cfg}:10, key output.files[0] (inst).split_freq)"),
     ("split_freq: 1d", "split_freq: 5h",
-     "split_freq is not a multiple of output_freq (config {cfg}, key output.files[1] (day).split_freq)"),
+     "split_freq is not a multiple of output_freq ({cfg}:14, key output.files[1] (day).split_freq)"),
     ("sampling_freq: 2h", "sampling_freq: -2h",
-     "bad duration '-2h' (config {cfg}, key output.files[2] (samp).fields[0] (t3).sampling_freq)"),
+     "bad duration '-2h' ({cfg}:22, key output.files[2] (samp).fields[0] (t3).sampling_freq)"),
     ("sampling_freq: 3h", "sampling_freq: 4h",
-     "output_freq is not a multiple of sampling_freq (config {cfg}, key output.files[2] (samp).fields[1] (sst).sampling_freq)"),
+     "output_freq is not a multiple of sampling_freq ({cfg}:23, key output.files[2] (samp).fields[1] (sst).sampling_freq)"),
     ("format: netcdf4\n", "format: hdf\n",
-     "unknown format 'hdf' (config {cfg}, key output.files[1] (day).format)"),
+     "unknown format 'hdf' ({cfg}:15, key output.files[1] (day).format)"),
     ("deflate: 3", "deflate: 12",
-     "deflate level '12' is not 0..9 (config {cfg}, key output.files[1] (day).fields[1] (sst).deflate)"),
+     "deflate level '12' is not 0..9 ({cfg}:18, key output.files[1] (day).fields[1] (sst).deflate)"),
     ("      format: netcdf4\n", "",
-     "deflate needs a netCDF-4 file (config {cfg}, key output.files[1] (day).fields[1] (sst).deflate)"),
+     "deflate needs a netCDF-4 file ({cfg}:17, key output.files[1] (day).fields[1] (sst).deflate)"),
 ])
 def test_malformed_frequencies_and_formats(io_env, old, new, message):
     d = os.path.join(io_env["tmp"], "badcfg_more")
