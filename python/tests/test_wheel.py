@@ -115,6 +115,11 @@ def test_demo_and_bench_use_the_wheels_programs(installed):
     out = run(installed, "demo", "--ranks", "2", "--dir", "run", timeout=180)
     assert "done" in out.stdout
     assert (installed["cwd"] / "run" / "estuary.yaml").is_file()
+    # the Python toy (the wheel's, importing the wheel's estuary) with the Fortran one (its library
+    # found through libestuary_fortran's own RUNPATH)
+    out = run(installed, "demo", "--ranks", "2", "--atmos", "python", "--ocean", "fortran", "--dir", "mixed",
+              timeout=180)
+    assert "done" in out.stdout
     rec = json.loads(run(installed, "bench", "redist", "--ranks", "1", "--json", "--out", "b.jsonl", "--",
                          "--n", "1000", "--iterations", "1").stdout)
     assert rec["ok"] and rec["program"].startswith(str(installed["py"].parent.parent))
