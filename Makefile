@@ -7,7 +7,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
 export OMPI_MCA_rmaps_base_oversubscribe = 1
 MPIRUN = mpirun --oversubscribe
 
-.PHONY: setup build lib test test-core demo bench bench-sim clean sanitize fuzz
+.PHONY: setup build lib test test-core demo bench bench-sim clean sanitize fuzz wheel
 
 setup:
 	@scripts/setup
@@ -31,6 +31,11 @@ test: build
 # build folder of its own, with its tests and a check that it includes and links none of them.
 test-core:
 	JOBS=$(JOBS) scripts/test-core build-core
+
+# The self-contained Python wheel of the build (docs/building.md): $(BUILD)/wheel/estuary-*.whl,
+# to pip install anywhere; it holds the module, libestuary and the programs the CLI runs.
+wheel: build
+	scripts/wheel $(BUILD)
 
 # The coupled toy: atmosphere (reduced Gaussian) and ocean (tripolar) on 2 ranks each; its log,
 # restart and timeline files stay in $(BUILD)/demo_run, where `estuary timeline` then prints the

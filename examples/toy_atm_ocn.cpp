@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -52,7 +53,9 @@ int main(int argc, char** argv) {
   }
   if (rank == 0) {
     std::filesystem::create_directories(folder);
-    std::filesystem::copy_file(ESTUARY_DEMO_CONFIG, folder + "/estuary.yaml",
+    // $ESTUARY_CONFIG (set by `estuary demo` to the copy a wheel ships), else the source tree's.
+    const char* config = std::getenv("ESTUARY_CONFIG");
+    std::filesystem::copy_file(config && *config ? config : ESTUARY_DEMO_CONFIG, folder + "/estuary.yaml",
                                std::filesystem::copy_options::overwrite_existing);
   }
   MPI_Barrier(MPI_COMM_WORLD);

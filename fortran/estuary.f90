@@ -38,8 +38,8 @@
 !>   those of the C API (0, 1, ... a component); component ids start at 1.
 !> * Partitions take OASIS's ig_paral arrays, 0-based offsets: serial [0,0,gsize],
 !>   apple [1,offset,size], box [2,offset,nx,ny,global_nx], orange [3,nseg,off1,len1,...],
-!>   points [4,npts,idx1,...]. The C API needs the global size: give it as ig_size (as OASIS's
-!>   optional isize), except for a serial partition, whose ig_paral(3) is the global size.
+!>   points [4,npts,idx1,...]. The global size is ig_size (as OASIS's optional isize); without
+!>   it, it is inferred as OASIS does: the largest index end over the coupling ranks (collective).
 !> * Fields: real(8) or real(4) arrays of rank 1, 2 or 3 whose elements are the partition's
 !>   local points in its local order (a box: x fastest, so a (nx, ny) array). A bundle of nb
 !>   members has the bundle as its last dimension (npts, nb) or (nx, ny, nb). real(4) fields
@@ -854,7 +854,8 @@ contains
   end subroutine def_partition_i8
 
   !> oasis_def_partition: the points of this rank from an OASIS ig_paral array; ig_size is the
-  !> global size (required except for a serial partition). part_id: the C API's id (0, 1, ...).
+  !> global size (absent: inferred as OASIS does, the largest index end over the coupling ranks,
+  !> collective then). part_id: the C API's id (0, 1, ...).
   subroutine def_partition_core(comp_id, part_id, ig_paral, ierror, ig_size, name)
     integer, intent(in) :: comp_id
     integer, intent(out) :: part_id
@@ -876,16 +877,10 @@ contains
       ierror = fail(estuary_err_argument, routine // ': ' // label // ': ig_paral is empty')
       return
     end if
-    if (present(ig_size)) then
-      gsize = ig_size
-    else if (ig_paral(1) == 0 .and. size(ig_paral) >= 3) then
-      gsize = ig_paral(3)
-    else
-      ierror = fail(estuary_err_argument, routine // ': ' // label // ': ig_size (the global size) is ' // &
-                    'required for ig_paral(1) = ' // int_text(int(ig_paral(1), int64)) // &
-                    '; only a serial partition [0, 0, gsize] gives it in ig_paral')
-      return
-    end if
+    ! Without ig_size the C API infers the global size as OASIS does (estuary::oasis_partition_global_size,
+    ! collective over the coupling ranks), as the Python and C bindings do.
+    gsize = -1_c_int64_t
+    if (present(ig_size)) gsize = ig_size
     if (present(name)) then
       ierror = c_result(est_comp_def_partition(c, ig_paral, size(ig_paral, kind=c_int64_t), gsize, &
                                                c_str(name), id))

@@ -108,6 +108,8 @@ int est_comp_new(const char* name, MPI_Comm world, const char* config, const cha
 int est_comp_comm(est_comp c, MPI_Comm* local);
 /* OASIS ig_paral array (0-based offsets): serial {0,0,n}, apple {1,off,len},
  * box {2,off,nx,ny,global_nx}, orange {3,nseg,off1,len1,...}, points {4,n,i1,...}. */
+/* global_size < 0: the size OASIS infers without ig_size (est_comp_partition_global_size; then
+ * collective over the coupling ranks). */
 int est_comp_def_partition(est_comp c, const int64_t* ig_paral, int64_t len, int64_t global_size,
                            const char* name, int* id);
 /* Any estuary decomposition. */
@@ -213,7 +215,8 @@ int est_comp_get_multi_intracomm(est_comp c, int n, const char* const* names, MP
 int est_comp_get_debug(est_comp c, int* level);
 int est_comp_set_debug(est_comp c, int level);
 /* The global size OASIS infers for an oasis_def_partition without ig_size: the largest index
- * end of the ig_paral arrays over the coupling ranks (collective over est_comp_coupling_comm). */
+ * end of the ig_paral arrays over the coupling ranks (collective over est_comp_coupling_comm;
+ * estuary::oasis_partition_global_size, as every binding infers it). */
 int est_comp_partition_global_size(est_comp c, const int64_t* ig_paral, int64_t len, int64_t* global_size);
 /* Appends "error on rank R: message" to the component's log (for errors found by a binding). */
 int est_comp_log_error(est_comp c, const char* message);

@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
     int64_t gsize = -1;
     OK(est_comp_partition_global_size(c, apple, 3, &gsize));  /* collective over the coupling ranks */
     CHECK(gsize == N, "global size %lld inferred, %d expected", (long long)gsize, N);
-    OK(est_comp_def_partition(c, apple, 3, N, NULL, &part));
+    /* global_size -1: inferred by the library as OASIS does (the same rule, collective) */
+    OK(est_comp_def_partition(c, apple, 3, -1, NULL, &part));
     OK(est_comp_def_var(c, atm ? "A_F" : "O_F", part, atm ? EST_OUT : EST_IN, 1, &var));
   }
   est_info info = EST_INFO_OK;

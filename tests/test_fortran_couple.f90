@@ -83,7 +83,8 @@ program test_fortran_couple
   if (src) then
     call estuary_def_partition(comp, p_agrd, [1, lo, n], ierr, ig_size=n1, name='agrd')
     call ok(ierr, 'def_partition agrd')
-    call estuary_def_partition(comp, p_abox, [2, xlo, mx, ny, nx], ierr, ig_size=ng, name='abox')
+    ! no ig_size: the global size inferred as OASIS does (the last rank's box ends at ng)
+    call estuary_def_partition(comp, p_abox, [2, xlo, mx, ny, nx], ierr, name='abox')
     call ok(ierr, 'def_partition abox')
     call estuary_def_var(comp, v_af, 'A_F', p_agrd, estuary_out, 1, ierr)
     call ok(ierr, 'def_var A_F')
@@ -102,7 +103,8 @@ program test_fortran_couple
     allocate (pts(2 + n))
     pts(1:2) = [4, n]
     pts(3:) = [(hi - 1 - k, k = 0, n - 1)]
-    call estuary_def_partition(comp, p_ogrd, pts, ierr, ig_size=n1, name='ogrd')
+    ! no ig_size: inferred over the component's ranks (the points of the last one end at n1)
+    call estuary_def_partition(comp, p_ogrd, pts, ierr, name='ogrd')
     call ok(ierr, 'def_partition ogrd')
     call estuary_def_partition(comp, p_oora, orange, ierr, ig_size=ng, name='oora')
     call ok(ierr, 'def_partition oora')
@@ -120,10 +122,10 @@ program test_fortran_couple
   call check(ierr == estuary_err_couple, 'undefined partition accepted')
   call check(v_bad == -1, 'var id of a failed def_var')
   call expect_message('X_BAD')
-  ! an apple without its global size: the module's error, naming the partition
-  call estuary_def_partition(comp, p_bad, [1, 0, 1], ierr, name='nosize')
-  call check(ierr == estuary_err_argument, 'apple without ig_size accepted')
-  call expect_message('"nosize"')
+  ! a bad partition without ig_size: the inference's error, the same on every rank of the component
+  call estuary_def_partition(comp, p_bad, [7, 0, 1], ierr, name='nosize')
+  call check(ierr == estuary_err_couple, 'partition kind 7 accepted')
+  call expect_message('unknown partition kind 7')
   ! a component id that is not one
   call estuary_enddef(comp + 7, ierr)
   call check(ierr == estuary_err_argument, 'bad component id accepted')

@@ -41,8 +41,11 @@ enum class ConservMode { global, glbpos, basbal, baspos };
 
 // "GLOBAL", "GLBPOS", "BASBAL", "BASPOS" (the OASIS namcouple names).
 const char* name_of(ConservMode m);
-// The inverse of name_of (case-insensitive). Unknown names throw estuary::Error.
-ConservMode conserv_mode_by_name(std::string_view name);
+// The inverse of name_of (case-insensitive; estuary/names.hpp). Unknown names throw estuary::Error.
+template <>
+ConservMode from_name<ConservMode>(std::string_view name);
+// The older spelling of from_name<ConservMode>.
+inline ConservMode conserv_mode_by_name(std::string_view name) { return from_name<ConservMode>(name); }
 
 // One side of a mapping for CONSERV: the local points (a Decomp of the grid's numbering), their
 // cell areas and optional mask (1 valid, 0 masked; empty: every point valid), in local order.

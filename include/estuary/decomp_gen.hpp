@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "estuary/decomp.hpp"
@@ -37,8 +38,13 @@ struct DecompPair {
 DecompPair messages_pair(std::int64_t nx, std::int64_t ny, int messages, int rank, int ranks);
 // The same on the grid_shape(n) grid.
 DecompPair messages_pair(std::int64_t n, int messages, int rank, int ranks);
-// By name: block, cyclic, random, rows2d, transpose2d (= cols2d). Unknown names throw.
-Decomp by_name(const std::string& kind, std::int64_t n, int rank, int ranks);
+// By name (estuary/names.hpp): block, cyclic, random, rows2d, transpose2d (= cols2d). Unknown
+// names throw estuary::Error listing the known ones.
+Decomp from_name(std::string_view kind, std::int64_t n, int rank, int ranks);
+// The older spelling of from_name.
+inline Decomp by_name(const std::string& kind, std::int64_t n, int rank, int ranks) {
+  return from_name(kind, n, rank, ranks);
+}
 std::vector<std::string> kinds();
 
 }  // namespace estuary::gen

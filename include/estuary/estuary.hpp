@@ -6,6 +6,7 @@
 #include "estuary/butterfly.hpp"
 #include "estuary/decomp.hpp"
 #include "estuary/error.hpp"
+#include "estuary/names.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/exchange.hpp"
 #include "estuary/conserv.hpp"

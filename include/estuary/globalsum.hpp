@@ -47,6 +47,8 @@
 #include <span>
 #include <string_view>
 
+#include "estuary/names.hpp"
+
 namespace estuary {
 
 enum class SumMethod { gather, lsum8, lsum16, ddpdd, reprosum };
@@ -57,8 +59,11 @@ inline constexpr std::array<SumMethod, 5> sum_methods{SumMethod::gather, SumMeth
 
 // "gather", "lsum8", "lsum16", "ddpdd", "reprosum" (the OASIS3-MCT 4.0 CONSERV names).
 const char* name_of(SumMethod m);
-// The inverse of name_of. Unknown names throw estuary::Error listing the known ones.
-SumMethod sum_method_by_name(std::string_view name);
+// The inverse of name_of (estuary/names.hpp). Unknown names throw estuary::Error listing the known ones.
+template <>
+SumMethod from_name<SumMethod>(std::string_view name);
+// The older spelling of from_name<SumMethod>.
+inline SumMethod sum_method_by_name(std::string_view name) { return from_name<SumMethod>(name); }
 
 // The sum over all ranks of comm of `local`, on every rank. Collective.
 // `global_index` (optional, gather only, ignored by the other methods): the global index of each

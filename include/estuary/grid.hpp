@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "estuary/decomp.hpp"
@@ -92,6 +93,14 @@ class GridGen {
 
   // The same grid with an analytic land mask (mask 0 on made-up continents).
   GridGen with_land() const;
+
+  // A recipe by its name, as the command line, the bindings and run set-ups write it (the one
+  // place that reads recipe names; estuary's from_name convention): "lonlat:NLONxNLAT",
+  // "gaussian:NLONxNLAT", "tripolar:NXxNY", "reduced_gaussian:N", "cubed_sphere:N", "t799",
+  // "orca025"; "+land" at the end adds with_land(). Throws estuary::Error naming the recipe and
+  // listing the forms (recipe_forms()).
+  static GridGen from_name(std::string_view recipe);
+  static const char* recipe_forms();
 
   GridKind kind() const;
   const std::string& name() const;

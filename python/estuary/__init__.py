@@ -27,8 +27,8 @@ import sys
 # Loaded on first use (PEP 562), so that `import estuary` (and the command line, which starts
 # mpirun itself) does not initialise MPI by importing mpi4py.
 _NATIVE = ("Error", "MpiError", "Decomp", "gen", "Redist", "Remap", "Grid", "GridGen", "write_weights",
-           "read_weights", "distance_weights", "bilinear_weights", "bicubic_weights", "conservative_weights", "stack_weights", "oasis_partition", "schedule_names",
-           "info_name", "read_coupling_config")
+           "read_weights", "distance_weights", "bilinear_weights", "bicubic_weights", "conservative_weights", "stack_weights", "oasis_partition",
+           "oasis_partition_global_size", "schedule_names", "info_name", "read_coupling_config")
 # Grid files (SCRIP, OASIS grids.nc/masks.nc/areas.nc): estuary/grid_files.hpp.
 _NATIVE += ("grid_file_info", "oasis_grid_names", "read_grid_file")
 _IO = ("Output", "Reader")  # from estuary.io (the I/O server)
@@ -107,8 +107,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Error", "MpiError", "Decomp", "gen", "Redist", "Remap", "Grid", "GridGen", "write_weights",
-    "read_weights", "distance_weights", "bilinear_weights", "bicubic_weights", "conservative_weights", "stack_weights", "oasis_partition", "schedule_names",
-    "info_name", "couple", "Component", "SerialPartition", "ApplePartition", "BoxPartition",
+    "read_weights", "distance_weights", "bilinear_weights", "bicubic_weights", "conservative_weights", "stack_weights", "oasis_partition",
+    "oasis_partition_global_size", "schedule_names", "info_name", "couple", "Component", "SerialPartition", "ApplePartition", "BoxPartition",
     "OrangePartition", "PointsPartition", "Var", "OasisParameters", "OASIS", "abort", "io", "Output", "Reader",
     "abort_on_exception",
     "grid_file_info", "oasis_grid_names", "read_grid_file",

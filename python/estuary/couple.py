@@ -256,8 +256,8 @@ class Partition:
     def __init__(self, ig_paral, global_size: int = -1, name: str = "", component: Component | None = None):
         comp = _component(component)
         ig = np.ascontiguousarray(ig_paral, dtype=np.int64)
-        if global_size is None or global_size < 0:
-            global_size = comp.localcomm.allreduce(self._local_end(ig), op=MPI.MAX)
+        if global_size is None or global_size < 0:  # inferred by the core, as OASIS does (collective)
+            global_size = _estuary.oasis_partition_global_size(ig, comp._c.coupling_comm())
         self.component = comp
         self.ig_paral = ig
         self.global_size = int(global_size)
@@ -265,10 +265,6 @@ class Partition:
         self.id = comp._c.def_partition(self.decomp, name)
         self.name = name
         comp.partitions.append(self)
-
-    @staticmethod
-    def _local_end(ig) -> int:
-        return 0
 
     @property
     def size(self) -> int:
@@ -294,10 +290,6 @@ class ApplePartition(Partition):
                  component: Component | None = None):
         super().__init__([1, offset, size], global_size, name, component)
 
-    @staticmethod
-    def _local_end(ig) -> int:
-        return int(ig[1] + ig[2])
-
 
 class BoxPartition(Partition):
     """A box of a 2-D grid: ig_paral [2, global_offset, local_extent_x, local_extent_y, global_extent_x]."""
@@ -306,12 +298,6 @@ class BoxPartition(Partition):
                  global_size: int = -1, name: str = "", component: Component | None = None):
         super().__init__([2, global_offset, local_extent_x, local_extent_y, global_extent_x], global_size, name,
                          component)
-
-    @staticmethod
-    def _local_end(ig) -> int:
-        if ig[2] <= 0 or ig[3] <= 0:
-            return 0
-        return int(ig[1] + (ig[3] - 1) * ig[4] + ig[2])
 
 
 class OrangePartition(Partition):
@@ -327,11 +313,6 @@ class OrangePartition(Partition):
             ig += [o, e]
         super().__init__(ig, global_size, name, component)
 
-    @staticmethod
-    def _local_end(ig) -> int:
-        seg = ig[2:].reshape(-1, 2)
-        return int((seg[:, 0] + seg[:, 1]).max()) if len(seg) else 0
-
 
 class PointsPartition(Partition):
     """Explicit points: ig_paral [4, npts, index1, ...] (0-based)."""
@@ -340,10 +321,6 @@ class PointsPartition(Partition):
                  component: Component | None = None):
         idx = np.asarray(global_indices, dtype=np.int64).ravel()
         super().__init__(np.concatenate([[4, len(idx)], idx]), global_size, name, component)
-
-    @staticmethod
-    def _local_end(ig) -> int:
-        return int(ig[2:].max()) + 1 if len(ig) > 2 else 0
 
 
 # ---- OASIS grid files (pyOASIS's Grid: grids.nc, masks.nc, areas.nc written at enddef) ----

@@ -29,6 +29,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
@@ -688,7 +689,9 @@ NB_MODULE(_estuary, m) {
   gen.def("random", &estuary::gen::random, "n"_a, "rank"_a, "ranks"_a, "seed"_a = 42);
   gen.def("rows2d", &estuary::gen::rows2d, "n"_a, "rank"_a, "ranks"_a);
   gen.def("cols2d", &estuary::gen::cols2d, "n"_a, "rank"_a, "ranks"_a);
-  gen.def("by_name", &estuary::gen::by_name, "kind"_a, "n"_a, "rank"_a, "ranks"_a);
+  gen.def("from_name", &estuary::gen::from_name, "kind"_a, "n"_a, "rank"_a, "ranks"_a,
+          "A generated decomposition by its name (block, cyclic, random, rows2d, transpose2d).");
+  gen.def("by_name", &estuary::gen::from_name, "kind"_a, "n"_a, "rank"_a, "ranks"_a, "The older name of from_name.");
   gen.def("kinds", &estuary::gen::kinds);
   gen.def("grid_shape", [](i64 n) {
     i64 nx = 0, ny = 0;
@@ -866,6 +869,10 @@ NB_MODULE(_estuary, m) {
       .def_static("tripolar", &estuary::GridGen::tripolar, "nx"_a, "ny"_a)
       .def_static("orca025", &estuary::GridGen::orca025)
       .def_static("cubed_sphere", &estuary::GridGen::cubed_sphere, "n"_a)
+      .def_static("from_name", &estuary::GridGen::from_name, "recipe"_a,
+                  "A recipe by its name: lonlat:NLONxNLAT, gaussian:NLONxNLAT, tripolar:NXxNY, reduced_gaussian:N, "
+                  "cubed_sphere:N, t799, orca025, each with an optional +land (the core reads the names).")
+      .def_static("recipe_forms", &estuary::GridGen::recipe_forms, "The recipe names from_name reads.")
       .def("with_land", &estuary::GridGen::with_land)
       .def_prop_ro("name", &estuary::GridGen::name)
       .def_prop_ro("dims", &estuary::GridGen::dims)
@@ -936,7 +943,9 @@ NB_MODULE(_estuary, m) {
         nb::object fixed = w.has_fixed ? nb::cast(w.fixed_value) : nb::none();
         return nb::make_tuple(links_to_py(std::move(w.links)), fixed, w.filled, estuary::describe(stages));
       },
-      "src"_a, "dst"_a, "comm"_a = nb::none(), "stack"_a,
+      // stack with a default (an empty stack is refused by the core) so that the signature, and its
+      // stub, keeps Python's rule: no parameter without a default after one with a default.
+      "src"_a, "dst"_a, "comm"_a = nb::none(), "stack"_a = "",
       "Collective: an interpolation stack (YAC-style; e.g. \"bilinear | nnn n=4 | creep steps=2 | fixed value=-999\") "
       "for the dst points this rank holds, from each rank's share of the source grid. Returns ((rows, cols, "
       "weights), the fixed value or None, targets filled per stage, the stack's canonical text).");
@@ -948,6 +957,15 @@ NB_MODULE(_estuary, m) {
         return estuary::oasis_partition(std::span<const i64>(ig_paral.data(), ig_paral.size()), global_size);
       },
       "ig_paral"_a, "global_size"_a, "The Decomp of an OASIS ig_paral array (0-based offsets).");
+  m.def(
+      "oasis_partition_global_size",
+      [](IdxArray ig_paral, PyComm comm) {
+        return estuary::oasis_partition_global_size(std::span<const i64>(ig_paral.data(), ig_paral.size()), comm.comm);
+      },
+      "ig_paral"_a, "comm"_a,
+      "Collective over comm: the global size OASIS infers for a partition defined without one (the largest "
+      "index end of the ig_paral arrays over the ranks of comm; MPI.COMM_NULL: this rank's). The same rule "
+      "as the C API's and Fortran's.");
 
   nb::class_<estuary::Component>(m, "Component", "A coupled component (collective over the world).")
       .def(

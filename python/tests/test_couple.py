@@ -529,3 +529,51 @@ def test_weight_callback(comm, shared_dir):
     assert "source index" in error, error
     comm.Barrier()
     del MPI
+
+
+# ---- what the bindings take from the core: partition sizes and grid recipes by name ----
+
+def test_partition_global_size_is_the_cores_inference():
+    """estuary.oasis_partition_global_size (the core's, as the C API and Fortran use it) equals
+    the largest point any rank holds plus one, found here from the points themselves; and a
+    partition defined without global_size gets that size."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rng = np.random.default_rng(7 + comm.rank)
+    idx = np.unique(rng.integers(0, 50 + 13 * comm.size, size=9))
+    forms = [np.concatenate([[4, len(idx)], idx]),                       # points
+             np.array([1, 5 * comm.rank, 3 + comm.rank]),                 # apple
+             np.array([2, comm.rank * 10 + 1, 4, 2, 10 * comm.size]),     # box, 2 rows of 4 in rows of 10 x size
+             np.array([3, 2, 40 * comm.rank, 2, 40 * comm.rank + 9, 5])]  # orange
+    for ig in forms:
+        held = estuary.oasis_partition(ig, 1 << 40).to_indices()
+        want = comm.allreduce(int(held.max()) + 1 if len(held) else 0, op=MPI.MAX)
+        assert estuary.oasis_partition_global_size(ig, comm) == want, ig
+    # a bad array on one rank: the same error on every rank
+    bad = np.array([7, 0, 1]) if comm.rank == comm.size - 1 else np.array([1, comm.rank, 1])
+    with pytest.raises(estuary.Error, match="unknown partition kind 7"):
+        estuary.oasis_partition_global_size(bad, comm)
+
+
+@pytest.mark.parametrize("recipe,make", [
+    ("lonlat:12x6", lambda: estuary.GridGen.lonlat(12, 6)),
+    ("gaussian:16x8", lambda: estuary.GridGen.gaussian(16, 8)),
+    ("tripolar:10x7", lambda: estuary.GridGen.tripolar(10, 7)),
+    ("reduced_gaussian:6", lambda: estuary.GridGen.reduced_gaussian(6)),
+    ("cubed_sphere:3", lambda: estuary.GridGen.cubed_sphere(3)),
+    ("lonlat:12x6+land", lambda: estuary.GridGen.lonlat(12, 6).with_land()),
+])
+def test_grid_recipe_by_name_is_the_recipe(recipe, make):
+    got, want = estuary.GridGen.from_name(recipe), make()
+    assert got.name == want.name and list(got.dims) == list(want.dims) and got.size == want.size
+    g, w = got.make(), want.make()
+    for attr in ("lon", "lat", "area", "mask"):
+        np.testing.assert_array_equal(getattr(g, attr), getattr(w, attr))
+
+
+@pytest.mark.parametrize("bad", ["lonlat:12", "lonlat:12x0", "lonlat:12x6x2", "gaussian", "t799:4", "nosuch:3x3",
+                                 "lonlat:axb", "lonlat:12x-6", ""])
+def test_grid_recipe_by_name_refuses(bad):
+    with pytest.raises(estuary.Error, match="is not a recipe"):
+        estuary.GridGen.from_name(bad)

@@ -18,9 +18,9 @@ LAT = 100e-9  # the CLI's default link latency, s
 ALPHA = 2 * LAT  # host - switch - host
 
 
-def simulate(*args, check=True):
+def simulate(*args, check=True, env=None):
     out = subprocess.run([sys.executable, "-m", "estuary", "simulate", *args], capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, env=None if env is None else dict(os.environ, **env))
     if check:
         assert out.returncode == 0, out.stdout + out.stderr
     return out
@@ -184,7 +184,8 @@ def test_coupling_adaptive_picks_butterfly_with_message_overhead():
 
 def test_routing_variants_and_progress(tmp_path):
     out = simulate("halo", "--ranks", "64", "--topology", "dragonfly", "--routing", "minimal,valiant,ugal", "--width",
-                   "3", "--nx", "64", "--ny", "64", "--nz", "4", "--json")
+                   "3", "--nx", "64", "--ny", "64", "--nz", "4", "--json",
+                   env={"ESTUARY_PROGRESS": "1", "ESTUARY_PROGRESS_DELAY": "0"})  # the bar, though stderr is a pipe
     recs = records(out)
     assert [r["routing"] for r in recs] == ["minimal", "valiant", "ugal"]
     assert recs[0]["detoured"] == 0 and recs[1]["detoured"] == recs[1]["messages"]
@@ -192,6 +193,9 @@ def test_routing_variants_and_progress(tmp_path):
     assert "3/3" in out.stderr  # the progress bar reached the end
     # the table form (no --json)
     out = simulate("allreduce", "--ranks", "8", "--topology", "torus", "--no-progress")
+    assert "simulated (s)" in out.stdout and out.stderr == ""
+    # into a pipe, without ESTUARY_PROGRESS: no bar either
+    out = simulate("allreduce", "--ranks", "8", "--topology", "torus", env={"ESTUARY_PROGRESS_DELAY": "0"})
     assert "simulated (s)" in out.stdout and out.stderr == ""
 
 

@@ -1,4 +1,4 @@
-"""`estuary timeline` (python/estuary/timeline.py) on the demo's coupled toy run with the coupling
+"""`estuary timeline` (python/estuary/cli/timeline.py) on the demo's coupled toy run with the coupling
 timeline recorded (ctest entry python_timeline, outside mpirun: `estuary demo` starts it).
 
 The timeline files are checked against each other (every put that sent has its get on every

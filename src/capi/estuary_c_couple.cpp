@@ -69,8 +69,10 @@ int est_comp_def_partition(est_comp c, const int64_t* ig_paral, int64_t len, int
     require(ig_paral, "ig_paral");
     require(id, "id");
     require_count(len, "len");
-    *id = c->comp->def_partition(estuary::oasis_partition({ig_paral, static_cast<std::size_t>(len)}, global_size),
-                                 name ? name : "");
+    const std::span<const int64_t> ig{ig_paral, static_cast<std::size_t>(len)};
+    // global_size < 0: inferred as OASIS does without ig_size (collective over the coupling ranks).
+    const int64_t n = global_size < 0 ? estuary::oasis_partition_global_size(ig, c->comp->coupling_comm()) : global_size;
+    *id = c->comp->def_partition(estuary::oasis_partition(ig, n), name ? name : "");
   }));
 }
 
@@ -550,31 +552,8 @@ int est_comp_partition_global_size(est_comp c, const int64_t* ig_paral, int64_t 
     require(global_size, "global_size");
     require_count(len, "len");
     if (len > 0) require(ig_paral, "ig_paral");
-    // This rank's largest index end (0 for an empty partition), as MCT finds OASIS's global size.
-    const auto at = [&](int64_t i) { return i < len ? ig_paral[i] : 0; };
-    int64_t end = 0;
-    switch (len > 0 ? ig_paral[0] : 0) {
-      case 0: end = at(2); break;                                       // serial {0, 0, n}
-      case 1: end = at(2) > 0 ? at(1) + at(2) : 0; break;               // apple {1, offset, n}
-      case 2:                                                           // box {2, offset, nx, ny, ldx}
-        end = at(2) > 0 && at(3) > 0 ? at(1) + (at(3) - 1) * at(4) + at(2) : 0;
-        break;
-      case 3:                                                           // orange {3, nseg, off, n, ...}
-        for (int64_t k = 0; k < at(1); ++k)
-          if (at(3 + 2 * k) > 0) end = std::max(end, at(2 + 2 * k) + at(3 + 2 * k));
-        break;
-      case 4:                                                           // points {4, n, i1, ...}
-        for (int64_t k = 0; k < at(1); ++k) end = std::max(end, at(2 + k) + 1);
-        break;
-      default:
-        throw std::invalid_argument("ig_paral(1) = " + std::to_string(ig_paral[0]) +
-                                    " is not an OASIS partition (0 serial, 1 apple, 2 box, 3 orange, 4 points)");
-    }
-    const MPI_Comm comm = c->comp->coupling_comm();
-    if (comm != MPI_COMM_NULL &&
-        MPI_Allreduce(MPI_IN_PLACE, &end, 1, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS)
-      throw estuary::MpiError("MPI_Allreduce failed", "component " + c->comp->name());
-    *global_size = end;
+    *global_size = estuary::oasis_partition_global_size({ig_paral, static_cast<std::size_t>(len)},
+                                                        c->comp->coupling_comm());
   }));
 }
 

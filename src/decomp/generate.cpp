@@ -100,7 +100,7 @@ Decomp cols2d(i64 n, int rank, int ranks) {
 
 std::vector<std::string> kinds() { return {"block", "cyclic", "random", "rows2d", "transpose2d"}; }
 
-Decomp by_name(const std::string& kind, i64 n, int rank, int ranks) {
+Decomp from_name(std::string_view kind, i64 n, int rank, int ranks) {
   if (kind == "block") return block(n, rank, ranks);
   if (kind == "cyclic") return cyclic(n, rank, ranks);
   if (kind == "random") return random(n, rank, ranks);
@@ -108,7 +108,9 @@ Decomp by_name(const std::string& kind, i64 n, int rank, int ranks) {
   if (kind == "transpose2d" || kind == "cols2d") return cols2d(n, rank, ranks);
   std::string known;
   for (const auto& k : kinds()) known += (known.empty() ? "" : ", ") + k;
-  throw Error("unknown decomposition kind '" + kind + "'", "rank " + std::to_string(rank),
+  std::string what = "unknown decomposition kind '";
+  what.append(kind).append("'");
+  throw Error(what, "rank " + std::to_string(rank),
               "known kinds: " + known);
 }
 

@@ -1,8 +1,10 @@
 // OASIS partitions (ig_paral arrays) as estuary decompositions.
 #include "estuary/oasis_partition.hpp"
 
+#include <algorithm>
 #include <string>
 
+#include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
 
 namespace estuary {
@@ -76,6 +78,52 @@ Decomp oasis_partition(std::span<const i64> p, i64 global_size) {
     default:
       throw bad("unknown partition kind " + std::to_string(p[0]), "use 0 serial, 1 apple, 2 box, 3 orange, 4 points");
   }
+}
+
+i64 oasis_partition_end(std::span<const i64> p) {
+  const auto bad = [&](const std::string& what) {
+    return Error(what, "OASIS partition (ig_paral[0] = " + (p.empty() ? std::string("?") : std::to_string(p[0])) + ")",
+                 "see the OASIS3-MCT user guide, oasis_def_partition");
+  };
+  const auto need = [&](i64 n, const char* form) {
+    if (static_cast<i64>(p.size()) < n)
+      throw bad("has " + std::to_string(p.size()) + " entries, the " + form + " form needs " + std::to_string(n));
+  };
+  if (p.empty()) throw bad("is empty");
+  const auto at = [&](i64 i) { return p[static_cast<std::size_t>(i)]; };
+  // As MCT finds the global size: the largest index end; an empty part adds nothing.
+  i64 end = 0;
+  switch (p[0]) {
+    case 0: need(3, "serial"); return std::max<i64>(at(2), 0);                      // {0, 0, n}
+    case 1: need(3, "apple"); return at(2) > 0 ? at(1) + at(2) : 0;                 // {1, offset, n}
+    case 2:                                                                          // {2, offset, nx, ny, ldx}
+      need(5, "box");
+      return at(2) > 0 && at(3) > 0 ? at(1) + (at(3) - 1) * at(4) + at(2) : 0;
+    case 3:                                                                          // {3, nseg, off, n, ...}
+      need(2, "orange");
+      need(2 + 2 * std::max<i64>(at(1), 0), "orange");
+      for (i64 k = 0; k < at(1); ++k)
+        if (at(3 + 2 * k) > 0) end = std::max(end, at(2 + 2 * k) + at(3 + 2 * k));
+      return end;
+    case 4:                                                                          // {4, n, i1, ...}
+      need(2, "points");
+      need(2 + std::max<i64>(at(1), 0), "points");
+      for (i64 k = 0; k < at(1); ++k) end = std::max(end, at(2 + k) + 1);
+      return end;
+    default:
+      throw Error("unknown partition kind " + std::to_string(p[0]), "OASIS partition",
+                  "use 0 serial, 1 apple, 2 box, 3 orange, 4 points");
+  }
+}
+
+i64 oasis_partition_global_size(std::span<const i64> p, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return oasis_partition_end(p);
+  i64 end = 0;
+  // Every rank sees a bad array of any rank (and none enters the allreduce alone).
+  detail::agree(comm, [&] { end = oasis_partition_end(p); });
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &end, 1, MPI_INT64_T, MPI_MAX, comm),
+                    "MPI_Allreduce (oasis_partition_global_size)");
+  return end;
 }
 
 }  // namespace estuary

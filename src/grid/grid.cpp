@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <numbers>
 
@@ -373,6 +374,58 @@ GridGen GridGen::with_land() const {
   im->land = true;
   im->name += "_land";
   return GridGen(im);
+}
+
+const char* GridGen::recipe_forms() {
+  return "lonlat:NLONxNLAT, gaussian:NLONxNLAT, tripolar:NXxNY, reduced_gaussian:N, cubed_sphere:N, t799, orca025 "
+         "(\"+land\" at the end: with the analytic land mask)";
+}
+
+GridGen GridGen::from_name(std::string_view recipe) {
+  const auto refuse = [&] {
+    std::string what = "grid \"";
+    what.append(recipe).append("\" is not a recipe");
+    return Error(what, "GridGen::from_name", std::string("recipes: ") + recipe_forms());
+  };
+  std::string_view rest = recipe;
+  bool land = false;
+  if (constexpr std::string_view suffix = "+land"; rest.ends_with(suffix)) {
+    land = true;
+    rest.remove_suffix(suffix.size());
+  }
+  const std::size_t colon = rest.find(':');
+  const std::string_view kind = rest.substr(0, colon);
+  // The dimensions after the colon: positive integers separated by 'x' (or 'X').
+  std::vector<i64> dims;
+  if (colon != std::string_view::npos) {
+    std::string_view d = rest.substr(colon + 1);
+    while (true) {
+      const std::size_t x = d.find_first_of("xX");
+      const std::string_view num = d.substr(0, x);
+      i64 v = 0;
+      const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+      if (ec != std::errc() || end != num.data() + num.size() || num.empty() || v <= 0) throw refuse();
+      dims.push_back(v);
+      if (x == std::string_view::npos) break;
+      d.remove_prefix(x + 1);
+    }
+  }
+  const auto make = [&]() -> GridGen {
+    if (dims.size() == 2) {
+      if (kind == "lonlat") return lonlat(dims[0], dims[1]);
+      if (kind == "gaussian") return gaussian(dims[0], dims[1]);
+      if (kind == "tripolar") return tripolar(dims[0], dims[1]);
+    } else if (dims.size() == 1) {
+      if (kind == "reduced_gaussian") return reduced_gaussian(dims[0]);
+      if (kind == "cubed_sphere") return cubed_sphere(dims[0]);
+    } else if (colon == std::string_view::npos) {
+      if (kind == "t799") return t799();
+      if (kind == "orca025") return orca025();
+    }
+    throw refuse();
+  };
+  GridGen g = make();
+  return land ? g.with_land() : g;
 }
 
 GridKind GridGen::kind() const { return impl_->kind; }

@@ -38,7 +38,8 @@ const char* name_of(SumMethod m) {
   return "unknown";
 }
 
-SumMethod sum_method_by_name(std::string_view name) {
+template <>
+SumMethod from_name<SumMethod>(std::string_view name) {
   std::string known;
   for (SumMethod m : sum_methods) {
     if (name == name_of(m)) return m;

@@ -88,12 +88,13 @@ const char* name_of(ConservMode m) {
   return "?";
 }
 
-ConservMode conserv_mode_by_name(std::string_view name) {
+template <>
+ConservMode from_name<ConservMode>(std::string_view name) {
   std::string up(name);
   std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   for (ConservMode m : kModes)
     if (up == name_of(m)) return m;
-  throw Error("unknown CONSERV mode \"" + std::string(name) + "\"", "conserv_mode_by_name",
+  throw Error("unknown CONSERV mode \"" + std::string(name) + "\"", "from_name<ConservMode>",
               "use GLOBAL, GLBPOS, BASBAL or BASPOS");
 }
 

@@ -38,6 +38,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .helpers import fail, relaunch, under_mpirun
+from .schedule_report import print_schedule_summary, schedule_rank_row, schedule_totals, write_matrix_png
+
 KINDS = ("serial", "apple", "box", "orange", "points")
 KIND_ALIASES = {"round-robin": "points", "roundrobin": "points", "cyclic": "points", "block": "apple"}
 
@@ -182,8 +185,6 @@ def resolve(setup: dict, comps: list, recipes: dict, rundir: Path, read_sizes) -
     # Grid sizes and shapes, per (component, grid).
     import estuary
 
-    from .cli import grid_gen
-
     info = {}  # (comp, grid) -> {"n", "nx", "ny", "recipe"}
     for cp, s in zip(setup["couplings"], sides):
         for side in ("src", "dst"):
@@ -193,7 +194,7 @@ def resolve(setup: dict, comps: list, recipes: dict, rundir: Path, read_sizes) -
             ref = cp[side + "_grid"]
             if d["recipe"] and d["n"] is None:
                 try:
-                    gen = grid_gen(d["recipe"])
+                    gen = estuary.GridGen.from_name(d["recipe"])
                 except estuary.Error as e:
                     raise SetupError(f"--grid {s[side][1]}={d['recipe']}: {e}") from None
                 d["n"] = gen.size
@@ -274,20 +275,19 @@ def _png_name(args, cp: dict) -> str:
 
 
 def cmd_inspect_config(args, argv) -> int:
-    from .cli import _fail, _relaunch, _under_mpirun
 
     try:
         comps = parse_components(args.component)
         recipes = parse_grid_recipes(args.grid)
     except ValueError as e:
-        return _fail(str(e))
+        return fail(str(e))
     if not comps:
-        return _fail("--config needs the components: --component NAME:RANKS:KIND[:GRID,...] once for each")
+        return fail("--config needs the components: --component NAME:RANKS:KIND[:GRID,...] once for each")
     if not Path(args.config).is_file():
-        return _fail(f"configuration file {args.config} not found")
+        return fail(f"configuration file {args.config} not found")
     total = sum(c.ranks for c in comps)
-    if not _under_mpirun() and total > 1:
-        return _relaunch(total, argv)
+    if not under_mpirun() and total > 1:
+        return relaunch(total, argv)
 
     import shutil
     import tempfile
@@ -296,13 +296,12 @@ def cmd_inspect_config(args, argv) -> int:
 
     import estuary
 
-    from .inspect_schedule import print_schedule_summary, schedule_rank_row, schedule_totals, write_matrix_png
 
     comm = MPI.COMM_WORLD
     me, p = comm.rank, comm.size
     if p != total:
         if me == 0:
-            _fail(f"the components have {total} ranks together, this MPI world {p}")
+            fail(f"the components have {total} ranks together, this MPI world {p}")
         return 2
     mine = next(c for c in comps if c.first <= me < c.first + c.ranks)
     rundir = Path(args.rundir).resolve()
@@ -335,9 +334,7 @@ def cmd_inspect_config(args, argv) -> int:
             part_of[grid] = comp.def_partition(dec, grid)
             points[grid] = dec.size
             if d["recipe"]:
-                from .cli import grid_gen
-
-                comp.def_grid(grid, part_of[grid], grid_gen(d["recipe"]).make(dec))
+                comp.def_grid(grid, part_of[grid], estuary.GridGen.from_name(d["recipe"]).make(dec))
         for (cname, fname, out), grid in sorted(plan["fields"].items()):
             if cname == mine.name:
                 comp.def_var(fname, part_of[grid], out)

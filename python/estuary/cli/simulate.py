@@ -24,32 +24,14 @@ import sys
 import time
 from pathlib import Path
 
+from .helpers import Progress, fail, find_program
+
 KINDS = ("transposition", "halo", "allreduce", "coupling")
 DEFAULT_ALGORITHM = {"transposition": "ring-1", "halo": "", "allreduce": "recursive-2", "coupling": "p2p"}
 
 
 def _fail(msg: str, code: int = 2) -> int:
-    print(f"estuary simulate: {msg}", file=sys.stderr)
-    return code
-
-
-def find_bench(explicit: str | None) -> Path | None:
-    """The bench/sim program: --bench, $ESTUARY_SIM_BENCH, else the checkout's build folders."""
-    if explicit:  # given: that one or none
-        p = Path(explicit)
-        return p if p.is_file() and os.access(p, os.X_OK) else None
-    cands = []
-    if os.environ.get("ESTUARY_SIM_BENCH"):
-        cands.append(Path(os.environ["ESTUARY_SIM_BENCH"]))
-    repo = Path(__file__).resolve().parent.parent.parent
-    for root in (repo, Path.cwd()):
-        cands.append(root / os.environ.get("BUILD", "build") / "bench" / "sim")
-        cands.append(root / "build" / "bench" / "sim")
-        cands.extend(sorted(root.glob("build*/bench/sim"), key=lambda p: -p.stat().st_mtime))
-    for c in cands:
-        if c.is_file() and os.access(c, os.X_OK):
-            return c
-    return None
+    return fail(msg, code, "estuary simulate")
 
 
 def _ints(text: str) -> list[int]:
@@ -162,36 +144,7 @@ def bench_command(bench: Path, args, v: dict, ranks: int, matrix_bins: int = 0) 
     return cmd
 
 
-class Progress:
-    """A one-line bar on stderr (a line per step when stderr is not a terminal)."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.done, self.enabled = total, 0, enabled
-        self.tty = sys.stderr.isatty()
-        self.t0 = time.time()
-
-    def show(self, what: str):
-        if not self.enabled:
-            return
-        width = 30
-        fill = int(width * self.done / max(self.total, 1))
-        line = (f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} "
-                f"{time.time() - self.t0:6.1f} s  {what}")
-        if self.tty:
-            print("\r" + line[:150].ljust(150), end="", file=sys.stderr, flush=True)
-        else:
-            print(line, file=sys.stderr, flush=True)
-
-    def step(self, what: str):
-        self.done += 1
-        self.show(what)
-
-    def close(self):
-        if self.enabled and self.tty:
-            print(file=sys.stderr)
-
-
-def _run_ticking(cmd: list[str], prog: "Progress", what: str, limit_s: float = 0) -> subprocess.CompletedProcess:
+def _run_ticking(cmd: list[str], prog: Progress, what: str, limit_s: float = 0) -> subprocess.CompletedProcess:
     """Runs cmd, redrawing the progress bar (with the run's elapsed time) while it runs. Past
     limit_s seconds (0: none) the run and its simulating child (bench/sim forks one, in the same
     session) are killed and the result has no stdout and a stderr saying so."""
@@ -208,8 +161,7 @@ def _run_ticking(cmd: list[str], prog: "Progress", what: str, limit_s: float = 0
                     proc.communicate()
                     return subprocess.CompletedProcess(cmd, -signal.SIGKILL, "",
                                                        f"stopped at the time limit of {limit_s:g} s (--time-limit)")
-                if prog.tty:
-                    prog.show(f"{what} {time.time() - t0:.0f} s")
+                prog.update(0, note=f"{what} {time.time() - t0:.0f} s")
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
 
 
@@ -271,7 +223,7 @@ def plot_matrix(rec: dict, path: str):
 
 
 def cmd_simulate(args, argv) -> int:
-    bench = find_bench(args.bench)
+    bench = find_program("sim", "bench", args.bench, "ESTUARY_SIM_BENCH")
     if bench is None:
         return _fail("the bench/sim program was not found: build it (ninja -C build sim), or give --bench or "
                      "$ESTUARY_SIM_BENCH")
@@ -284,8 +236,8 @@ def cmd_simulate(args, argv) -> int:
     if args.matrix and matrix_ranks not in ranks_list:
         ranks_list = sorted(set(ranks_list) | {matrix_ranks})
     runs = [(v, r) for v in vs for r in ranks_list]
-    prog = Progress(len(runs), not args.no_progress)
-    prog.show(f"{args.kind}: {len(vs)} variant(s) x {len(ranks_list)} rank count(s) with {bench}")
+    prog = Progress(total=len(runs), desc=f"estuary simulate {args.kind}", enabled=not args.no_progress)
+    prog.update(0, note=f"{len(vs)} variant(s) x {len(ranks_list)} rank count(s) with {bench}")
     records, failures, matrix_rec = [], 0, None
     for v, ranks in runs:
         want_matrix = bool(args.matrix) and matrix_rec is None and ranks == matrix_ranks
@@ -312,8 +264,8 @@ def cmd_simulate(args, argv) -> int:
         records.append(rec)
         if args.json:
             print(json.dumps(rec), flush=True)
-        prog.step(f"{args.kind} {ranks} ranks, {v['label']}: "
-                  + (f"{rec['simulated_s']:.3g} s simulated" if "simulated_s" in rec else "FAILED"))
+        prog.update(1, note=f"{ranks} ranks, {v['label']}: "
+                    + (f"{rec['simulated_s']:.3g} s simulated" if "simulated_s" in rec else "FAILED"))
     prog.close()
     if not args.json:
         print(f"{'variant':<32} {'ranks':>8} {'simulated (s)':>14} {'messages':>10} {'wall (s)':>9} {'RSS (MB)':>9}")
@@ -379,7 +331,8 @@ def add_parser(sub):
     s.add_argument("--matrix", help="PNG: bytes sent between ranks (Fig. 9d) of the first variant")
     s.add_argument("--matrix-ranks", type=int, help="rank count of the --matrix run (default: the smallest)")
     s.add_argument("--matrix-bins", type=int, default=256, help="at most this many rank blocks a side (256)")
-    s.add_argument("--bench", help="the bench/sim program (default $ESTUARY_SIM_BENCH, else build*/bench/sim)")
+    s.add_argument("--bench", help="the bench/sim program (default $ESTUARY_SIM_BENCH, else the package's own, else "
+                                  "bench/sim of a build folder, else PATH)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     s.set_defaults(func=cmd_simulate)
     return s

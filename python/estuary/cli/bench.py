@@ -7,20 +7,20 @@ JSON objects it prints one a line, shows a progress bar while it runs, prints a 
 the lines to --out (default bench_NAME.jsonl). With --json it prints one JSON object: the
 command lines, the records and the file written.
 
-The program is --binary, else $ESTUARY_BENCH_DIR/NAME, else <checkout>/$BUILD/bench/NAME or
-<checkout>/build/bench/NAME (also under the working directory).
+The program is --binary, else $ESTUARY_BENCH_DIR/NAME, else the package's own (a wheel's), else
+bench/NAME of a build folder of the checkout or the working directory, else PATH
+(estuary.cli.helpers.find_program).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from .progress import Progress
+from .helpers import Progress, fail, find_program, mpi_env, mpiexec
 
 BENCHES = ("redist", "allreduce", "globalsum", "remap", "weights", "io", "pingpong", "sim")
 # Columns that say what was measured: shown first when they vary between records.
@@ -52,22 +52,6 @@ def _own_options(rest):
         own, extra = p.parse_known_args(rest[:i])
         return own, extra + rest[i + 1:]
     return p.parse_known_args(rest)
-
-
-def find_bench(name: str, explicit: str | None = None) -> Path | None:
-    cands = []
-    if explicit:
-        cands.append(Path(explicit))
-    if os.environ.get("ESTUARY_BENCH_DIR"):
-        cands.append(Path(os.environ["ESTUARY_BENCH_DIR"]) / name)
-    repo = Path(__file__).resolve().parent.parent.parent
-    build = os.environ.get("BUILD", "build")
-    for root in (repo, Path.cwd()):
-        cands += [root / build / "bench" / name, root / "build" / "bench" / name]
-    for c in cands:
-        if c.is_file() and os.access(c, os.X_OK):
-            return c
-    return None
 
 
 def _ranks(text: str) -> list[int]:
@@ -112,28 +96,26 @@ def table(records: list[dict]) -> str:
 
 
 def cmd_bench(args, argv) -> int:
-    from .cli import _fail, _mpi_env, _mpiexec
-
     own, extra = _own_options(args.rest)
     name = args.name
     try:
         ranks = _ranks(own.ranks)
     except ValueError as e:
-        return _fail(str(e))
-    prog = find_bench(name, own.binary)
+        return fail(str(e))
+    prog = find_program(name, "bench", own.binary, "ESTUARY_BENCH_DIR")
     if prog is None:
-        return _fail(f"benchmark \"{name}\" not found (bench/{name} of the build tree; known: {', '.join(BENCHES)}); "
+        return fail(f"benchmark \"{name}\" not found (bench/{name} of the build tree; known: {', '.join(BENCHES)}); "
                      "build it (make build), or give --binary or $ESTUARY_BENCH_DIR")
     out_path = Path(own.out or f"bench_{name}.jsonl").resolve()
     records, commands, runs = [], [], []
     t_all = time.time()
     with Progress(total=len(ranks), desc=f"estuary bench {name}") as bar:
         for p in ranks:
-            cmd = [_mpiexec(), "-n", str(p), str(prog), *extra]
+            cmd = [mpiexec(), "-n", str(p), str(prog), *extra]
             commands.append(cmd)
             bar.update(0, note=f"{p} ranks")
             t0 = time.time()
-            proc = subprocess.Popen(cmd, env=_mpi_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(cmd, env=mpi_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             got, other = [], []
             try:
                 for line in proc.stdout:  # one JSON object a line; anything else is kept as text
