@@ -21,6 +21,7 @@
 
 #include "common/checked.hpp"
 #include "estuary/error.hpp"
+#include "estuary/settings.hpp"
 #include "estuary/weightgen.hpp"
 
 namespace estuary {
@@ -279,15 +280,9 @@ class Exchanges {
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::string> seen_;
 };
 
-void apply_timeout_override(CouplingSetup& s) {
-  const char* env = std::getenv("ESTUARY_COUPLE_TIMEOUT");
-  if (!env || !*env) return;
-  const auto v = to_number(env);
-  if (!v || *v <= 0)
-    throw Error("ESTUARY_COUPLE_TIMEOUT=" + std::string(env) + " is not a positive number",
-                "environment", "give the time-out in seconds, or unset it");
-  s.timeout = *v;
-}
+// ESTUARY_TIMEOUT (or its old names ESTUARY_COUPLE_TIMEOUT, ESTUARY_EXCHANGE_TIMEOUT), read
+// once with the other settings; 0 waits forever.
+void apply_timeout_override(CouplingSetup& s) { s.timeout = Settings::get().timeout_s(s.timeout); }
 
 // ======================================= namcouple =========================================
 // Read as OASIS3-MCT 4.0 and 5.0 read it (mod_oasis_namcouple.F90): a keyword is the first word

@@ -8,7 +8,9 @@
 #include <string>
 
 #include "common/mpi_util.hpp"
+#include "common/shared_comm.hpp"
 #include "estuary/error.hpp"
+#include "estuary/settings.hpp"
 
 namespace estuary {
 namespace {
@@ -67,7 +69,9 @@ struct Exchange::Impl {
   explicit Impl(std::shared_ptr<const Schedule> s) : shared(std::move(s)), schedule(*shared) {}
   std::vector<Type> types;
   std::vector<std::size_t> es;       // bytes per element, per field
+  std::shared_ptr<detail::SharedComm> shared_comm;  // kept alive while requests use it
   MPI_Comm comm = MPI_COMM_NULL;
+  int first_tag = 0;  // this executor's block on the shared communicator
   int rank = 0;
 
   struct StageBuffers {
@@ -149,17 +153,8 @@ struct Exchange::Impl {
     StageBuffers& sb = stages[k];
     const int n = static_cast<int>(sb.requests.size());
     if (n == 0) return;
-    if (timeout_s <= 0) {
-      check_mpi(MPI_Waitall(n, sb.requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-      return;
-    }
-    const double deadline = MPI_Wtime() + timeout_s;
-    for (long spin = 0;; ++spin) {
-      int done = 0;
-      check_mpi(MPI_Testall(n, sb.requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
-      if (done) return;
-      if (spin % 1024 == 0 && MPI_Wtime() > deadline) break;
-    }
+    // Spinning without a pause: a stage's messages are usually on their way already.
+    if (detail::wait_all_bounded(n, sb.requests.data(), timeout_s, false)) return;
     const Stage& stage = schedule.stages[k];
     std::string from, to;
     for (int i = 0; i < n; ++i) {
@@ -180,7 +175,8 @@ struct Exchange::Impl {
                     (to.empty() ? "-" : to),
                 "rank " + std::to_string(rank),
                 "check that those ranks run the same exchange without an error of their own "
-                "(ESTUARY_EXCHANGE_TIMEOUT sets the limit in seconds, 0 waits forever)");
+                "(ESTUARY_TIMEOUT, or its old name ESTUARY_EXCHANGE_TIMEOUT, sets the limit in "
+                "seconds, 0 waits forever)");
   }
 
   void finish_stage(std::size_t k) {
@@ -214,8 +210,7 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
   const Schedule& schedule = x.schedule;
   x.types = std::move(types);
   for (Type t : x.types) x.es.push_back(size_of(t));
-  if (const char* env = std::getenv("ESTUARY_EXCHANGE_TIMEOUT")) x.timeout_s = std::atof(env);
-  else x.timeout_s = kDefaultTimeoutS;
+  x.timeout_s = Settings::get().timeout_s(kDefaultTimeoutS);
   // A fill value an integer field cannot hold would be undefined behaviour when converted.
   // Checked whether or not this rank has elements to fill, so every rank throws alike (the
   // value and the types are the same on all ranks) before the collective set-up below.
@@ -231,7 +226,9 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
                     "rank " + std::to_string(x.rank) + ", field " + std::to_string(f),
                     "choose a fill value the field's type can hold");
     }
-  check_mpi(MPI_Comm_dup(comm, &x.comm), "MPI_Comm_dup");
+  x.shared_comm = detail::shared_comm(comm);
+  x.comm = x.shared_comm->comm;
+  x.first_tag = detail::take_tags(*x.shared_comm);
   MPI_Comm_rank(x.comm, &x.rank);
   x.src.assign(x.types.size(), nullptr);
   x.dst.assign(x.types.size(), nullptr);
@@ -262,7 +259,8 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
     for (const Message& m : stage.recvs) { sb.recv_at.push_back(nr); nr += bytes_of(m); }
     sb.send.resize(ns);
     sb.recv.resize(nr);
-    const int tag = static_cast<int>(k);
+    // Stages follow one another on both sides, so wrapping the stage number cannot mix them.
+    const int tag = x.first_tag + static_cast<int>(k % detail::kTagsPerObject);
     for (std::size_t i = 0; i < stage.recvs.size(); ++i) {
       MPI_Request r;
       check_mpi(MPI_Recv_init(sb.recv.data() + sb.recv_at[i], static_cast<int>(bytes_of(stage.recvs[i])),
@@ -290,7 +288,6 @@ Exchange::~Exchange() {
   }
   for (auto& sb : impl_->stages)
     for (auto& r : sb.requests) MPI_Request_free(&r);
-  if (impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
 }
 
 Exchange::Exchange(Exchange&&) noexcept = default;
