@@ -76,11 +76,13 @@ struct Exchange::Impl {
 
   struct StageBuffers {
     std::vector<std::byte> send, recv;
-    std::vector<std::size_t> send_at, recv_at;  // byte offset of each message
+    std::vector<std::size_t> send_at, recv_at;  // byte offset of each message, then the total
     std::vector<MPI_Request> requests;          // receives first, then sends
   };
   std::vector<StageBuffers> stages;
   std::vector<std::byte> tmp;
+  bool materialized = false;  // buffers and requests made (at the first start)
+  void materialize();
 
   // Base addresses of the current run's buffers, per field.
   std::vector<const std::byte*> src;
@@ -233,15 +235,10 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
   x.src.assign(x.types.size(), nullptr);
   x.dst.assign(x.types.size(), nullptr);
   x.tmp_base.assign(x.types.size(), nullptr);
-  std::size_t tmp_bytes = 0;
-  for (std::size_t e : x.es) tmp_bytes += Impl::padded(static_cast<std::size_t>(schedule.tmp_size) * e);
-  x.tmp.resize(tmp_bytes);
-  std::size_t at = 0;
-  for (std::size_t f = 0; f < x.types.size(); ++f) {
-    x.tmp_base[f] = x.tmp.data() + at;
-    at += Impl::padded(static_cast<std::size_t>(schedule.tmp_size) * x.es[f]);
-  }
 
+  // The sizes are checked here, on every rank alike; the buffers and persistent requests are
+  // made at the first start() (both are local), so an executor prepared for a field count that
+  // never runs — the coupler prepares one for puts with a fractional mask — holds no buffers.
   auto bytes_of = [&](const Message& m) {
     const std::size_t n = x.message_bytes(m);
     if (n > static_cast<std::size_t>(INT_MAX))
@@ -257,25 +254,43 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
     std::size_t ns = 0, nr = 0;
     for (const Message& m : stage.sends) { sb.send_at.push_back(ns); ns += bytes_of(m); }
     for (const Message& m : stage.recvs) { sb.recv_at.push_back(nr); nr += bytes_of(m); }
-    sb.send.resize(ns);
-    sb.recv.resize(nr);
+    sb.send_at.push_back(ns);  // one past the last: the buffer's size
+    sb.recv_at.push_back(nr);
+  }
+}
+
+void Exchange::Impl::materialize() {
+  std::size_t tmp_bytes = 0;
+  for (std::size_t e : es) tmp_bytes += padded(static_cast<std::size_t>(schedule.tmp_size) * e);
+  tmp.resize(tmp_bytes);
+  std::size_t at = 0;
+  for (std::size_t f = 0; f < types.size(); ++f) {
+    tmp_base[f] = tmp.data() + at;
+    at += padded(static_cast<std::size_t>(schedule.tmp_size) * es[f]);
+  }
+  for (std::size_t k = 0; k < schedule.stages.size(); ++k) {
+    const Stage& stage = schedule.stages[k];
+    StageBuffers& sb = stages[k];
+    sb.send.resize(sb.send_at.back());
+    sb.recv.resize(sb.recv_at.back());
     // Stages follow one another on both sides, so wrapping the stage number cannot mix them.
-    const int tag = x.first_tag + static_cast<int>(k % detail::kTagsPerObject);
+    const int tag = first_tag + static_cast<int>(k % detail::kTagsPerObject);
     for (std::size_t i = 0; i < stage.recvs.size(); ++i) {
       MPI_Request r;
-      check_mpi(MPI_Recv_init(sb.recv.data() + sb.recv_at[i], static_cast<int>(bytes_of(stage.recvs[i])),
-                              MPI_BYTE, stage.recvs[i].peer, tag, x.comm, &r),
+      check_mpi(MPI_Recv_init(sb.recv.data() + sb.recv_at[i], static_cast<int>(sb.recv_at[i + 1] - sb.recv_at[i]),
+                              MPI_BYTE, stage.recvs[i].peer, tag, comm, &r),
                 "MPI_Recv_init");
       sb.requests.push_back(r);
     }
     for (std::size_t i = 0; i < stage.sends.size(); ++i) {
       MPI_Request r;
-      check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(bytes_of(stage.sends[i])),
-                              MPI_BYTE, stage.sends[i].peer, tag, x.comm, &r),
+      check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(sb.send_at[i + 1] - sb.send_at[i]),
+                              MPI_BYTE, stage.sends[i].peer, tag, comm, &r),
                 "MPI_Send_init");
       sb.requests.push_back(r);
     }
   }
+  materialized = true;
 }
 
 Exchange::~Exchange() {
@@ -323,6 +338,7 @@ void Exchange::start(std::span<const Field> fields) {
     x.src[f] = static_cast<const std::byte*>(fd.src);
     x.dst[f] = static_cast<std::byte*>(fd.dst);
   }
+  if (!x.materialized) x.materialize();
   x.fill();
   x.in_flight = true;
   if (!x.schedule.stages.empty()) x.start_stage(0);
