@@ -14,6 +14,7 @@
 #include "estuary/error.hpp"
 #include "estuary/exchange.hpp"
 #include "estuary/schedule.hpp"
+#include "estuary/settings.hpp"
 #include "mpi_test_util.hpp"
 
 using estuary::Decomp;
@@ -216,16 +217,20 @@ TEST(Alltoall, RingKFromEnvironment) {
   const int p = etest::world_size(), r = etest::world_rank();
   const Plan plan(etest::block(50, p, r), etest::cyclic(50, p, r), MPI_COMM_WORLD);
   ::unsetenv("ESTUARY_RING_K");
+  estuary::Settings::reload();
   bool ok = estuary::make_schedule(plan, "ring-k").stats().stages == std::max(1, (p - 1 + 1) / 2);
   ::setenv("ESTUARY_RING_K", "3", 1);
+  estuary::Settings::reload();
   ok = ok && estuary::make_schedule(plan, "ring-k").stats().stages == std::max(1, (p - 1 + 2) / 3);
   EXPECT_TRUE(etest::all_ok(ok));
 
   // A bad value, or values that differ between ranks, fail on every rank instead of hanging.
   ::setenv("ESTUARY_RING_K", r == 0 ? "zero" : "2", 1);
+  estuary::Settings::reload();
   EXPECT_THROW(estuary::make_schedule(plan, "ring-k"), estuary::Error);
   if (p > 1) {
     ::setenv("ESTUARY_RING_K", r == 0 ? "1" : "2", 1);
+    estuary::Settings::reload();
     try {
       estuary::make_schedule(plan, "ring-k");
       ADD_FAILURE() << "differing ESTUARY_RING_K accepted";
@@ -234,4 +239,5 @@ TEST(Alltoall, RingKFromEnvironment) {
     }
   }
   ::unsetenv("ESTUARY_RING_K");
+  estuary::Settings::reload();
 }

@@ -18,6 +18,7 @@
 #include "estuary/runoff.hpp"
 #include "estuary/weightgen.hpp"
 #include "estuary/weights.hpp"
+#include "estuary/settings.hpp"
 
 using namespace estuary;
 using namespace ctest_util;
@@ -361,6 +362,7 @@ ComponentOptions one_mapping_with_short_timeout(const std::string& name) {
   write_synthetic_weights(dir + "/w.nc", kNs, kNd);
   write_text(dir + "/namcouple", namcouple(4 * kPeriod, "A_F O_F", 1, "MAPPING\nw.nc\n"));
   setenv("ESTUARY_COUPLE_TIMEOUT", "1", 1);
+  estuary::Settings::reload();
   ComponentOptions o;
   o.config = dir + "/namcouple";
   o.directory = dir;
@@ -380,6 +382,7 @@ TEST(Couple, DeadlockTimesOutWithMessage) {
   if (l.dst) dv = comp.def_var("O_F", comp.def_partition(dst_decomp(l), "ogrd"), Direction::in);
   comp.enddef();
   unsetenv("ESTUARY_COUPLE_TIMEOUT");
+  estuary::Settings::reload();
   EXPECT_EQ(comp.setup().timeout, 1.0);
   if (l.dst) {  // the source side never puts
     std::vector<double> v(static_cast<std::size_t>(dst_decomp(l).size()));
@@ -699,6 +702,7 @@ TEST(Couple, PutWaitsAtMostOnePeriod) {
   if (l.dst) comp.def_var("O_F", comp.def_partition(dst_decomp(l), "ogrd"), Direction::in);
   comp.enddef();  // reads the time-out
   unsetenv("ESTUARY_COUPLE_TIMEOUT");
+  estuary::Settings::reload();
   if (l.src) {
     const std::vector<double> v = local_of(global_field(kNs, 0), src_decomp(l));
     EXPECT_EQ(comp.put(sv, 0, v), Info::sent);  // the target never gets it

@@ -14,6 +14,7 @@
 
 #include "estuary/couple_config.hpp"
 #include "estuary/error.hpp"
+#include "estuary/settings.hpp"
 
 namespace fs = std::filesystem;
 using namespace estuary;
@@ -27,6 +28,7 @@ class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
     unsetenv("ESTUARY_COUPLE_TIMEOUT");  // the readers apply it; tests set it themselves
+    estuary::Settings::reload();
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = fs::temp_directory_path() /
            ("estuary_config_" + std::to_string(::getpid()) + "_" + info->name());
@@ -35,6 +37,7 @@ class ConfigTest : public ::testing::Test {
   }
   void TearDown() override {
     unsetenv("ESTUARY_COUPLE_TIMEOUT");
+    estuary::Settings::reload();
     fs::remove_all(dir_);
   }
   std::string write(const std::string& name, const std::string& text) const {
@@ -266,9 +269,11 @@ couplings:
 
 TEST_F(ConfigTest, EnvironmentOverridesTheTimeout) {
   setenv("ESTUARY_COUPLE_TIMEOUT", "2.5", 1);
+  estuary::Settings::reload();
   EXPECT_EQ(read_namcouple(kData + "/namcouple").timeout, 2.5);
   EXPECT_EQ(read_coupling_yaml(kData + "/couple.yaml").timeout, 2.5);
   setenv("ESTUARY_COUPLE_TIMEOUT", "soon", 1);
+  estuary::Settings::reload();
   EXPECT_THROW(read_namcouple(kData + "/namcouple"), Error);
 }
 

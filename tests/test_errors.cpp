@@ -9,6 +9,7 @@
 
 #include "estuary/error.hpp"
 #include "estuary/redist.hpp"
+#include "estuary/settings.hpp"
 #include "mpi_test_util.hpp"
 
 using estuary::Decomp;
@@ -263,10 +264,12 @@ TEST(Errors, UnknownAlgorithm) {
   expect_error(outcome_of([&] { estuary::make_schedule(plan, "bogus"); }), needles, "make_schedule");
 
   ::setenv("ESTUARY_SCHEDULE", "from-the-environment", 1);
+  estuary::Settings::reload();
   needles[0] = "from-the-environment";
   expect_error(outcome_of([&] { Redist rd(etest::block(n, p, r), etest::cyclic(n, p, r), MPI_COMM_WORLD); }),
                needles, "unknown algorithm in ESTUARY_SCHEDULE");
   ::unsetenv("ESTUARY_SCHEDULE");
+  estuary::Settings::reload();
 }
 
 TEST(Errors, ErrorCarriesParts) {
@@ -294,6 +297,7 @@ TEST(Errors, OneRankFailsOthersTimeOut) {
   const int p = etest::world_size(), r = etest::world_rank();
   if (p < 2) return;  // one rank has no peer to wait for
   setenv("ESTUARY_EXCHANGE_TIMEOUT", "2", 1);
+  estuary::Settings::reload();
   const i64 n = 16 * p;  // rank 0's block holds indices of every residue: all ranks expect it
   const Decomp src = etest::block(n, p, r), dst = etest::cyclic(n, p, r);
   Redist rd(src, dst, MPI_COMM_WORLD);
@@ -303,6 +307,7 @@ TEST(Errors, OneRankFailsOthersTimeOut) {
     else rd.run({Field(a, b)});
   });
   unsetenv("ESTUARY_EXCHANGE_TIMEOUT");
+  estuary::Settings::reload();
   if (r == 0) expect_error(o, {"field 0", "rank 0"}, "the failing rank");
   else expect_error(o, {"did not complete", "from rank(s) 0", "rank " + std::to_string(r)},
                     "a rank left waiting");
@@ -324,10 +329,11 @@ TEST(Errors, SettingsDifferingBetweenRanks) {
                 "rank " + std::to_string(odd) + " has 'butterfly'"},
                "algorithm differing");
 
-  if (r == odd) ::setenv("ESTUARY_SCHEDULE", "ring-1", 1);
+  if (r == odd) { ::setenv("ESTUARY_SCHEDULE", "ring-1", 1); estuary::Settings::reload(); }
   expect_error(outcome_of([&] { Redist rd(etest::block(n, p, r), etest::cyclic(n, p, r), MPI_COMM_WORLD); }),
                {"ESTUARY_SCHEDULE", "rank " + std::to_string(odd) + " has 'ring-1'"}, "ESTUARY_SCHEDULE on one rank");
   ::unsetenv("ESTUARY_SCHEDULE");
+  estuary::Settings::reload();
 
   RedistOptions fill;
   fill.plan.missing = r == odd ? estuary::MissingPolicy::fill : estuary::MissingPolicy::error;

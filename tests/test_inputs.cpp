@@ -19,6 +19,7 @@
 #include "estuary/grid.hpp"
 #include "estuary/io.hpp"
 #include "estuary/weightgen.hpp"
+#include "estuary/settings.hpp"
 
 namespace fs = std::filesystem;
 using estuary::Error;
@@ -29,6 +30,7 @@ class Inputs : public ::testing::Test {
  protected:
   void SetUp() override {
     unsetenv("ESTUARY_COUPLE_TIMEOUT");
+    estuary::Settings::reload();
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = fs::temp_directory_path() / ("estuary_inputs_" + std::to_string(::getpid()) + "_" + info->name());
     fs::remove_all(dir_);

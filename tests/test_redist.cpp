@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "estuary/redist.hpp"
+#include "estuary/settings.hpp"
 #include "mpi_test_util.hpp"
 
 using estuary::Field;
@@ -421,6 +422,7 @@ TEST(Redist, ContainerAndSpanFields) {
 TEST(Redist, ScheduleFromEnvironment) {
   const int p = etest::world_size(), r = etest::world_rank();
   ::setenv("ESTUARY_SCHEDULE", "p2p", 1);
+  estuary::Settings::reload();
   bool ok = false;
   {
     Redist rd(etest::block(30, p, r), etest::cyclic(30, p, r), MPI_COMM_WORLD);
@@ -429,6 +431,7 @@ TEST(Redist, ScheduleFromEnvironment) {
     ok = ok && ran;
   }
   ::unsetenv("ESTUARY_SCHEDULE");
+  estuary::Settings::reload();
   EXPECT_TRUE(etest::all_ok(ok));
 }
 

@@ -146,6 +146,8 @@ struct CouplingSchedules {
   int values = 0;                            // value fields moved together (fields x bundles)
   std::string location, order;               // of the Remap: "src"/"dst", "bfb"/"sum" ("" if none)
   bool member = false;                       // this rank takes part (defines a field of a side)
+  std::string shares_remap_of;               // label of the coupling whose Remap (weights, plans)
+                                             // this one shares; "" if it set up its own
   std::vector<CouplingExchange> exchanges;   // in execution order; empty off the coupling and
                                              // for INPUT/OUTPUT (no Remap)
 };

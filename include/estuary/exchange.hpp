@@ -1,6 +1,7 @@
 // Exchange — the MPI executor: runs a schedule on real buffers, as many times as needed.
 //
-// Set-up (collective) duplicates the communicator and creates persistent requests and pack
+// Set-up (collective) takes a block of tags on the library's shared copy of the communicator
+// (src/common/shared_comm.hpp) and creates persistent requests and pack
 // buffers for one list of field types. Then start()/finish() or run() move any number of field
 // sets of those types. All fields of a message travel together: one message per peer and stage,
 // whatever the number of fields (OASIS multi-field coupling).

@@ -10,12 +10,16 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "estuary/decomp.hpp"
 
 namespace estuary {
+namespace detail {
+struct SharedComm;
+}
 
 // What to do with a destination index that no source rank owns.
 enum class MissingPolicy {
@@ -80,7 +84,9 @@ class Plan {
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
 
-  MPI_Comm comm() const { return comm_; }  // duplicated from the constructor's comm
+  // The library's private copy of the constructor's comm, shared with every object made on it
+  // (src/common/shared_comm.hpp); the plan keeps it alive.
+  MPI_Comm comm() const { return comm_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
   std::int64_t src_size() const { return src_size_; }  // local source elements
@@ -97,7 +103,18 @@ class Plan {
   PlanStats stats() const;  // collective
   const PlanTimers& timers() const { return timers_; }
 
+  // The same exchange the other way (destination -> source): every send becomes a receive and
+  // every receive a send, element for element, with no new set-up (no directory, no matching).
+  // Source elements that no destination holds receive nothing (they keep their values); an
+  // index the destination holds more than once sends each copy back and the source element
+  // ends with the last one received (copies hold the same value after a forward exchange).
+  // Destination elements filled under MissingPolicy::fill send nothing. The reverse has no
+  // missing elements of its own. Local: no communication.
+  Plan transposed() const;
+
  private:
+  Plan() = default;
+  std::shared_ptr<detail::SharedComm> shared_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::int64_t src_size_ = 0, dst_size_ = 0, global_size_ = 0;

@@ -47,7 +47,16 @@ class Redist {
   // An executor of its own, for callers that keep several exchanges in flight.
   Exchange make_exchange(std::vector<Type> types) const;
 
+  // The way back: a Redist from this one's destination to its source, built from the transposed
+  // plan (Plan::transposed: no directory, no matching) with the same algorithm. Collective (the
+  // algorithm may tune). Fields passed to it have the destination decomposition as `src` and
+  // the source decomposition as `dst`; source elements that no destination holds are left as
+  // they are. Build it once and keep it: it is as reusable as the forward one.
+  Redist reverse() const;
+
  private:
+  Redist(Plan plan, std::string algorithm);
+  std::string algorithm_;
   Exchange& exchange_for(std::span<const Field> fields);
   Plan plan_;
   std::shared_ptr<const Schedule> schedule_;

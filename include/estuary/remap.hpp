@@ -72,6 +72,15 @@ class Remap {
   Remap(Remap&&) noexcept;
   Remap& operator=(Remap&&) noexcept;
 
+  // A Remap that shares this one's set-up — the weights, plans, schedules and sparse matrix,
+  // kept once in memory, nothing read or routed again — with executors and buffers of its own,
+  // so that both may have a transfer in flight at once (ten couplings of one weight file).
+  // Local; prepare() the share (collective) before its first start() or finish().
+  Remap share() const;
+  // Remaps set up in this process (from links or a weight file; shares are not counted), for
+  // tests and benchmarks that check that sharing happened.
+  static std::int64_t setups();
+
   // Collective. Every field's src has src.size() values and dst dst.size() values.
   void run(std::span<const RemapField> fields);
   void run(std::span<const double> src, std::span<double> dst);
@@ -108,7 +117,9 @@ class Remap {
   std::vector<Exchange> exchanges() const;
 
  private:
+  struct Setup;
   struct Impl;
+  Remap();
   std::unique_ptr<Impl> impl_;
 };
 

@@ -59,23 +59,28 @@ std::string world_rank_label() {
   return "rank " + std::to_string(rank);
 }
 
-bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status, bool collective) {
+bool wait_all_bounded(int n, MPI_Request* reqs, double timeout, bool yield, MPI_Status* statuses) {
+  if (n == 0) return true;
   if (timeout <= 0) {
-    check_mpi(MPI_Wait(&req, status), "MPI_Wait");
+    check_mpi(MPI_Waitall(n, reqs, statuses), "MPI_Waitall");
     return true;
   }
   const double deadline = MPI_Wtime() + timeout;
   for (long spin = 0;; ++spin) {
     int done = 0;
-    check_mpi(MPI_Test(&req, &done, status), "MPI_Test");
+    check_mpi(MPI_Testall(n, reqs, &done, statuses), "MPI_Testall");
     if (done) return true;
-    if (spin % 256 == 0 && MPI_Wtime() > deadline) break;
+    if (spin % 256 == 0 && MPI_Wtime() > deadline) return false;
     // Ranks outnumber cores on a laptop or CI: spin briefly, then let the partner run.
-    if (spin > 2048) {
+    if (yield && spin > 2048) {
       const timespec pause{0, 50000};
       nanosleep(&pause, nullptr);
     }
   }
+}
+
+bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status, bool collective) {
+  if (wait_all_bounded(1, &req, timeout, true, status)) return true;
   if (collective) return false;
   MPI_Cancel(&req);
   MPI_Request_free(&req);
@@ -144,7 +149,7 @@ void agree_within(MPI_Comm comm, double timeout_s, const std::string& step, cons
       throw Error(step + ": the other ranks did not all arrive within " + std::string(limit) + " s",
                   world_rank_label(),
                   "a partner failed or stopped before this point; see its log (the time-out is `timeout` in the "
-                  "configuration or ESTUARY_COUPLE_TIMEOUT)");
+                  "configuration or ESTUARY_TIMEOUT)");
     }
     const int first = buf[1];
     delete[] buf;

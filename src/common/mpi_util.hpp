@@ -28,6 +28,14 @@ void agree(MPI_Comm comm, const std::function<void()>& body);
 bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status = MPI_STATUS_IGNORE,
                   bool collective = false);
 
+// The one bounded wait under every other (wait_bounded, the executor's stages): waits for all
+// `n` requests at most `timeout` seconds (<= 0: forever, MPI_Waitall); false when they did not
+// all complete (the requests are left as they are, for the caller to report). `yield`: after a
+// short spin, pause between tests (ranks may outnumber cores); without it, spin throughout.
+// The time-out itself comes from one setting, Settings::timeout_s (ESTUARY_TIMEOUT).
+bool wait_all_bounded(int n, MPI_Request* reqs, double timeout, bool yield,
+                      MPI_Status* statuses = MPI_STATUSES_IGNORE);
+
 // As agree, but the agreement waits at most timeout_s seconds (<= 0: forever) for the other
 // ranks: a rank whose partner died (or never comes) throws an Error naming `step` instead of
 // waiting forever. For the steps where a partner's failure cannot be excluded (terminate).

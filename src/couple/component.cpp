@@ -2,6 +2,7 @@
 // every coupling), put/get dispatch and termination (restarts, timers).
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "common/mpi_util.hpp"
 #include "couple/couple_io.hpp"
 #include "couple/coupling.hpp"
+#include "estuary/settings.hpp"
 #include "couple/coupling_weights.hpp"
 #include "couple/grid_writing.hpp"  // OASIS grid files
 #include "couple/timeline.hpp"
@@ -143,6 +145,7 @@ struct Component::Impl {
   void read_config();
   void build(const CouplingConfig& cfg, std::map<std::pair<std::string, int>, VarInfo>& table);
   void setup_mapping(Coupling& c, const CouplingConfig& cfg, int src_part, int dst_part);
+  const Coupling* shared_remap(const Coupling& c) const;
   Links callback_links(Coupling& c, const CouplingConfig& cfg, const Grid& sg, const Grid& dg, const std::string& here);
   void read_restart(Coupling& c);
   void write_restarts();
@@ -331,13 +334,13 @@ void Component::Impl::read_config() {
                   "give ComponentOptions::config, set ESTUARY_CONFIG, or put estuary.yaml or namcouple in the run folder");
     setup = read_coupling_config(path);
   });
-  if (const char* env = std::getenv("ESTUARY_COUPLE_TIMEOUT")) setup.timeout = std::atof(env);
+  setup.timeout = Settings::get().timeout_s(setup.timeout);  // ESTUARY_TIMEOUT (or an old name)
   // Every rank sets up the couplings from its own reading: a component started with another
   // file (or another time-out) would enter other collectives and hang its partners.
   std::ifstream in(path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   detail::agree_same(world, "coupling configuration " + path + " (its contents)", text);
-  detail::agree_same(world, "coupling time-out (timeout: or ESTUARY_COUPLE_TIMEOUT)", detail::time_str(setup.timeout));
+  detail::agree_same(world, "coupling time-out (timeout: or ESTUARY_TIMEOUT)", detail::time_str(setup.timeout));
   // --- timeline: every rank of the run records or none does (the common start is a barrier
   // over the world, and the file of a component is written by all its ranks together) ---
   detail::agree(world, [&] { timeline_on = detail::timeline_wanted(setup.timeline) && !opt.setup_only; });
@@ -589,6 +592,8 @@ void Component::Impl::build(const CouplingConfig& cfg, std::map<std::pair<std::s
     c->dst_scatter = std::make_unique<Redist>(
         r == 0 ? Decomp::stripes(c->dst_global, {{0, c->dst_global, 1}}) : Decomp::empty(c->dst_global), c->dst_decomp,
         c->dst_comm);
+    // EXPOUT also writes the target's values: the same plan reversed, not a new set-up per write.
+    if (cfg.status == FieldStatus::expout) c->dst_gather = std::make_unique<Redist>(c->dst_scatter->reverse());
     c->rbuf.assign(nv * static_cast<std::size_t>(c->n_dst), 0.0);
   }
   log("coupling " + c->label + ": " + (c->src_comp.empty() ? "file" : c->src_comp) + " -> " +
@@ -688,6 +693,25 @@ Links Component::Impl::callback_links(Coupling& c, const CouplingConfig& cfg, co
 }
 
 // The mapping of a coupling: a weight file, weights generated here, or the identity.
+// Issue 24: couplings with one weight file, the same partitions on every rank, the same ranks
+// and the same options share one Remap (its weights, plans and schedules) instead of setting up
+// one each. Collective over c.comm: every rank names the first earlier coupling it could share
+// with (couplings are in the same order everywhere), and they share only when all name the same.
+const Coupling* Component::Impl::shared_remap(const Coupling& c) const {
+  int mine = INT_MAX;  // ESTUARY_SHARE_REMAPS=0 (for measurements): no sharing, still collective
+  for (std::size_t k = 0; Settings::get().share_remaps && k < couplings.size() && mine == INT_MAX; ++k) {
+    const Coupling& o = *couplings[k];
+    if (!o.remap || o.remap_key != c.remap_key || !o.remap_shared_from.empty() || o.comm == MPI_COMM_NULL) continue;
+    int same = MPI_UNEQUAL;
+    check_mpi(MPI_Comm_compare(o.comm, c.comm, &same), "MPI_Comm_compare");
+    if (same == MPI_CONGRUENT) mine = static_cast<int>(k);
+  }
+  int lo = mine, hi = mine;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, c.comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
+  return lo == hi && lo != INT_MAX ? couplings[static_cast<std::size_t>(lo)].get() : nullptr;
+}
+
 void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int src_part, int dst_part) {
   RemapOptions ro;
   ro.algorithm = "p2p";  // the split-phase transfer needs a single stage
@@ -774,8 +798,28 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
     MPI_Comm_size(c.comm, &p);
     for (i64 i = r * c.src_global / p; i < (r + 1) * c.src_global / p; ++i) links.add(i, i, 1.0);
   }
+  if (cfg.mapping) {
+    char opts[160];
+    std::snprintf(opts, sizeof opts, "|%d|%d|%d|%d|%d|%d|%.17g|", src_part, dst_part, c.is_src ? 1 : 0, c.is_dst ? 1 : 0,
+                  static_cast<int>(ro.location), static_cast<int>(ro.order), ro.unmapped_value);
+    c.remap_key = weight_file;
+    c.remap_key.append(opts).append(ro.algorithm);
+    if (const Coupling* same = shared_remap(c)) {
+      c.remap = std::make_unique<Remap>(same->remap->share());
+      c.remap_shared_from = same->label;
+      if (same->grad_remap) {
+        c.ncols = same->ncols;
+        c.grad_remap = std::make_unique<Remap>(same->grad_remap->share());
+        c.grad_remap->prepare(c.nvalues);
+      }
+      log("coupling " + c.label + ": shares the remap of " + same->label + " (same weights, partitions and ranks)");
+      weight_file.clear();
+    }
+  }
   try {
-    if (!weight_file.empty()) {
+    if (c.remap) {
+      // shared: nothing to read or set up
+    } else if (!weight_file.empty()) {
       // Read once with the columns apart: a one-column file is the matrix itself; a
       // multi-weight one is also read folded (the Remap of puts without gradients).
       WeightReadOptions wro;
@@ -791,9 +835,14 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
         weight_file.clear();
       }
     }
-    c.remap = weight_file.empty() ? std::make_unique<Remap>(links, c.src_decomp, c.dst_decomp, c.comm, ro)
-                                  : std::make_unique<Remap>(weight_file, c.src_decomp, c.dst_decomp, c.comm, ro);
-    if (ncols > 1) {
+    if (!c.remap_shared_from.empty()) {
+      // shared above
+    } else if (weight_file.empty()) {
+      c.remap = std::make_unique<Remap>(links, c.src_decomp, c.dst_decomp, c.comm, ro);
+    } else {
+      c.remap = std::make_unique<Remap>(weight_file, c.src_decomp, c.dst_decomp, c.comm, ro);
+    }
+    if (ncols > 1 && c.remap_shared_from.empty()) {
       c.ncols = ncols;
       c.grad_remap = std::make_unique<Remap>(stacked, stacked_decomp(c.src_decomp, ncols), c.dst_decomp, c.comm, ro);
       c.grad_remap->prepare(c.nvalues);
@@ -1003,6 +1052,7 @@ std::vector<CouplingSchedules> Component::schedules() const {
     s.dst_component = c.dst_comp;
     s.values = c.nvalues;
     s.member = c.comm != MPI_COMM_NULL;
+    s.shares_remap_of = c.remap_shared_from;
     if (c.remap) {
       s.location = c.remap->options().location == RemapLocation::src ? "src" : "dst";
       s.order = c.remap->options().order == RemapOrder::bfb ? "bfb" : "sum";

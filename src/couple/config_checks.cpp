@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <set>
 
+#include "estuary/settings.hpp"
+
 namespace estuary::detail::config {
 
 void check_scripr(ScriprSpec& s, const Fail& fail) {
@@ -130,14 +132,6 @@ void Exchanges::add(const CouplingConfig& c, const Fail& fail) {
   }
 }
 
-void apply_timeout_override(CouplingSetup& s) {
-  const char* env = std::getenv("ESTUARY_COUPLE_TIMEOUT");
-  if (!env || !*env) return;
-  const auto v = to_number(env);
-  if (!v || *v <= 0)
-    throw Error("ESTUARY_COUPLE_TIMEOUT=" + std::string(env) + " is not a positive number",
-                "environment", "give the time-out in seconds, or unset it");
-  s.timeout = *v;
-}
+void apply_timeout_override(CouplingSetup& s) { s.timeout = Settings::get().timeout_s(s.timeout); }
 
 }  // namespace estuary::detail::config

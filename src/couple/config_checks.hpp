@@ -166,7 +166,8 @@ class Exchanges {
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::string> seen_;
 };
 
-// ESTUARY_COUPLE_TIMEOUT, when set, overrides the file's time-out (both formats).
+// ESTUARY_TIMEOUT (or its aliases ESTUARY_COUPLE_TIMEOUT, ESTUARY_EXCHANGE_TIMEOUT), when set,
+// overrides the file's time-out (both formats; estuary::Settings).
 void apply_timeout_override(CouplingSetup& s);
 
 }  // namespace estuary::detail::config

@@ -346,7 +346,7 @@ void Coupling::complete_previous(bool terminating) {
                     (state[1] > -1e299 ? "at t=" + time_str(state[1]) : "never"),
                 where,
                 "check that " + dst_comp + " gets the field at every coupling time and does not wait for " + src_comp +
-                    " (deadlock); the time-out is `timeout` in the configuration or ESTUARY_COUPLE_TIMEOUT");
+                    " (deadlock); the time-out is `timeout` in the configuration or ESTUARY_TIMEOUT");
   if (state[0] == 3)
     throw Error(dst_comp + " acknowledged the coupling time " + time_str(state[1]) + ", expected " + time_str(in_flight_time),
                 where, "both components must use the same period and lag");
@@ -419,7 +419,7 @@ void Coupling::receive(double t) {
                     (last_header > -1e299 ? "for t=" + time_str(last_header) : "never"),
                 "component " + dst_comp + ", " + label,
                 "check that " + src_comp + " puts the field at every coupling time and does not wait for " + dst_comp +
-                    " (deadlock); the time-out is `timeout` in the configuration or ESTUARY_COUPLE_TIMEOUT");
+                    " (deadlock); the time-out is `timeout` in the configuration or ESTUARY_TIMEOUT");
   last_header = h[0];
   if (h[0] != t)
     throw Error(src_comp + " sent " + join(cfg->src_fields) + " for the coupling time " + time_str(h[0]) + ", " +
@@ -512,7 +512,8 @@ std::vector<std::string> value_names(const std::vector<std::string>& fields, con
 void Coupling::write_output(bool source, double t, const std::vector<double>& values) {
   const i64 n = source ? n_src : n_dst, global = source ? src_global : dst_global;
   MPI_Comm side = source ? src_comm : dst_comm;
-  Redist& gather = *(source ? src_gather : dst_scatter);
+  // dst_scatter goes root -> points; the target side's way back is its reverse, made at set-up.
+  Redist& gather = *(source ? src_gather : dst_gather);
   int r = 0;
   MPI_Comm_rank(side, &r);
   const i64 mine = r == 0 ? global : 0;
@@ -520,12 +521,7 @@ void Coupling::write_output(bool source, double t, const std::vector<double>& va
   std::vector<Field> moves;
   for (int v = 0; v < nvalues; ++v)
     moves.emplace_back(Type::f64, values.data() + v * n, n, all.data() + v * mine, mine);
-  if (source) gather.run(moves);
-  else {
-    // dst_scatter goes root -> points; the way back is the same plan reversed: a one-off Redist.
-    Redist back(dst_decomp, r == 0 ? Decomp::stripes(global, {{0, global, 1}}) : Decomp::empty(global), side);
-    back.run(moves);
-  }
+  gather.run(moves);
   if (r != 0) return;
   const std::vector<std::string>& names = source ? cfg->src_fields : cfg->dst_fields;
   const std::string comp = source ? src_comp : dst_comp;

@@ -58,6 +58,10 @@ struct Coupling {
   std::vector<std::int64_t> src_dims, dst_dims;  // grid dims for files, {} if unknown
 
   std::unique_ptr<Remap> remap;      // null for OUTPUT and INPUT
+  // What decides whether another coupling may share remap (a weight file, this rank's partitions
+  // and the options; "" when the weights are not a file), and the label of the coupling whose
+  // Remap this one shares ("" if it set up its own).
+  std::string remap_key, remap_shared_from;
   // Multi-weight mappings (num_wgts 3 or 4, SCRIPR BICUBIC): the weight columns over the
   // stacked source [x, g1, g2 (, g3)], for puts that carry the model's gradients; null, and
   // ncols 1, otherwise. remap is then the folded matrix, for puts without gradients.
@@ -65,6 +69,7 @@ struct Coupling {
   std::unique_ptr<Remap> grad_remap;
   std::unique_ptr<Conserv> conserv;  // when CONSERV is configured
   std::unique_ptr<Redist> src_gather, dst_scatter;  // to/from the side root, for files
+  std::unique_ptr<Redist> dst_gather;  // EXPOUT: dst_scatter reversed, the target's values to its root
 
   // Source side.
   // Source side.

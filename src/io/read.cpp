@@ -9,6 +9,7 @@
 
 #include "common/checked.hpp"
 #include "common/mpi_util.hpp"
+#include "common/shared_comm.hpp"
 #include "estuary/io.hpp"
 #include "estuary/redist.hpp"
 #include "io/io_detail.hpp"
@@ -28,6 +29,7 @@ struct Slab {
 
 struct Reader::Impl {
   std::string path;
+  std::shared_ptr<estuary::detail::SharedComm> shared_comm;
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
   std::optional<estuary::detail::NcFile> file;
@@ -114,18 +116,12 @@ struct Reader::Impl {
 Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<Impl>()) {
   Impl& x = *impl_;
   x.path = path;
-  estuary::detail::check_mpi(MPI_Comm_dup(comm, &x.comm), "MPI_Comm_dup");
+  // The library's copy of comm, shared (not one MPI_Comm_dup per reader: a failed open used
+  // to leak one, and MPI ran out of them after a few thousand).
+  x.shared_comm = estuary::detail::shared_comm(comm);
+  x.comm = x.shared_comm->comm;
   MPI_Comm_rank(x.comm, &x.rank);
   MPI_Comm_size(x.comm, &x.size);
-  // A constructor that throws runs no destructor: the duplicated communicator is freed here
-  // (else every failed open leaks one, and MPI runs out of them after a few thousand).
-  struct FreeOnThrow {
-    MPI_Comm* comm;
-    bool armed = true;
-    ~FreeOnThrow() {
-      if (armed && *comm != MPI_COMM_NULL) MPI_Comm_free(comm);
-    }
-  } guard{&x.comm};
   estuary::detail::agree(x.comm, [&] {
     std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     x.file.emplace(estuary::detail::NcFile::open(path));
@@ -141,7 +137,6 @@ Reader::Reader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<
         x.file->get(tv, x.times.data());
     }
   });
-  guard.armed = false;
 }
 
 Reader::~Reader() {
@@ -155,9 +150,6 @@ Reader::~Reader() {
     std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
     impl_->file.reset();
   }
-  int fin = 0;
-  MPI_Finalized(&fin);
-  if (!fin && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
 }
 
 std::int64_t Reader::records() const { return impl_->records; }

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "common/mpi_util.hpp"
+#include "common/shared_comm.hpp"
 #include "estuary/error.hpp"
 
 namespace estuary {
@@ -124,7 +125,8 @@ i64 PeerSegments::count() const {
 
 Plan::Plan(const Decomp& src, const Decomp& dst, MPI_Comm comm, PlanOptions options)
     : options_(options) {
-  check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+  shared_ = detail::shared_comm(comm);
+  comm_ = shared_->comm;
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   src_size_ = src.size();
@@ -260,16 +262,13 @@ Plan::Plan(const Decomp& src, const Decomp& dst, MPI_Comm comm, PlanOptions opti
   timers_.replies_s = MPI_Wtime() - t;
 }
 
-Plan::~Plan() {
-  int fin = 0;
-  MPI_Finalized(&fin);
-  if (comm_ != MPI_COMM_NULL && !fin) MPI_Comm_free(&comm_);
-}
+Plan::~Plan() = default;
 
 Plan::Plan(Plan&& o) noexcept { *this = std::move(o); }
 
 Plan& Plan::operator=(Plan&& o) noexcept {
   if (this != &o) {
+    std::swap(shared_, o.shared_);
     std::swap(comm_, o.comm_);
     rank_ = o.rank_;
     size_ = o.size_;
@@ -283,6 +282,24 @@ Plan& Plan::operator=(Plan&& o) noexcept {
     missing_ = std::move(o.missing_);
   }
   return *this;
+}
+
+Plan Plan::transposed() const {
+  Plan t;
+  t.shared_ = shared_;
+  t.comm_ = comm_;
+  t.rank_ = rank_;
+  t.size_ = size_;
+  t.src_size_ = dst_size_;
+  t.dst_size_ = src_size_;
+  t.global_size_ = global_size_;
+  // The forward pass resolved both policies: the transpose sends exactly what arrived, and a
+  // source element nobody holds is simply not written (not a fault, not a fill). The options
+  // stay those of the forward plan (the fill value the executors check).
+  t.options_ = options_;
+  t.sends_ = recvs_;
+  t.recvs_ = sends_;
+  return t;
 }
 
 PlanStats Plan::stats() const {

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "common/mpi_util.hpp"
+#include "common/shared_comm.hpp"
 #include "estuary/error.hpp"
 
 namespace estuary {
@@ -16,33 +17,10 @@ namespace {
 
 using detail::check_mpi;
 
-// The private copy of a user communicator, cached as an attribute so that it is made once per
-// communicator (MPI_Comm_dup is as costly as a small allreduce) and freed with it.
-int delete_inner(MPI_Comm, int, void* attr, void*) {
-  auto* inner = static_cast<MPI_Comm*>(attr);
-  MPI_Comm_free(inner);
-  delete inner;
-  return MPI_SUCCESS;
-}
-
-MPI_Comm inner_comm(MPI_Comm comm) {
-  static const int keyval = [] {
-    int kv = MPI_KEYVAL_INVALID;
-    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_inner, &kv, nullptr),
-              "MPI_Comm_create_keyval");
-    return kv;
-  }();
-  void* attr = nullptr;
-  int found = 0;
-  check_mpi(MPI_Comm_get_attr(comm, keyval, &attr, &found), "MPI_Comm_get_attr");
-  if (found) return *static_cast<MPI_Comm*>(attr);
-  auto* inner = new MPI_Comm(MPI_COMM_NULL);
-  const int rc = MPI_Comm_dup(comm, inner);
-  if (rc != MPI_SUCCESS) delete inner;
-  check_mpi(rc, "MPI_Comm_dup");
-  check_mpi(MPI_Comm_set_attr(comm, keyval, inner), "MPI_Comm_set_attr");
-  return *inner;
-}
+// The library's shared copy of a user communicator (one per communicator, not per call: an
+// MPI_Comm_dup is as costly as a small allreduce). Its stage messages complete within the call
+// and use tags below detail::kFirstObjectTag, apart from the executors' in-flight ones.
+MPI_Comm inner_comm(MPI_Comm comm) { return detail::shared_comm(comm)->comm; }
 
 template <class T>
 T add(T a, T b) {

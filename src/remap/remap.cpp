@@ -2,10 +2,13 @@
 #include "estuary/remap.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <map>
 #include <numeric>
 
 #include "common/mpi_util.hpp"
+#include "common/shared_comm.hpp"
 #include "estuary/error.hpp"
 #include "estuary/redist.hpp"
 #include "remap/route.hpp"
@@ -57,8 +60,11 @@ Side work_side(bool mine, MPI_Comm comm) {
 
 }  // namespace
 
-struct Remap::Impl {
+// What a Remap sets up once: the weights where they are applied, the plans and schedules of
+// its exchanges (Redists without executors), and the sparse matrix. Shared by Remap::share().
+struct Remap::Setup {
   RemapOptions opt;
+  std::shared_ptr<detail::SharedComm> shared;  // the library's copy of the user's comm
   MPI_Comm comm = MPI_COMM_NULL;
   i64 src_n = 0, dst_n = 0;
   // Before the product: the source values where the links are (null: the source buffer itself).
@@ -74,14 +80,11 @@ struct Remap::Impl {
   std::vector<i64> cptr;      // sum: per unique destination row, its contributions in z
   std::vector<i64> dst_slot;  // per destination element: its unique row (bfb/dst, sum)
   bool direct_rows = false;   // bfb/dst, destination elements = unique rows in order
-  std::vector<double> xbuf, ybuf, zbuf, ubuf;
   RemapStats st;
 
-  // Frees the duplicated communicator also when set-up threw (the Remap was never made).
-  ~Impl() {
-    int fin = 0;
-    MPI_Finalized(&fin);
-    if (comm != MPI_COMM_NULL && !fin) MPI_Comm_free(&comm);
+  void use_comm(MPI_Comm user) {
+    shared = detail::shared_comm(user);
+    comm = shared->comm;
   }
   // The links are consumed: set-up moves them into routing buffers rather than copy them.
   void setup(Links links, const Decomp& src, const Decomp& dst);
@@ -96,6 +99,64 @@ struct Remap::Impl {
   }
   void set_columns(const std::vector<i64>& col, const std::vector<i64>& x_index_of_sorted_cols,
                    const std::vector<i64>& sorted_cols);
+};
+
+namespace {
+std::atomic<std::int64_t> remap_setups{0};
+
+// One of a Remap's exchanges as a handle runs it: the shared Redist's schedule, with executors
+// of the handle's own (one per field count), so that handles sharing a set-up never share an
+// exchange in flight.
+class Mover {
+ public:
+  explicit Mover(const Redist* r) : redist_(r) {}
+  explicit operator bool() const { return redist_ != nullptr; }
+  const Redist* redist() const { return redist_; }
+  void prepare(std::size_t n) { executor(n); }
+  void start(const std::vector<Field>& f) {
+    Exchange& ex = executor(f.size());
+    ex.start(f);
+    in_flight_ = &ex;
+  }
+  void finish() {
+    Exchange* ex = in_flight_;
+    in_flight_ = nullptr;
+    ex->finish();
+  }
+  void run(const std::vector<Field>& f) {
+    start(f);
+    finish();
+  }
+
+ private:
+  Exchange& executor(std::size_t n) {
+    auto it = executors_.find(n);
+    if (it == executors_.end()) it = executors_.emplace(n, redist_->make_exchange(std::vector<Type>(n, Type::f64))).first;
+    return it->second;
+  }
+  const Redist* redist_;
+  std::map<std::size_t, Exchange> executors_;
+  Exchange* in_flight_ = nullptr;
+};
+}  // namespace
+
+// A Remap handle: the shared set-up (read through the references below, so that the steps of
+// run() read as before) and what each handle has of its own: buffers, executors, the state of
+// a split-phase transfer.
+struct Remap::Impl {
+  std::shared_ptr<const Setup> s;
+  explicit Impl(std::shared_ptr<const Setup> setup) : s(std::move(setup)) {}
+  const RemapOptions& opt = s->opt;
+  const MPI_Comm comm = s->comm;
+  const i64 src_n = s->src_n, dst_n = s->dst_n, x_size = s->x_size, z_size = s->z_size;
+  const std::vector<i64>& ptr = s->ptr;
+  const std::vector<std::uint32_t>& xi = s->xi;
+  const std::vector<double>& w = s->w;
+  const std::vector<i64>& cptr = s->cptr;
+  const std::vector<i64>& dst_slot = s->dst_slot;
+  const bool direct_rows = s->direct_rows;
+  Mover gather{s->gather.get()}, after{s->after.get()};
+  std::vector<double> xbuf, ybuf, zbuf, ubuf;
   // The steps of run(), shared with the split-phase start()/finish().
   void check_sizes(std::span<const RemapField> fields, const char* where) const;
   void check_split(std::span<const RemapField> fields, const char* where);
@@ -117,7 +178,7 @@ struct Remap::Impl {
   std::vector<std::size_t> nfields;
 };
 
-void Remap::Impl::set_columns(const std::vector<i64>& col, const std::vector<i64>& x_of, const std::vector<i64>& cols) {
+void Remap::Setup::set_columns(const std::vector<i64>& col, const std::vector<i64>& x_of, const std::vector<i64>& cols) {
   if (x_size > static_cast<i64>(UINT32_MAX))
     throw Error("more than 2^32 source values on one rank", detail::world_rank_label(), "use more ranks");
   xi.resize(col.size());
@@ -125,7 +186,7 @@ void Remap::Impl::set_columns(const std::vector<i64>& col, const std::vector<i64
     xi[k] = static_cast<std::uint32_t>(x_of.empty() ? position_in(cols, col[k]) : x_of[position_in(cols, col[k])]);
 }
 
-void Remap::Impl::setup(Links links, const Decomp& src, const Decomp& dst) {
+void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
   src_n = src.size();
   dst_n = dst.size();
   const i64 sizes[2] = {src.global_size(), dst.global_size()};
@@ -165,7 +226,7 @@ void Remap::Impl::setup(Links links, const Decomp& src, const Decomp& dst) {
 }
 
 // bfb: each row with all its links in global order, on one rank per row holder.
-void Remap::Impl::setup_bfb(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst) {
+void Remap::Setup::setup_bfb(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst) {
   const i64 na = src.global_size(), nb = dst.global_size();
   const bool at_dst = opt.location == RemapLocation::dst;
   const Side side = work_side(at_dst ? dst_n > 0 : src_n > 0, comm);
@@ -199,7 +260,7 @@ void Remap::Impl::setup_bfb(Links links, const Decomp& src, const Decomp& dst, c
 }
 
 // sum: each link with one copy of its source value; partial rows travel to the row holders.
-void Remap::Impl::setup_sum(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst) {
+void Remap::Setup::setup_sum(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst) {
   const i64 na = src.global_size(), nb = dst.global_size();
   std::vector<i64> cols;  // the source points whose links live here, sorted
   std::vector<i64> x_of;  // their positions in x (the source buffer at src; empty: as in cols)
@@ -300,35 +361,51 @@ void Remap::Impl::setup_sum(Links links, const Decomp& src, const Decomp& dst, c
 
 Remap::Remap(const std::string& weight_file, const Decomp& src, const Decomp& dst, MPI_Comm comm,
              RemapOptions options)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->opt = std::move(options);
-  detail::check_mpi(MPI_Comm_dup(comm, &impl_->comm), "MPI_Comm_dup");
+{
+  auto setup = std::make_shared<Setup>();
+  setup->opt = std::move(options);
+  setup->use_comm(comm);
   WeightReadOptions ro;
   ro.src_size = src.global_size();
   ro.dst_size = dst.global_size();
-  WeightSlice slice = read_weights(weight_file, impl_->comm, ro);
-  impl_->setup(std::move(slice.links), src, dst);
+  WeightSlice slice = read_weights(weight_file, setup->comm, ro);
+  setup->setup(std::move(slice.links), src, dst);
+  impl_ = std::make_unique<Impl>(std::move(setup));
+  ++remap_setups;
 }
 
 Remap::Remap(const Links& links, const Decomp& src, const Decomp& dst, MPI_Comm comm, RemapOptions options)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->opt = std::move(options);
-  detail::check_mpi(MPI_Comm_dup(comm, &impl_->comm), "MPI_Comm_dup");
-  impl_->setup(links, src, dst);
+{
+  auto setup = std::make_shared<Setup>();
+  setup->opt = std::move(options);
+  setup->use_comm(comm);
+  setup->setup(links, src, dst);
+  impl_ = std::make_unique<Impl>(std::move(setup));
+  ++remap_setups;
 }
+
+Remap::Remap() = default;
+
+Remap Remap::share() const {
+  Remap r;
+  r.impl_ = std::make_unique<Impl>(impl_->s);
+  return r;
+}
+
+std::int64_t Remap::setups() { return remap_setups.load(); }
 
 Remap::~Remap() = default;
 Remap::Remap(Remap&&) noexcept = default;
 Remap& Remap::operator=(Remap&&) noexcept = default;
 
 const RemapOptions& Remap::options() const { return impl_->opt; }
-RemapStats Remap::stats() const { return impl_->st; }
+RemapStats Remap::stats() const { return impl_->s->st; }
 double Remap::move_seconds() const { return impl_->move_s; }
 
 std::vector<Remap::Exchange> Remap::exchanges() const {
   std::vector<Exchange> out;
-  if (impl_->gather) out.push_back({"gather", impl_->gather.get()});
-  if (impl_->after) out.push_back({"after", impl_->after.get()});
+  if (impl_->gather) out.push_back({"gather", impl_->gather.redist()});
+  if (impl_->after) out.push_back({"after", impl_->after.redist()});
   return out;
 }
 
@@ -352,10 +429,10 @@ void Remap::run(std::span<const RemapField> fields) {
     im.check_sizes(fields, "remap run");
   });
   if (fields.empty()) return;  // on every rank alike
-  if (im.gather) im.moving([&] { im.gather->run(im.gather_moves(fields)); });
+  if (im.gather) im.moving([&] { im.gather.run(im.gather_moves(fields)); });
   im.product(fields);
   if (im.direct_rows) return;
-  if (im.after) im.moving([&] { im.after->run(im.after_moves(fields)); });
+  if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });
   im.finalize(fields);
 }
 
@@ -366,11 +443,11 @@ void Remap::start(std::span<const RemapField> fields) {
     throw Error("start called twice without finish", "Remap::start, " + detail::world_rank_label(),
                 "call finish before the next start");
   if (im.opt.location == RemapLocation::dst) {
-    im.moving([&] { im.gather->start(im.gather_moves(fields)); });  // the crossing move: sources to the link holders
+    im.moving([&] { im.gather.start(im.gather_moves(fields)); });  // the crossing move: sources to the link holders
   } else {
-    if (im.gather) im.moving([&] { im.gather->run(im.gather_moves(fields)); });  // bfb: among the source ranks
+    if (im.gather) im.moving([&] { im.gather.run(im.gather_moves(fields)); });  // bfb: among the source ranks
     im.product(fields);
-    im.moving([&] { im.after->start(im.after_moves(fields)); });  // the crossing move: results or partial sums
+    im.moving([&] { im.after.start(im.after_moves(fields)); });  // the crossing move: results or partial sums
   }
   im.started = true;
 }
@@ -382,16 +459,16 @@ void Remap::finish(std::span<const RemapField> fields) {
   im.started = false;
   if (im.opt.location == RemapLocation::dst) {
     im.moving([&] {
-      if (!started) im.gather->start(im.gather_moves(fields));
-      im.gather->finish();
+      if (!started) im.gather.start(im.gather_moves(fields));
+      im.gather.finish();
     });
     im.product(fields);
     if (im.direct_rows) return;
-    if (im.after) im.moving([&] { im.after->run(im.after_moves(fields)); });  // sum: among the destination ranks
+    if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });  // sum: among the destination ranks
   } else {
     im.moving([&] {
-      if (!started) im.after->start(im.after_moves(fields));
-      im.after->finish();
+      if (!started) im.after.start(im.after_moves(fields));
+      im.after.finish();
     });
   }
   im.finalize(fields);
@@ -399,8 +476,8 @@ void Remap::finish(std::span<const RemapField> fields) {
 
 void Remap::prepare(int nfields) {
   const std::vector<Type> types(static_cast<std::size_t>(nfields), Type::f64);
-  for (Redist* r : {impl_->gather.get(), impl_->after.get()})
-    if (r) r->prepare(types);
+  for (Mover* m : {&impl_->gather, &impl_->after})
+    if (*m) m->prepare(types.size());
   const std::size_t n = static_cast<std::size_t>(nfields);
   if (std::find(impl_->nfields.begin(), impl_->nfields.end(), n) == impl_->nfields.end()) impl_->nfields.push_back(n);
 }
@@ -422,8 +499,8 @@ void Remap::Impl::check_split(std::span<const RemapField> fields, const char* wh
                     std::to_string(nfields.front()) + (nfields.size() > 1 ? " (or another count prepared)" : ""),
                 where, "pass the same fields to every start and finish");
   if (nfields.empty()) nfields.push_back(fields.size());
-  for (const Redist* r : {gather.get(), after.get()})
-    if (r && r->schedule().stages.size() > 1)
+  for (const Mover* m : {&gather, &after})
+    if (*m && m->redist()->schedule().stages.size() > 1)
       throw Error("the split-phase remap needs a single-stage schedule, not \"" + opt.algorithm + "\"", where,
                   "use the p2p algorithm for coupling");
 }

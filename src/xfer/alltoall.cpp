@@ -19,11 +19,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
 #include "estuary/schedule.hpp"
+#include "estuary/settings.hpp"
 
 namespace estuary {
 namespace {
@@ -91,8 +93,9 @@ Schedule ring_schedule(const Plan& plan, int k) {
 int ring_k_from_env(const Plan& plan) {
   int k = kDefaultRingK;
   detail::agree(plan.comm(), [&] {
-    const char* env = std::getenv("ESTUARY_RING_K");
-    if (!env || !*env) return;
+    const std::optional<std::string>& setting = Settings::get().ring_k;
+    if (!setting) return;
+    const char* env = setting->c_str();
     char* end = nullptr;
     errno = 0;
     const long v = std::strtol(env, &end, 10);

@@ -8,7 +8,9 @@
 #include <string>
 
 #include "common/mpi_util.hpp"
+#include "common/shared_comm.hpp"
 #include "estuary/error.hpp"
+#include "estuary/settings.hpp"
 
 namespace estuary {
 namespace {
@@ -67,16 +69,20 @@ struct Exchange::Impl {
   explicit Impl(std::shared_ptr<const Schedule> s) : shared(std::move(s)), schedule(*shared) {}
   std::vector<Type> types;
   std::vector<std::size_t> es;       // bytes per element, per field
+  std::shared_ptr<detail::SharedComm> shared_comm;  // kept alive while requests use it
   MPI_Comm comm = MPI_COMM_NULL;
+  int first_tag = 0;  // this executor's block on the shared communicator
   int rank = 0;
 
   struct StageBuffers {
     std::vector<std::byte> send, recv;
-    std::vector<std::size_t> send_at, recv_at;  // byte offset of each message
+    std::vector<std::size_t> send_at, recv_at;  // byte offset of each message, then the total
     std::vector<MPI_Request> requests;          // receives first, then sends
   };
   std::vector<StageBuffers> stages;
   std::vector<std::byte> tmp;
+  bool materialized = false;  // buffers and requests made (at the first start)
+  void materialize();
 
   // Base addresses of the current run's buffers, per field.
   std::vector<const std::byte*> src;
@@ -149,17 +155,8 @@ struct Exchange::Impl {
     StageBuffers& sb = stages[k];
     const int n = static_cast<int>(sb.requests.size());
     if (n == 0) return;
-    if (timeout_s <= 0) {
-      check_mpi(MPI_Waitall(n, sb.requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-      return;
-    }
-    const double deadline = MPI_Wtime() + timeout_s;
-    for (long spin = 0;; ++spin) {
-      int done = 0;
-      check_mpi(MPI_Testall(n, sb.requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
-      if (done) return;
-      if (spin % 1024 == 0 && MPI_Wtime() > deadline) break;
-    }
+    // Spinning without a pause: a stage's messages are usually on their way already.
+    if (detail::wait_all_bounded(n, sb.requests.data(), timeout_s, false)) return;
     const Stage& stage = schedule.stages[k];
     std::string from, to;
     for (int i = 0; i < n; ++i) {
@@ -180,7 +177,8 @@ struct Exchange::Impl {
                     (to.empty() ? "-" : to),
                 "rank " + std::to_string(rank),
                 "check that those ranks run the same exchange without an error of their own "
-                "(ESTUARY_EXCHANGE_TIMEOUT sets the limit in seconds, 0 waits forever)");
+                "(ESTUARY_TIMEOUT, or its old name ESTUARY_EXCHANGE_TIMEOUT, sets the limit in "
+                "seconds, 0 waits forever)");
   }
 
   void finish_stage(std::size_t k) {
@@ -214,8 +212,7 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
   const Schedule& schedule = x.schedule;
   x.types = std::move(types);
   for (Type t : x.types) x.es.push_back(size_of(t));
-  if (const char* env = std::getenv("ESTUARY_EXCHANGE_TIMEOUT")) x.timeout_s = std::atof(env);
-  else x.timeout_s = kDefaultTimeoutS;
+  x.timeout_s = Settings::get().timeout_s(kDefaultTimeoutS);
   // A fill value an integer field cannot hold would be undefined behaviour when converted.
   // Checked whether or not this rank has elements to fill, so every rank throws alike (the
   // value and the types are the same on all ranks) before the collective set-up below.
@@ -231,20 +228,17 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
                     "rank " + std::to_string(x.rank) + ", field " + std::to_string(f),
                     "choose a fill value the field's type can hold");
     }
-  check_mpi(MPI_Comm_dup(comm, &x.comm), "MPI_Comm_dup");
+  x.shared_comm = detail::shared_comm(comm);
+  x.comm = x.shared_comm->comm;
+  x.first_tag = detail::take_tags(*x.shared_comm);
   MPI_Comm_rank(x.comm, &x.rank);
   x.src.assign(x.types.size(), nullptr);
   x.dst.assign(x.types.size(), nullptr);
   x.tmp_base.assign(x.types.size(), nullptr);
-  std::size_t tmp_bytes = 0;
-  for (std::size_t e : x.es) tmp_bytes += Impl::padded(static_cast<std::size_t>(schedule.tmp_size) * e);
-  x.tmp.resize(tmp_bytes);
-  std::size_t at = 0;
-  for (std::size_t f = 0; f < x.types.size(); ++f) {
-    x.tmp_base[f] = x.tmp.data() + at;
-    at += Impl::padded(static_cast<std::size_t>(schedule.tmp_size) * x.es[f]);
-  }
 
+  // The sizes are checked here, on every rank alike; the buffers and persistent requests are
+  // made at the first start() (both are local), so an executor prepared for a field count that
+  // never runs — the coupler prepares one for puts with a fractional mask — holds no buffers.
   auto bytes_of = [&](const Message& m) {
     const std::size_t n = x.message_bytes(m);
     if (n > static_cast<std::size_t>(INT_MAX))
@@ -260,24 +254,43 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
     std::size_t ns = 0, nr = 0;
     for (const Message& m : stage.sends) { sb.send_at.push_back(ns); ns += bytes_of(m); }
     for (const Message& m : stage.recvs) { sb.recv_at.push_back(nr); nr += bytes_of(m); }
-    sb.send.resize(ns);
-    sb.recv.resize(nr);
-    const int tag = static_cast<int>(k);
+    sb.send_at.push_back(ns);  // one past the last: the buffer's size
+    sb.recv_at.push_back(nr);
+  }
+}
+
+void Exchange::Impl::materialize() {
+  std::size_t tmp_bytes = 0;
+  for (std::size_t e : es) tmp_bytes += padded(static_cast<std::size_t>(schedule.tmp_size) * e);
+  tmp.resize(tmp_bytes);
+  std::size_t at = 0;
+  for (std::size_t f = 0; f < types.size(); ++f) {
+    tmp_base[f] = tmp.data() + at;
+    at += padded(static_cast<std::size_t>(schedule.tmp_size) * es[f]);
+  }
+  for (std::size_t k = 0; k < schedule.stages.size(); ++k) {
+    const Stage& stage = schedule.stages[k];
+    StageBuffers& sb = stages[k];
+    sb.send.resize(sb.send_at.back());
+    sb.recv.resize(sb.recv_at.back());
+    // Stages follow one another on both sides, so wrapping the stage number cannot mix them.
+    const int tag = first_tag + static_cast<int>(k % detail::kTagsPerObject);
     for (std::size_t i = 0; i < stage.recvs.size(); ++i) {
       MPI_Request r;
-      check_mpi(MPI_Recv_init(sb.recv.data() + sb.recv_at[i], static_cast<int>(bytes_of(stage.recvs[i])),
-                              MPI_BYTE, stage.recvs[i].peer, tag, x.comm, &r),
+      check_mpi(MPI_Recv_init(sb.recv.data() + sb.recv_at[i], static_cast<int>(sb.recv_at[i + 1] - sb.recv_at[i]),
+                              MPI_BYTE, stage.recvs[i].peer, tag, comm, &r),
                 "MPI_Recv_init");
       sb.requests.push_back(r);
     }
     for (std::size_t i = 0; i < stage.sends.size(); ++i) {
       MPI_Request r;
-      check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(bytes_of(stage.sends[i])),
-                              MPI_BYTE, stage.sends[i].peer, tag, x.comm, &r),
+      check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(sb.send_at[i + 1] - sb.send_at[i]),
+                              MPI_BYTE, stage.sends[i].peer, tag, comm, &r),
                 "MPI_Send_init");
       sb.requests.push_back(r);
     }
   }
+  materialized = true;
 }
 
 Exchange::~Exchange() {
@@ -290,7 +303,6 @@ Exchange::~Exchange() {
   }
   for (auto& sb : impl_->stages)
     for (auto& r : sb.requests) MPI_Request_free(&r);
-  if (impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
 }
 
 Exchange::Exchange(Exchange&&) noexcept = default;
@@ -326,6 +338,7 @@ void Exchange::start(std::span<const Field> fields) {
     x.src[f] = static_cast<const std::byte*>(fd.src);
     x.dst[f] = static_cast<std::byte*>(fd.dst);
   }
+  if (!x.materialized) x.materialize();
   x.fill();
   x.in_flight = true;
   if (!x.schedule.stages.empty()) x.start_stage(0);

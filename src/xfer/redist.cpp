@@ -5,7 +5,14 @@
 namespace estuary {
 
 Redist::Redist(const Decomp& src, const Decomp& dst, MPI_Comm comm, RedistOptions options)
-    : plan_(src, dst, comm, options.plan), schedule_(std::make_shared<const Schedule>(make_schedule(plan_, options.algorithm))) {}
+    : Redist(Plan(src, dst, comm, options.plan), std::move(options.algorithm)) {}
+
+Redist::Redist(Plan plan, std::string algorithm)
+    : algorithm_(std::move(algorithm)),
+      plan_(std::move(plan)),
+      schedule_(std::make_shared<const Schedule>(make_schedule(plan_, algorithm_))) {}
+
+Redist Redist::reverse() const { return Redist(plan_.transposed(), algorithm_); }
 
 Exchange& Redist::exchange_for(std::span<const Field> fields) {
   std::vector<Type> types;

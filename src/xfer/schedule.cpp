@@ -8,6 +8,7 @@
 
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
+#include "estuary/settings.hpp"
 
 namespace estuary {
 
@@ -75,8 +76,7 @@ std::vector<std::string> schedule_names() {
 Schedule make_schedule(const Plan& plan, std::string_view algorithm) {
   std::string name(algorithm);
   if (name.empty()) {
-    const char* env = std::getenv("ESTUARY_SCHEDULE");
-    name = env && *env ? env : "p2p";
+    name = Settings::get().schedule.value_or("p2p");
   }
   // The algorithm decides which stages and peers every rank exchanges with: a rank given
   // another one (an option or ESTUARY_SCHEDULE set on some ranks only) would hang its peers.

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "estuary/settings.hpp"
+
 namespace estuary::detail {
 namespace {
 
@@ -96,8 +98,8 @@ FileState load(const std::string& path, std::vector<std::string>& lines, std::ve
 }  // namespace
 
 std::string default_cache_path() {
-  if (const char* env = std::getenv("ESTUARY_SCHEDULE_CACHE")) {
-    const std::string v = env;
+  if (const std::optional<std::string>& setting = Settings::get().schedule_cache) {
+    const std::string& v = *setting;
     return v == "off" || v == "none" ? "" : v;
   }
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/estuary/schedules.txt";

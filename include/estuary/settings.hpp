@@ -1,0 +1,32 @@
+// Settings — estuary's ESTUARY_* environment variables, read in one place, once: the first
+// Settings::get() takes a snapshot that every part then uses (not getenv deep in
+// constructors). A program (or test) that changes the environment afterwards calls
+// Settings::reload(). docs/configuration.md lists the variables.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace estuary {
+
+struct Settings {
+  // One time-out for every bounded wait: an exchange stage (Exchange::finish), the coupler's
+  // puts, gets and terminate. ESTUARY_TIMEOUT; its former names ESTUARY_COUPLE_TIMEOUT and
+  // ESTUARY_EXCHANGE_TIMEOUT remain aliases (when several are set, ESTUARY_TIMEOUT wins, then
+  // ESTUARY_COUPLE_TIMEOUT). The text as given; nullopt when none is set.
+  std::optional<std::string> timeout;
+  std::string timeout_variable;  // the variable that gave `timeout`
+  std::optional<std::string> schedule;        // ESTUARY_SCHEDULE: the default schedule algorithm
+  std::optional<std::string> ring_k;          // ESTUARY_RING_K: ring-k's messages per stage
+  std::optional<std::string> schedule_cache;  // ESTUARY_SCHEDULE_CACHE: adaptive's file, or off
+  bool share_remaps = true;  // ESTUARY_SHARE_REMAPS=0: every coupling sets up its own Remap
+
+  // The time-out in seconds (0: wait forever), or `fallback` when none is set. Throws
+  // estuary::Error naming the variable when it is not a number >= 0.
+  double timeout_s(double fallback) const;
+
+  static const Settings& get();
+  static const Settings& reload();
+};
+
+}  // namespace estuary
