@@ -5,6 +5,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "estuary/allreduce.hpp"
 #include "estuary/error.hpp"
 #include "estuary/sim.hpp"
 
@@ -205,49 +206,27 @@ class AllreducePattern : public Pattern {
                       " ranks with radix " + std::to_string(s.k) + " repeated " + std::to_string(s.repeat) +
                       " times is not possible",
                   "sim::allreduce", "need ranks >= 1, k >= 2, doubles >= 1, repeat >= 1");
-    while (core_ <= s.ranks / s.k) {
-      core_ *= s.k;
-      ++m_;
-    }
-    extra_ = s.ranks != core_ ? 1 : 0;
-    per_ = m_ + 2 * extra_;
+    per_ = recursive_k_shape(s.ranks, s.k).stages();
   }
   std::string name() const override { return "allreduce recursive-" + std::to_string(s_.k); }
   int ranks() const override { return s_.ranks; }
   int stages() const override { return per_ * s_.repeat; }
-  // The stages of recursive_k_stages (allreduce.hpp), one at a time in O(k): that function
-  // lists a core rank's extras by scanning all ranks, O(P) per call, too slow for 10^5 actors.
+  // The executor's own stage (recursive_k_stage, O(k) per rank and stage): values are sent to
+  // send_to and received from the others combined and from result_from.
   void stage(int rank, int st, RankStage& out) const override {
     out.clear();
     if (per_ == 0) return;
-    const int j = st % per_;
+    const AllreduceStage a = recursive_k_stage(rank, s_.ranks, s_.k, st % per_);
     const i64 b = 8 * i64{s_.doubles};
-    const int p = s_.ranks, K = core_;
-    if (extra_ && (j == 0 || j == per_ - 1)) {
-      if (rank >= K) {
-        // An extra rank e sends to, and later hears from, core rank (e - (P - K)) mod K.
-        const int c = mod(rank - (p - K), K);
-        (j == 0 ? out.sends : out.recvs).push_back({c, b});
-        return;
-      }
-      // This core rank's extras: e >= K with e = rank + (P - K) (mod K), ascending.
-      for (i64 e = K + mod(rank + (p - K) - K, K); e < p; e += K)
-        (j == 0 ? out.recvs : out.sends).push_back({static_cast<int>(e), b});
-      return;
-    }
-    if (rank >= K) return;
-    // Stage j - extra + 1 of m: the k members base + t * k^(j'-1) of this rank's group.
-    i64 step = 1;
-    for (int x = 0; x < j - extra_; ++x) step *= s_.k;
-    const i64 base = rank % step + rank / (step * s_.k) * (step * s_.k);
-    for (int t = 0; t < s_.k; ++t)
-      if (base + t * step != rank) out.sends.push_back({static_cast<int>(base + t * step), b});
-    out.recvs = out.sends;
+    for (int q : a.send_to) out.sends.push_back({q, b});
+    for (int q : a.combine)
+      if (q != rank) out.recvs.push_back({q, b});
+    if (a.result_from >= 0) out.recvs.push_back({a.result_from, b});
   }
 
  private:
   AllreduceSpec s_;
-  int core_ = 1, m_ = 0, extra_ = 0, per_ = 0;
+  int per_ = 0;
 };
 
 class CouplingPattern : public Pattern {
