@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "estuary/allreduce.hpp"
+#include "estuary/alltoall.hpp"
 #include "estuary/error.hpp"
 #include "estuary/sim.hpp"
 
@@ -43,29 +44,23 @@ class TablePattern : public Pattern {
 // (src/xfer/alltoall.cpp). Member `me`; bytes(i, j) is what member i sends member j; to_rank
 // maps members to ranks. Pairs with nothing to exchange send no message, as there.
 int alltoall_stages(const AlltoallAlgo& a, int n) {
-  if (a.kind == AlltoallAlgo::Kind::bruck) {
-    int s = 0;
-    while ((i64{1} << s) < n) ++s;
-    return std::max(1, s);  // one rank alone: one stage holding its local copy
-  }
-  const int k = a.kind == AlltoallAlgo::Kind::burst ? std::max(1, n - 1) : a.k;
-  return std::max(1, (n - 1 + k - 1) / k);
+  if (a.kind == AlltoallAlgo::Kind::bruck) return alltoall::bruck_stages(n);
+  return alltoall::ring_stages(n, a.kind == AlltoallAlgo::Kind::burst ? std::max(1, n - 1) : a.k);
 }
 
 template <class Bytes, class ToRank>
 void alltoall_stage(const AlltoallAlgo& a, int n, int me, int s, Bytes bytes, ToRank to_rank, RankStage& out) {
   if (n <= 1) return;
   if (a.kind == AlltoallAlgo::Kind::bruck) {
-    // Stage s: send to me + 2^s every chunk whose offset d (destination - origin) has bit s
-    // set. The chunk of offset d held at stage s has already moved d mod 2^s.
+    // Stage s: the chunks of the offsets d that move at s, to me + 2^s; each from its origin
+    // (bruck_origin: what it has moved already) to origin + d.
     const int step = 1 << s;
     if (step >= n) return;
     i64 out_b = 0, in_b = 0;
     const int from = mod(me - step, n);
     for (int d = 1; d < n; ++d) {
-      if (!(d & step)) continue;
-      const int moved = d & (step - 1);
-      const int o_out = mod(me - moved, n), o_in = mod(from - moved, n);
+      if (!alltoall::bruck_moves(d, s)) continue;
+      const int o_out = alltoall::bruck_origin(me, d, s, n), o_in = alltoall::bruck_origin(from, d, s, n);
       out_b += bytes(o_out, mod(o_out + d, n));
       in_b += bytes(o_in, mod(o_in + d, n));
     }
@@ -73,9 +68,8 @@ void alltoall_stage(const AlltoallAlgo& a, int n, int me, int s, Bytes bytes, To
     if (in_b > 0) out.recvs.push_back({to_rank(from), in_b});
     return;
   }
-  const int k = a.kind == AlltoallAlgo::Kind::burst ? n - 1 : a.k;
-  // Steps s*k+1 .. (s+1)*k: send to me + step, receive from me - step, in step order.
-  const int first = s * k + 1, last = std::min(n - 1, (s + 1) * k);
+  // Ring-k (burst: k = n - 1): the steps of stage s, to me + step and from me - step, in order.
+  const auto [first, last] = alltoall::ring_steps(n, a.kind == AlltoallAlgo::Kind::burst ? n - 1 : a.k, s);
   for (int t = first; t <= last; ++t) {
     const int to = mod(me + t, n);
     if (const i64 b = bytes(me, to); b > 0) out.sends.push_back({to_rank(to), b});
