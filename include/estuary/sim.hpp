@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "estuary/butterfly.hpp"
+#include "estuary/decomp.hpp"
+#include "estuary/plan.hpp"
 #include "estuary/schedule.hpp"
 
 namespace estuary::sim {
@@ -134,6 +136,21 @@ void coupling_flows(const CouplingSpec& spec, const std::function<void(int, int,
 // and stage grouping), messages of count * bytes_per_element bytes. Stored as a table.
 std::unique_ptr<Pattern> butterfly_pattern(std::string name, int ranks, std::span<const butterfly::Flow> flows,
                                            std::uint64_t skip_mask, std::int64_t bytes_per_element);
+
+// ---- plans without the ranks ----
+
+// The flows of the Plan that `ranks` ranks would build from src(r) -> dst(r) (r = 0 .. ranks-1),
+// computed in one process: per (source rank, destination rank) the elements the plan moves,
+// a rank's part to itself dropped (a local copy), sorted by (from, to). Equal, flow for flow,
+// to the per-peer counts of the real Plan's sends() and recvs() (test_sim_schedule). Faults are
+// the Plan's (an index with two source ranks under DuplicatePolicy::error, a destination index
+// with no source under MissingPolicy::error), thrown as estuary::Error. Memory: 4 bytes per
+// global index and 8 per rank, plus the flows; time: one pass over every rank's indices.
+std::vector<butterfly::Flow> plan_flows(int ranks, const std::function<Decomp(int)>& src,
+                                        const std::function<Decomp(int)>& dst, const PlanOptions& options = {});
+// The P2P schedule of every rank for these flows (one stage, messages in peer order).
+std::unique_ptr<Pattern> p2p_pattern(std::string name, int ranks, std::span<const butterfly::Flow> flows,
+                                     std::int64_t bytes_per_element);
 
 // The coupler exchange with estuary's "butterfly" schedule: butterfly_pattern of the exchange's
 // flows (source i is rank i, destination j rank src_ranks + j). Bit s of skip_mask skips kernel
@@ -254,6 +271,11 @@ struct CouplingChoice {
   SimResult result;                   // the chosen schedule's replay
 };
 CouplingChoice coupling_adaptive(const Platform& platform, const CouplingSpec& spec, const SimOptions& options = {});
+// The same search for any plan's flows on `ranks` ranks (e.g. plan_flows of a coupling at 10^4
+// ranks); patterns are named name + " " + AdaptiveChoice::name().
+CouplingChoice butterfly_adaptive(const Platform& platform, const std::string& name, int ranks,
+                                  std::span<const butterfly::Flow> flows, std::int64_t bytes_per_element,
+                                  const SimOptions& options = {});
 
 // Checks that every message sent has a receive of the same size posted in the same stage by
 // the peer, and vice versa. Throws estuary::Error naming the first mismatch. O(messages).

@@ -115,11 +115,22 @@ std::unique_ptr<Pattern> coupling_butterfly(const CouplingSpec& spec, std::uint6
                            i64{spec.elem_bytes} * spec.fields);
 }
 
-CouplingChoice coupling_adaptive(const Platform& platform, const CouplingSpec& spec, const SimOptions& options) {
-  check(spec, "sim::coupling_adaptive");
-  const std::vector<butterfly::Flow> flows = flows_of(spec);
-  const int L = coupling_kernel_stages(spec);
-  const std::uint64_t moving = butterfly::all_moving_hops(ranks_of(spec), flows);
+CouplingChoice butterfly_adaptive(const Platform& platform, const std::string& name, int ranks,
+                                  std::span<const butterfly::Flow> flows, std::int64_t bytes_per_element,
+                                  const SimOptions& options) {
+  std::vector<i64> sends(static_cast<std::size_t>(ranks), 0), recvs(sends.size(), 0);
+  for (const butterfly::Flow& f : flows) {
+    sends[static_cast<std::size_t>(f.from)] += f.count;
+    recvs[static_cast<std::size_t>(f.to)] += f.count;
+  }
+  const int L = butterfly::Router(sends, recvs).stages();
+  const std::uint64_t moving = butterfly::all_moving_hops(ranks, flows);
+  auto pattern_of = [&](std::uint64_t mask) {
+    AdaptiveChoice named;
+    named.kernel_stages = L;
+    named.skip_mask = butterfly::canonical_mask(L, moving, mask);
+    return butterfly_pattern(name + " " + named.name(), ranks, flows, mask, bytes_per_element);
+  };
   // The engine's search (AdaptiveSearch, as AdaptiveRedist runs it) fed simulated times: a
   // simulation is deterministic, so one repetition; candidates with the stages of one already
   // replayed are passed over, as the engine passes them over.
@@ -131,8 +142,7 @@ CouplingChoice coupling_adaptive(const Platform& platform, const CouplingSpec& s
   std::map<std::uint64_t, SimResult> results;
   while (!search.done()) {
     const std::uint64_t mask = search.candidate();
-    const auto pattern = coupling_butterfly(spec, mask);
-    SimResult r = simulate(platform, *pattern, options);
+    SimResult r = simulate(platform, *pattern_of(mask), options);
     c.trials.push_back({mask, r.simulated_s});
     c.profiling_s += r.simulated_s;
     search.record(r.simulated_s);
@@ -143,6 +153,12 @@ CouplingChoice coupling_adaptive(const Platform& platform, const CouplingSpec& s
   c.result = results.at(search.best());
   c.name = c.result.pattern;
   return c;
+}
+
+CouplingChoice coupling_adaptive(const Platform& platform, const CouplingSpec& spec, const SimOptions& options) {
+  check(spec, "sim::coupling_adaptive");
+  return butterfly_adaptive(platform, "coupling", ranks_of(spec), flows_of(spec), i64{spec.elem_bytes} * spec.fields,
+                            options);
 }
 
 }  // namespace estuary::sim
