@@ -72,15 +72,39 @@ int ranks_of(const CouplingSpec& spec) { return spec.src_ranks + spec.dst_ranks;
 
 }  // namespace
 
+namespace {
+
+// A plan's flows with what naming and comparing its butterfly schedules needs: the kernel
+// stages and the hops that move something (the engine's routing, computed once).
+struct Routed {
+  int ranks = 0;
+  std::span<const butterfly::Flow> flows;
+  int stages = 0;
+  std::uint64_t moving = 0;
+  Routed(int r, std::span<const butterfly::Flow> f) : ranks(r), flows(f) {
+    std::vector<i64> sends(static_cast<std::size_t>(ranks), 0), recvs(sends.size(), 0);
+    for (const butterfly::Flow& x : flows) {
+      sends[static_cast<std::size_t>(x.from)] += x.count;
+      recvs[static_cast<std::size_t>(x.to)] += x.count;
+    }
+    stages = butterfly::Router(sends, recvs).stages();
+    moving = butterfly::all_moving_hops(ranks, flows);
+  }
+  // Named prefix + " " + the engine's name of the schedule ("p2p", "butterfly-skip-0,2", ...).
+  std::unique_ptr<Pattern> pattern(const std::string& prefix, std::uint64_t mask, i64 bytes_per_element) const {
+    AdaptiveChoice named;
+    named.kernel_stages = stages;
+    named.skip_mask = butterfly::canonical_mask(stages, moving, mask);
+    return butterfly_pattern(prefix + " " + named.name(), ranks, flows, mask, bytes_per_element);
+  }
+};
+
+}  // namespace
+
 int coupling_kernel_stages(const CouplingSpec& spec) {
   check(spec, "sim::coupling_kernel_stages");
   const std::vector<butterfly::Flow> flows = flows_of(spec);
-  std::vector<i64> sends(static_cast<std::size_t>(ranks_of(spec)), 0), recvs(sends.size(), 0);
-  for (const butterfly::Flow& f : flows) {
-    sends[static_cast<std::size_t>(f.from)] += f.count;
-    recvs[static_cast<std::size_t>(f.to)] += f.count;
-  }
-  return butterfly::Router(sends, recvs).stages();
+  return Routed(ranks_of(spec), flows).stages;
 }
 
 std::unique_ptr<Pattern> butterfly_pattern(std::string name, int ranks, std::span<const butterfly::Flow> flows,
@@ -106,31 +130,15 @@ std::unique_ptr<Pattern> butterfly_pattern(std::string name, int ranks, std::spa
 std::unique_ptr<Pattern> coupling_butterfly(const CouplingSpec& spec, std::uint64_t skip_mask) {
   check(spec, "sim::coupling_butterfly");
   const std::vector<butterfly::Flow> flows = flows_of(spec);
-  const int L = coupling_kernel_stages(spec);
-  const std::uint64_t moving = butterfly::all_moving_hops(ranks_of(spec), flows);
-  AdaptiveChoice named;
-  named.kernel_stages = L;
-  named.skip_mask = butterfly::canonical_mask(L, moving, skip_mask);
-  return butterfly_pattern("coupling " + named.name(), ranks_of(spec), flows, skip_mask,
-                           i64{spec.elem_bytes} * spec.fields);
+  return Routed(ranks_of(spec), flows).pattern("coupling", skip_mask, i64{spec.elem_bytes} * spec.fields);
 }
 
 CouplingChoice butterfly_adaptive(const Platform& platform, const std::string& name, int ranks,
                                   std::span<const butterfly::Flow> flows, std::int64_t bytes_per_element,
                                   const SimOptions& options) {
-  std::vector<i64> sends(static_cast<std::size_t>(ranks), 0), recvs(sends.size(), 0);
-  for (const butterfly::Flow& f : flows) {
-    sends[static_cast<std::size_t>(f.from)] += f.count;
-    recvs[static_cast<std::size_t>(f.to)] += f.count;
-  }
-  const int L = butterfly::Router(sends, recvs).stages();
-  const std::uint64_t moving = butterfly::all_moving_hops(ranks, flows);
-  auto pattern_of = [&](std::uint64_t mask) {
-    AdaptiveChoice named;
-    named.kernel_stages = L;
-    named.skip_mask = butterfly::canonical_mask(L, moving, mask);
-    return butterfly_pattern(name + " " + named.name(), ranks, flows, mask, bytes_per_element);
-  };
+  const Routed routed(ranks, flows);
+  const int L = routed.stages;
+  const std::uint64_t moving = routed.moving;
   // The engine's search (AdaptiveSearch, as AdaptiveRedist runs it) fed simulated times: a
   // simulation is deterministic, so one repetition; candidates with the stages of one already
   // replayed are passed over, as the engine passes them over.
@@ -142,7 +150,7 @@ CouplingChoice butterfly_adaptive(const Platform& platform, const std::string& n
   std::map<std::uint64_t, SimResult> results;
   while (!search.done()) {
     const std::uint64_t mask = search.candidate();
-    SimResult r = simulate(platform, *pattern_of(mask), options);
+    SimResult r = simulate(platform, *routed.pattern(name, mask, bytes_per_element), options);
     c.trials.push_back({mask, r.simulated_s});
     c.profiling_s += r.simulated_s;
     search.record(r.simulated_s);
