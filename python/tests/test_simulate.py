@@ -174,6 +174,20 @@ def test_coupling_p2p_butterfly_adaptive(tmp_path):
     assert_png(tmp_path / "c.png")
 
 
+def test_coupling_plan_without_the_ranks():
+    # block -> cyclic over 32 + 32 ranks, built in one process: every source block (200
+    # consecutive points) holds points of every cyclic destination, so P2P is 32 x 32 messages
+    # moving every point once; the butterfly moves at least as many bytes through fewer messages
+    out = simulate("coupling", "--ranks", "64", "--topology", "switch", "--algorithm", "p2p,butterfly",
+                   "--points", "6400", "--src-kind", "block", "--dst-kind", "cyclic", "--json", "--no-progress")
+    by = {r["algorithm"]: r for r in records(out)}
+    p2p, bf = by["p2p"], by["butterfly"]
+    assert p2p["plan_flows"] == 32 * 32 and p2p["messages"] == 32 * 32 and p2p["stages"] == 1
+    assert p2p["bytes"] == 6400 * 8
+    assert bf["bytes"] >= p2p["bytes"] and bf["messages"] < p2p["messages"] and bf["stages"] > 1
+    assert "block -> cyclic" in p2p["pattern"]
+
+
 def test_coupling_adaptive_picks_butterfly_with_message_overhead():
     # every source meets every destination (chunks of 1 point): many small messages, each costing
     # 1 us of CPU; the butterfly's few larger messages win and profiling finds it
