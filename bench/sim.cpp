@@ -10,7 +10,11 @@
 // GCR's 2N with N = 25); --nx --ny --nz (paper 004 Table 3: 28800, 14400, 256); --points
 // (coupling, 10^8), --dst-chunk c (coupling: 0 block, else round-robin chunks of c points), --fields,
 // coupling --algo p2p|butterfly|adaptive (--skip mask for butterfly; adaptive replays the
-// candidates and reports the choice); --matrix-bins N (the rank-to-rank byte matrix of Fig. 9d,
+// candidates and reports the choice); coupling --src-kind K --dst-kind K (gen::by_name kinds:
+// block, cyclic, random, rows2d, cols2d): the plan the ranks would build from those
+// decompositions (sources on the first half of the ranks, destinations on the rest), built in
+// this one process by sim::plan_flows, replayed with the engine's own schedules (also reports
+// the plan's build time and the peak memory of this process); --matrix-bins N (the rank-to-rank byte matrix of Fig. 9d,
 // summed into N x N blocks); --overhead ns (CPU time per message sent or received, LogP's o);
 // topology switch (one crossbar: alpha-beta's machine); --crosstraffic; --network cm02|ib
 // (SimOptions::network); --stack-kib; --cfg name:value,... (more SimGrid settings).
@@ -30,6 +34,7 @@
 
 #include "bench_util.hpp"
 #include "estuary/decomp.hpp"
+#include "estuary/decomp_gen.hpp"
 #include "estuary/error.hpp"
 #include "estuary/redist.hpp"
 #include "estuary/sim.hpp"
@@ -150,6 +155,7 @@ struct Options {
   std::string algo;
   std::int64_t nx = 0, ny = 0, nz = 0, width = 20, points = 100000000, dst_chunk = 0, matrix_bins = 0;
   std::uint64_t skip = 0;
+  std::string src_kind, dst_kind;  // coupling: a plan without the ranks
   int k = 2, doubles = 3, repeat = 50, transpositions = 3, fields = 1, stack_kib = 0;
   double bw_GBps = 12.5, lat_ns = 100, overhead_ns = 0;
   bool crosstraffic = false;
@@ -288,6 +294,10 @@ int main(int argc, char** argv) {
   cli.opt("dst-chunk", args.dst_chunk, "coupling: 0 block, else round-robin chunks of this many points");
   cli.opt("fields", args.fields, "coupling: fields per exchange");
   cli.opt("skip", args.skip, "coupling butterfly: the stages skipped, as a bit mask");
+  cli.opt("src-kind", args.src_kind,
+          "coupling: the sources' decomposition (block, cyclic, random, rows2d, cols2d): with --dst-kind, the plan "
+          "the ranks would build, made in this one process (sim::plan_flows)");
+  cli.opt("dst-kind", args.dst_kind, "coupling: the destinations' decomposition (as --src-kind)");
   cli.opt("matrix-bins", args.matrix_bins, "the rank-to-rank byte matrix summed into N x N blocks (0: none)");
   cli.opt("overhead", args.overhead_ns, "CPU time per message sent or received, ns (LogP's o)");
   cli.flag("crosstraffic", args.crosstraffic, "SimGrid's cross-traffic");
@@ -326,6 +336,9 @@ int main(int argc, char** argv) {
       pl.routing = parse_routing(args.routing);
       std::unique_ptr<Pattern> p;
       CouplingSpec cspec;
+      CouplingChoice choice;
+      std::vector<estuary::butterfly::Flow> flows;  // --src-kind/--dst-kind: the plan's flows
+      double plan_s = 0;
       std::string calgo;
       int px = 1, py = 1;
       grid2(ranks, px, py);
@@ -343,7 +356,30 @@ int main(int argc, char** argv) {
         const int a = static_cast<int>(ranks - ranks / 2), b = static_cast<int>(ranks / 2);
         cspec = {args.points, a, b, 8, args.fields, args.dst_chunk};
         calgo = args.algo.empty() ? "p2p" : args.algo;
-        if (calgo == "p2p") p = coupling_p2p(cspec);
+        const std::string& sk = args.src_kind;
+        const std::string& dk = args.dst_kind;
+        if (!sk.empty() || !dk.empty()) {
+          // Plans without the ranks: every rank's decompositions, one at a time, in this process.
+          const auto t0 = std::chrono::steady_clock::now();
+          const std::int64_t n = cspec.points;
+          const std::string src_kind = sk.empty() ? "block" : sk, dst_kind = dk.empty() ? "block" : dk;
+          flows = plan_flows(
+              a + b,
+              [&](int r) { return r < a ? estuary::gen::by_name(src_kind, n, r, a) : estuary::Decomp::empty(n); },
+              [&](int r) { return r >= a ? estuary::gen::by_name(dst_kind, n, r - a, b) : estuary::Decomp::empty(n); });
+          plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          const std::int64_t eb = 8 * std::int64_t{cspec.fields};
+          const std::string name = "coupling " + src_kind + " -> " + dst_kind;
+          if (calgo == "p2p") p = p2p_pattern(name + " p2p", a + b, flows, eb);
+          else if (calgo == "butterfly")
+            p = butterfly_pattern(name + " butterfly", a + b, flows, args.skip, eb);
+          else if (calgo != "adaptive")
+            throw estuary::Error("unknown coupling algorithm '" + calgo + "'", "bench/sim", "use p2p, butterfly or adaptive");
+          if (calgo == "adaptive") {
+            choice = butterfly_adaptive(pl, name, a + b, flows, eb, opt);
+            p = butterfly_pattern(choice.name, a + b, flows, choice.skip_mask, eb);
+          }
+        } else if (calgo == "p2p") p = coupling_p2p(cspec);
         else if (calgo == "butterfly") p = coupling_butterfly(cspec, args.skip);
         else if (calgo == "adaptive") p = coupling_butterfly(cspec, 0);  // replaced by the choice below
         else
@@ -353,10 +389,11 @@ int main(int argc, char** argv) {
                              "use allreduce, halo, transposition or coupling");
       }
       SimResult r;
-      CouplingChoice choice;
       if (calgo == "adaptive") {
-        choice = coupling_adaptive(pl, cspec, opt);
-        p = coupling_butterfly(cspec, choice.skip_mask);
+        if (flows.empty()) {
+          choice = coupling_adaptive(pl, cspec, opt);
+          p = coupling_butterfly(cspec, choice.skip_mask);
+        }
         r = choice.result;
       } else {
         r = simulate(pl, *p, opt);
@@ -369,6 +406,10 @@ int main(int argc, char** argv) {
         j.add("choice", choice.name).add("kernel_stages", choice.kernel_stages).add("skip_mask", choice.skip_mask);
         j.add("profiling_s", choice.profiling_s).add("trials", trials);
       }
+      if (!flows.empty())
+        j.add("plan_flows", static_cast<std::int64_t>(flows.size()))
+            .add("plan_build_s", plan_s)
+            .add("host_peak_rss_mb", bench::proc_status_mb("VmHWM"));
       if (kind == "halo" || kind == "transposition") j.add("grid", std::to_string(py) + "x" + std::to_string(px));
       j.add("stages", r.stages)
           .add("messages", r.messages)

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -141,6 +142,39 @@ TEST(ButterflyMap, HostsPreferHeaviestSender) {
   const bf::SideMap m = bf::map_senders(sizes, 4);
   // Position 1 is fed by ranks 0 and 2: rank 2 (20) hosts it, rank 0 sends to it.
   EXPECT_EQ(bf::choose_hosts(m, ranks, sizes, ranks, sizes, 5), (std::vector<int>{3, 2, 4, 1}));
+}
+
+// The greedy search (paper Fig. 13) that AdaptiveRedist and the simulator both run, on times
+// given by hand: the full butterfly, then each stage skipped on top of the best so far (kept
+// when faster), then P2P; the minimum of the repetitions counts; a candidate with the same
+// schedule as one timed is passed over.
+TEST(AdaptiveSearch, GreedyOrderOnGivenTimes) {
+  std::map<std::uint64_t, std::vector<double>> times = {
+      {0, {10, 12}}, {1, {9, 8}}, {3, {9, 9}}, {5, {7.5, 7}}, {7, {6, 6.5}}};
+  estuary::AdaptiveSearch search(3, 2, [](std::uint64_t a, std::uint64_t b) { return a == b; });
+  std::vector<std::uint64_t> order;
+  while (!search.done()) {
+    const std::uint64_t c = search.candidate();
+    order.push_back(c);
+    for (double t : times.at(c)) search.record(t);
+  }
+  // 0 (10); skip 0: 1 (8, kept); skip 1 on top: 3 (9, not kept); skip 2 on top of 1: 5 (7, kept); P2P: 7 (6).
+  EXPECT_EQ(order, (std::vector<std::uint64_t>{0, 1, 3, 5, 7}));
+  EXPECT_EQ(search.best(), 7u);
+  ASSERT_EQ(search.trials().size(), 5u);
+  EXPECT_EQ(search.trials()[1].seconds, 8);  // the minimum of its two timings
+  // Schedules that coincide are timed once: with masks 1 and 3 the same schedule, and 5 and 7,
+  // the search goes 0, 1, 5 and stops (P2P = 7 = 5 already timed).
+  estuary::AdaptiveSearch same(3, 1, [](std::uint64_t a, std::uint64_t b) { return (a | 2) == (b | 2); });
+  order.clear();
+  while (!same.done()) {
+    order.push_back(same.candidate());
+    same.record(times.at(same.candidate())[0]);
+  }
+  EXPECT_EQ(order, (std::vector<std::uint64_t>{0, 1, 5}));
+  EXPECT_EQ(same.best(), 5u);
+  // No kernel: nothing to search, P2P.
+  EXPECT_TRUE(estuary::AdaptiveSearch(0, 3, [](std::uint64_t, std::uint64_t) { return false; }).done());
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -61,6 +62,34 @@ struct AdaptiveChoice {
   std::vector<AdaptiveTrial> trials;  // in the order measured (empty when from the cache)
   // "p2p", "butterfly" or "butterfly-skip-0,2" (the skipped kernel stages).
   std::string name() const;
+};
+
+// The greedy search of Fig. 13 as a state machine fed one timing at a time, so that one search
+// serves real runs (AdaptiveRedist), the scratch exchange (the registry builders) and the
+// simulator (sim::coupling_adaptive, fed simulated times): candidate() is the skip mask to time
+// next, record() takes one timing of it (the minimum of `repetitions` timings counts); done()
+// once the full butterfly, each kernel stage skipped in turn on top of the best so far, and
+// P2P have been timed, candidates giving the same schedule as one already timed (`same`, e.g.
+// equal ButterflyRouting::stage_hops) being passed over. No MPI: every rank must record the same
+// times (the slowest rank's) to make the same choice.
+class AdaptiveSearch {
+ public:
+  using Same = std::function<bool(std::uint64_t, std::uint64_t)>;  // equal schedules?
+  AdaptiveSearch(int kernel_stages, int repetitions, Same same);
+  bool done() const { return step_ > stages_ + 1; }
+  std::uint64_t candidate() const { return candidate_; }
+  void record(double seconds);
+  std::uint64_t best() const { return accepted_; }  // the fastest accepted so far
+  const std::vector<AdaptiveTrial>& trials() const { return trials_; }
+
+ private:
+  void advance();
+  int stages_, reps_;
+  Same same_;
+  std::uint64_t all_ = 0, candidate_ = 0, accepted_ = 0;
+  int step_ = 0, reps_done_ = 0;
+  double best_now_ = 1e300, accepted_s_ = 1e300;
+  std::vector<AdaptiveTrial> trials_;
 };
 
 // The plan's fingerprint: a 128-bit hash of every rank's segments, combined over the ranks

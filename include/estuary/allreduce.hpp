@@ -51,4 +51,16 @@ struct AllreduceStage {
 // not a power of k.
 std::vector<AllreduceStage> recursive_k_stages(int rank, int ranks, int k);
 
+// The shape of recursive-k on `ranks` ranks with radix k: K = k^m core ranks, m core stages,
+// and one stage before and after them when there are extra ranks.
+struct RecursiveKShape {
+  int core = 1, m = 0, extra = 0;
+  int stages() const { return m + 2 * extra; }
+};
+RecursiveKShape recursive_k_shape(int ranks, int k);
+// Stage `stage` of recursive_k_stages(rank, ranks, k) alone, in O(k): a core rank's extras are
+// listed directly (ascending), not found by scanning the ranks. The executor and the simulator
+// (one call per rank and stage at 10^5 ranks) both use it.
+AllreduceStage recursive_k_stage(int rank, int ranks, int k, int stage);
+
 }  // namespace estuary

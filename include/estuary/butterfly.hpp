@@ -71,6 +71,60 @@ std::vector<int> choose_hosts(const SideMap& senders, std::span<const int> sende
                               std::span<const std::int64_t> send_sizes, std::span<const int> receiver_ranks,
                               std::span<const std::int64_t> recv_sizes, int comm_size);
 
+// The route of every flow of a plan, the same on every rank (and in the simulator, which builds
+// it for all ranks in one process). Built from each comm rank's totals: the elements it sends
+// to, and receives from, other ranks (its own part is a local copy, never routed). The kernel
+// has K = kernel_size(ranks with data) positions; the mappings and hosts are map_senders,
+// choose_hosts and map_receivers (the receivers placed at the positions their ranks host).
+class Router {
+ public:
+  Router(std::span<const std::int64_t> send_totals, std::span<const std::int64_t> recv_totals);
+  int kernel() const { return kernel_; }
+  int stages() const { return stages_; }  // log2(kernel)
+  const std::vector<int>& hosts() const { return hosts_; }
+  // The rank holding the flow from -> to before each hop h = 0 .. L + 2 (at[0] = from, at[L + 2]
+  // = to): hop 0 maps the sender in, hop s + 1 is kernel stage s, hop L + 1 maps out. `from`
+  // must send and `to` receive something (stages() > 0). Free bits on either side are chosen so
+  // that the stages they decide move nothing.
+  void route(int from, int to, std::vector<int>& at) const;
+
+ private:
+  int kernel_ = 1, stages_ = 0;
+  std::vector<int> hosts_, sidx_, ridx_;  // sidx_/ridx_: member index of a comm rank, or -1
+  SideMap smap_, rmap_;
+};
+
+// Bit h is set when the path `at` (Router::route) moves at hop h.
+std::uint64_t moving_hops(std::span<const int> at);
+
+// The hops [first, last] each stage of the schedule with skip_mask covers, for `stages` kernel
+// stages and the hops that move some flow on some rank (bit h of moving): a skipped kernel stage
+// joins the group before it; with none left, one group is P2P. Each group is trimmed to the hops
+// that move something, and goes if there are none. Equal lists mean equal schedules.
+std::vector<std::pair<int, int>> stage_hops(int stages, std::uint64_t moving, std::uint64_t skip_mask);
+// The mask with every kernel stage skipped when it gives the same stages as skip_mask (its
+// schedule is then P2P), else skip_mask.
+std::uint64_t canonical_mask(int stages, std::uint64_t moving, std::uint64_t skip_mask);
+
+// One flow of a plan between two ranks (never a rank's part to itself).
+struct Flow {
+  int from = 0, to = 0;
+  std::int64_t count = 0;  // elements
+};
+// One message of a butterfly schedule as the network sees it.
+struct StageMessage {
+  int stage = 0, from = 0, to = 0;
+  std::int64_t count = 0;  // elements: the flows that travel together
+};
+// Every rank's messages of ButterflyRouting(plan).schedule(skip_mask) at once, computed in one
+// process from the plan's flows (every flow of every rank, with count > 0) on `ranks` ranks:
+// what the simulator replays. Sorted by (stage, from, to); `stages_out` gets the schedule's stage
+// count (at least 1, as a schedule always has a stage).
+std::vector<StageMessage> all_messages(int ranks, std::span<const Flow> flows, std::uint64_t skip_mask,
+                                       int* stages_out = nullptr);
+// The moving hops of all_messages' flows (for stage_hops and canonical_mask).
+std::uint64_t all_moving_hops(int ranks, std::span<const Flow> flows);
+
 }  // namespace butterfly
 
 // The collective part of a butterfly set-up, done once per plan: every rank learns the per-rank
@@ -89,6 +143,8 @@ class ButterflyRouting {
   // The hops [first, last] each stage of schedule(skip_mask) covers: hop 0 maps senders in,
   // hop s + 1 is kernel stage s, hop L + 1 maps out. Equal lists mean equal schedules.
   std::vector<std::pair<int, int>> stage_hops(std::uint64_t skip_mask) const;
+  // Bit h: hop h moves some flow on some rank (the same on every rank).
+  std::uint64_t moving_hops() const { return moving_hops_; }
 
  private:
   struct Flow {

@@ -14,9 +14,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "estuary/butterfly.hpp"
+#include "estuary/decomp.hpp"
+#include "estuary/plan.hpp"
 #include "estuary/schedule.hpp"
 
 namespace estuary::sim {
@@ -126,15 +130,33 @@ std::unique_ptr<Pattern> coupling_p2p(const CouplingSpec& spec);
 // Every flow of the exchange: f(source rank, destination index 0..dst_ranks-1, bytes).
 void coupling_flows(const CouplingSpec& spec, const std::function<void(int, int, std::int64_t)>& f);
 
-// The butterfly of paper 001 as estuary's "butterfly" schedule arranges a plan, with a fixed
-// placement: K = the largest power of two <= src_ranks kernel positions, position x on source
-// rank x; source i enters the kernel at position i mod K, a flow to destination j leaves it from
-// position j mod K; kernel stage s exchanges between positions x and x ^ 2^s the flows whose
-// destination position differs from x in bit s. Bit s of skip_mask skips kernel stage s (merged
-// into the hop before it, as estuary does); with every stage skipped it is P2P. Hops that move
-// nothing on any rank are dropped. Stored as a table (memory grows with the messages).
+// Every rank's stages of estuary's butterfly schedule (ButterflyRouting(plan).schedule(skip_mask)
+// on each rank) for a plan with these flows between `ranks` ranks, computed in one process by
+// the engine's own routing (butterfly::all_messages: its kernel size, mappings, pairing, hosts
+// and stage grouping), messages of count * bytes_per_element bytes. Stored as a table.
+std::unique_ptr<Pattern> butterfly_pattern(std::string name, int ranks, std::span<const butterfly::Flow> flows,
+                                           std::uint64_t skip_mask, std::int64_t bytes_per_element);
+
+// ---- plans without the ranks ----
+
+// The flows of the Plan that `ranks` ranks would build from src(r) -> dst(r) (r = 0 .. ranks-1),
+// computed in one process: per (source rank, destination rank) the elements the plan moves,
+// a rank's part to itself dropped (a local copy), sorted by (from, to). Equal, flow for flow,
+// to the per-peer counts of the real Plan's sends() and recvs() (test_sim_schedule). Faults are
+// the Plan's (an index with two source ranks under DuplicatePolicy::error, a destination index
+// with no source under MissingPolicy::error), thrown as estuary::Error. Memory: 4 bytes per
+// global index and 8 per rank, plus the flows; time: one pass over every rank's indices.
+std::vector<butterfly::Flow> plan_flows(int ranks, const std::function<Decomp(int)>& src,
+                                        const std::function<Decomp(int)>& dst, const PlanOptions& options = {});
+// The P2P schedule of every rank for these flows (one stage, messages in peer order).
+std::unique_ptr<Pattern> p2p_pattern(std::string name, int ranks, std::span<const butterfly::Flow> flows,
+                                     std::int64_t bytes_per_element);
+
+// The coupler exchange with estuary's "butterfly" schedule: butterfly_pattern of the exchange's
+// flows (source i is rank i, destination j rank src_ranks + j). Bit s of skip_mask skips kernel
+// stage s; with every stage skipped it is P2P. Named "coupling " + AdaptiveChoice::name().
 std::unique_ptr<Pattern> coupling_butterfly(const CouplingSpec& spec, std::uint64_t skip_mask = 0);
-int coupling_kernel_stages(const CouplingSpec& spec);  // log2 K
+int coupling_kernel_stages(const CouplingSpec& spec);  // log2 K of the engine's kernel
 
 // The alpha-beta estimate of a pattern with no network contention: stages run one after the
 // other, each taking alpha + beta * (the larger of the bytes a rank sends and receives in it),
@@ -231,10 +253,11 @@ struct SimResult {
 // simulation fails.
 SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOptions& options = {});
 
-// The adaptive coupler exchange, chosen by profiling inside the simulation: estuary's greedy
-// search (adaptive.hpp) with each candidate replayed on `platform` instead of timed for real:
-// the full butterfly, then kernel stage 0, 1, ... skipped in turn on top of the best so far (a
-// skip is kept when faster), then P2P if not reached. One simulate() per candidate.
+// The adaptive coupler exchange, chosen by profiling inside the simulation: the engine's search
+// (AdaptiveSearch, adaptive.hpp) fed each candidate's simulated time on `platform` instead of a
+// measured one: the full butterfly, then kernel stage 0, 1, ... skipped in turn on top of the
+// best so far (a skip is kept when faster), then P2P if not reached; candidates with the stages
+// of one already replayed are passed over. One simulate() per candidate.
 struct CouplingTrial {
   std::uint64_t skip_mask = 0;
   double simulated_s = 0;
@@ -248,6 +271,11 @@ struct CouplingChoice {
   SimResult result;                   // the chosen schedule's replay
 };
 CouplingChoice coupling_adaptive(const Platform& platform, const CouplingSpec& spec, const SimOptions& options = {});
+// The same search for any plan's flows on `ranks` ranks (e.g. plan_flows of a coupling at 10^4
+// ranks); patterns are named name + " " + AdaptiveChoice::name().
+CouplingChoice butterfly_adaptive(const Platform& platform, const std::string& name, int ranks,
+                                  std::span<const butterfly::Flow> flows, std::int64_t bytes_per_element,
+                                  const SimOptions& options = {});
 
 // Checks that every message sent has a receive of the same size posted in the same stage by
 // the peer, and vice versa. Throws estuary::Error naming the first mismatch. O(messages).

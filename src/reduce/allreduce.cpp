@@ -113,47 +113,67 @@ void recursive_k(std::span<const T> in, std::span<T> out, Op op, MPI_Comm comm, 
 
 }  // namespace
 
+RecursiveKShape recursive_k_shape(int ranks, int k) {
+  RecursiveKShape sh;  // core = K = k^m, the largest power of k not above ranks
+  while (sh.core <= ranks / k) {
+    sh.core *= k;
+    ++sh.m;
+  }
+  sh.extra = ranks != sh.core ? 1 : 0;
+  return sh;
+}
+
+AllreduceStage recursive_k_stage(int rank, int ranks, int k, int stage) {
+  const RecursiveKShape sh = recursive_k_shape(ranks, k);
+  const int core = sh.core;
+  AllreduceStage st;
+  // The paper sends extra rank e to e - (ranks - K); modulo K it also works when there are
+  // more extras than core ranks (k > 2), several extras then sharing one core rank.
+  if (sh.extra && (stage == 0 || stage == sh.stages() - 1)) {
+    if (rank >= core) {
+      const int c = ((rank - (ranks - core)) % core + core) % core;
+      if (stage == 0) st.send_to = {c};
+      else st.result_from = c;
+      return st;
+    }
+    // This core rank's extras: e >= K with e = rank + (ranks - K) (mod K), ascending (fewer
+    // than k of them).
+    std::vector<int> mine;
+    for (long e = core + ((rank + (ranks - core)) % core + core) % core; e < ranks; e += core)
+      mine.push_back(static_cast<int>(e));
+    if (!mine.empty()) {
+      if (stage == 0) {
+        st.combine.push_back(rank);  // below every extra: first in the order
+        st.combine.insert(st.combine.end(), mine.begin(), mine.end());
+      } else {
+        st.send_to = std::move(mine);
+      }
+    }
+    return st;
+  }
+  if (rank >= core) return st;
+  // Core stage j = 1..m: members base, base + k^(j-1), ..., base + (k-1) k^(j-1), ascending.
+  const int j = stage - sh.extra + 1;
+  long step = 1;
+  for (int x = 1; x < j; ++x) step *= k;
+  const long base = rank % step + rank / (step * k) * (step * k);
+  for (int t = 0; t < k; ++t) {
+    const int member = static_cast<int>(base + t * step);
+    st.combine.push_back(member);
+    if (member != rank) st.send_to.push_back(member);
+  }
+  return st;
+}
+
 std::vector<AllreduceStage> recursive_k_stages(int rank, int ranks, int k) {
   if (k < 2 || ranks < 1 || rank < 0 || rank >= ranks)
     throw Error("recursive-k needs k >= 2 and 0 <= rank < ranks (got k " + std::to_string(k) +
                     ", rank " + std::to_string(rank) + " of " + std::to_string(ranks) + ")",
                 detail::world_rank_label());
-  int core = 1, m = 0;  // core = K = k^m, the largest power of k not above ranks
-  while (core <= ranks / k) {
-    core *= k;
-    ++m;
-  }
-  const int extra = ranks != core ? 1 : 0;
-  std::vector<AllreduceStage> stages(static_cast<std::size_t>(m + 2 * extra));
-  // The paper sends extra rank e to e - (ranks - K); modulo K it also works when there are
-  // more extras than core ranks (k > 2), several extras then sharing one core rank.
-  auto core_of = [&](int e) { return ((e - (ranks - core)) % core + core) % core; };
-  if (extra) {
-    if (rank >= core) {
-      stages.front().send_to = {core_of(rank)};
-      stages.back().result_from = core_of(rank);
-      return stages;
-    }
-    std::vector<int> mine;
-    for (int e = core; e < ranks; ++e)
-      if (core_of(e) == rank) mine.push_back(e);
-    if (!mine.empty()) {
-      stages.front().combine.push_back(rank);  // below every extra: first in the order
-      stages.front().combine.insert(stages.front().combine.end(), mine.begin(), mine.end());
-      stages.back().send_to = mine;
-    }
-  }
-  // Stage j: members base, base + k^(j-1), ..., base + (k-1) k^(j-1), ascending.
-  int step = 1;
-  for (int j = 1; j <= m; ++j, step *= k) {
-    AllreduceStage& st = stages[static_cast<std::size_t>(j - 1 + extra)];
-    const int base = rank % step + rank / (step * k) * (step * k);
-    for (int t = 0; t < k; ++t) {
-      const int member = base + t * step;
-      st.combine.push_back(member);
-      if (member != rank) st.send_to.push_back(member);
-    }
-  }
+  const int n = recursive_k_shape(ranks, k).stages();
+  std::vector<AllreduceStage> stages;
+  stages.reserve(static_cast<std::size_t>(n));
+  for (int s = 0; s < n; ++s) stages.push_back(recursive_k_stage(rank, ranks, k, s));
   return stages;
 }
 

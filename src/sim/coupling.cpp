@@ -8,6 +8,8 @@
 #include <string>
 #include <tuple>
 
+#include "estuary/adaptive.hpp"
+#include "estuary/butterfly.hpp"
 #include "estuary/error.hpp"
 #include "estuary/sim.hpp"
 
@@ -23,12 +25,6 @@ void check(const CouplingSpec& s, const char* where) {
     throw Error("coupling of " + std::to_string(s.points) + " points from " + std::to_string(s.src_ranks) + " to " +
                     std::to_string(s.dst_ranks) + " ranks (chunk " + std::to_string(s.dst_chunk) + ") is not possible",
                 where, "need points, ranks, elem_bytes and fields >= 1 and dst_chunk >= 0");
-}
-
-int kernel_bits(int n) {
-  int l = 0;
-  while ((2 << l) <= n) ++l;
-  return l;
 }
 
 // Points of [0, x) that destination d owns when chunks of c points are dealt round-robin to D.
@@ -61,104 +57,116 @@ void coupling_flows(const CouplingSpec& s, const std::function<void(int, int, st
   }
 }
 
+namespace {
+
+// The exchange's flows between ranks (source i is rank i, destination j rank A + j), in
+// elements: the butterfly balances elements, as the engine's plan counts them.
+std::vector<butterfly::Flow> flows_of(const CouplingSpec& spec) {
+  const i64 eb = i64{spec.elem_bytes} * spec.fields;
+  std::vector<butterfly::Flow> flows;
+  coupling_flows(spec, [&](int i, int j, i64 bytes) { flows.push_back({i, spec.src_ranks + j, bytes / eb}); });
+  return flows;
+}
+
+int ranks_of(const CouplingSpec& spec) { return spec.src_ranks + spec.dst_ranks; }
+
+}  // namespace
+
+namespace {
+
+// A plan's flows with what naming and comparing its butterfly schedules needs: the kernel
+// stages and the hops that move something (the engine's routing, computed once).
+struct Routed {
+  int ranks = 0;
+  std::span<const butterfly::Flow> flows;
+  int stages = 0;
+  std::uint64_t moving = 0;
+  Routed(int r, std::span<const butterfly::Flow> f) : ranks(r), flows(f) {
+    std::vector<i64> sends(static_cast<std::size_t>(ranks), 0), recvs(sends.size(), 0);
+    for (const butterfly::Flow& x : flows) {
+      sends[static_cast<std::size_t>(x.from)] += x.count;
+      recvs[static_cast<std::size_t>(x.to)] += x.count;
+    }
+    stages = butterfly::Router(sends, recvs).stages();
+    moving = butterfly::all_moving_hops(ranks, flows);
+  }
+  // Named prefix + " " + the engine's name of the schedule ("p2p", "butterfly-skip-0,2", ...).
+  std::unique_ptr<Pattern> pattern(const std::string& prefix, std::uint64_t mask, i64 bytes_per_element) const {
+    AdaptiveChoice named;
+    named.kernel_stages = stages;
+    named.skip_mask = butterfly::canonical_mask(stages, moving, mask);
+    return butterfly_pattern(prefix + " " + named.name(), ranks, flows, mask, bytes_per_element);
+  }
+};
+
+}  // namespace
+
 int coupling_kernel_stages(const CouplingSpec& spec) {
   check(spec, "sim::coupling_kernel_stages");
-  return kernel_bits(spec.src_ranks);
+  const std::vector<butterfly::Flow> flows = flows_of(spec);
+  return Routed(ranks_of(spec), flows).stages;
+}
+
+std::unique_ptr<Pattern> butterfly_pattern(std::string name, int ranks, std::span<const butterfly::Flow> flows,
+                                           std::uint64_t skip_mask, std::int64_t bytes_per_element) {
+  int stages = 1;
+  const std::vector<butterfly::StageMessage> msgs = butterfly::all_messages(ranks, flows, skip_mask, &stages);
+  std::vector<std::vector<RankStage>> table(static_cast<std::size_t>(ranks),
+                                            std::vector<RankStage>(static_cast<std::size_t>(stages)));
+  // all_messages is sorted by (stage, from, to): sends come out in peer order, as in a Schedule.
+  for (const butterfly::StageMessage& m : msgs)
+    table[static_cast<std::size_t>(m.from)][static_cast<std::size_t>(m.stage)].sends.push_back(
+        {m.to, m.count * bytes_per_element});
+  for (const butterfly::StageMessage& m : msgs) {
+    auto& recvs = table[static_cast<std::size_t>(m.to)][static_cast<std::size_t>(m.stage)].recvs;
+    recvs.push_back({m.from, m.count * bytes_per_element});
+  }
+  for (auto& rank : table)
+    for (RankStage& st : rank)
+      std::sort(st.recvs.begin(), st.recvs.end(), [](const Msg& x, const Msg& y) { return x.peer < y.peer; });
+  return table_pattern(std::move(name), std::move(table));
 }
 
 std::unique_ptr<Pattern> coupling_butterfly(const CouplingSpec& spec, std::uint64_t skip_mask) {
   check(spec, "sim::coupling_butterfly");
-  const int A = spec.src_ranks, P = spec.src_ranks + spec.dst_ranks;
-  const int L = kernel_bits(A), K = 1 << L;
-  const std::uint64_t all = (std::uint64_t{1} << L) - 1;
-  skip_mask &= all;
-  const bool p2p = skip_mask == all;  // no kernel left (also when K = 1)
-  std::vector<int> kept;
-  for (int s = 0; s < L; ++s)
-    if (!(skip_mask >> s & 1)) kept.push_back(s);
-  // The bit boundaries after each hop through the kernel: the mapping-in hop sets bits
-  // [0, kept[0]) to the destination's, kept stage k sets [kept[k], kept[k+1]) (L for the last).
-  std::vector<int> ends;
-  if (!p2p) {
-    ends.push_back(kept.front());
-    for (std::size_t k = 0; k < kept.size(); ++k) ends.push_back(k + 1 < kept.size() ? kept[k + 1] : L);
-  }
-  const int hops = p2p ? 1 : static_cast<int>(ends.size()) + 1;
-  // (stage, from, to) -> bytes; stages with nothing on any rank are dropped below.
-  std::map<std::tuple<int, int, int>, i64> moves;
-  std::vector<int> loc(static_cast<std::size_t>(hops) + 1);
-  coupling_flows(spec, [&](int i, int j, i64 bytes) {
-    const int u = i % K, v = j % K;
-    loc[0] = i;
-    if (!p2p)
-      for (std::size_t h = 0; h < ends.size(); ++h) {
-        const int m = (1 << ends[h]) - 1;
-        loc[h + 1] = (v & m) | (u & ~m);  // kernel position x is hosted by source rank x
-      }
-    loc[static_cast<std::size_t>(hops)] = A + j;
-    for (int h = 0; h < hops; ++h)
-      if (loc[static_cast<std::size_t>(h)] != loc[static_cast<std::size_t>(h) + 1])
-        moves[{h, loc[static_cast<std::size_t>(h)], loc[static_cast<std::size_t>(h) + 1]}] += bytes;
+  const std::vector<butterfly::Flow> flows = flows_of(spec);
+  return Routed(ranks_of(spec), flows).pattern("coupling", skip_mask, i64{spec.elem_bytes} * spec.fields);
+}
+
+CouplingChoice butterfly_adaptive(const Platform& platform, const std::string& name, int ranks,
+                                  std::span<const butterfly::Flow> flows, std::int64_t bytes_per_element,
+                                  const SimOptions& options) {
+  const Routed routed(ranks, flows);
+  const int L = routed.stages;
+  const std::uint64_t moving = routed.moving;
+  // The engine's search (AdaptiveSearch, as AdaptiveRedist runs it) fed simulated times: a
+  // simulation is deterministic, so one repetition; candidates with the stages of one already
+  // replayed are passed over, as the engine passes them over.
+  AdaptiveSearch search(L, 1, [&](std::uint64_t a, std::uint64_t b) {
+    return butterfly::stage_hops(L, moving, a) == butterfly::stage_hops(L, moving, b);
   });
-  std::vector<int> stage_of(static_cast<std::size_t>(hops), -1);
-  int stages = 0;
-  for (const auto& [key, b] : moves) {
-    const int h = std::get<0>(key);
-    if (stage_of[static_cast<std::size_t>(h)] < 0) stage_of[static_cast<std::size_t>(h)] = 0;
+  CouplingChoice c;
+  c.kernel_stages = L;
+  std::map<std::uint64_t, SimResult> results;
+  while (!search.done()) {
+    const std::uint64_t mask = search.candidate();
+    SimResult r = simulate(platform, *routed.pattern(name, mask, bytes_per_element), options);
+    c.trials.push_back({mask, r.simulated_s});
+    c.profiling_s += r.simulated_s;
+    search.record(r.simulated_s);
+    results[mask] = std::move(r);
   }
-  for (int h = 0; h < hops; ++h)
-    if (stage_of[static_cast<std::size_t>(h)] >= 0) stage_of[static_cast<std::size_t>(h)] = stages++;
-  std::vector<std::vector<RankStage>> table(static_cast<std::size_t>(P),
-                                            std::vector<RankStage>(static_cast<std::size_t>(stages)));
-  for (const auto& [key, b] : moves) {
-    const auto [h, from, to] = key;
-    const auto s = static_cast<std::size_t>(stage_of[static_cast<std::size_t>(h)]);
-    table[static_cast<std::size_t>(from)][s].sends.push_back({to, b});
-    table[static_cast<std::size_t>(to)][s].recvs.push_back({from, b});
-  }
-  std::string name = "coupling ";
-  if (p2p) name += "p2p";
-  else if (skip_mask == 0) name += "butterfly";
-  else {
-    name += "butterfly-skip-";
-    bool first = true;
-    for (int s = 0; s < L; ++s)
-      if (skip_mask >> s & 1) {
-        if (!first) name += ',';
-        name += std::to_string(s);
-        first = false;
-      }
-  }
-  return table_pattern(name, std::move(table));
+  // The search's choice is a mask it timed; its canonical form names it as the engine does.
+  c.skip_mask = butterfly::canonical_mask(L, moving, search.best());
+  c.result = results.at(search.best());
+  c.name = c.result.pattern;
+  return c;
 }
 
 CouplingChoice coupling_adaptive(const Platform& platform, const CouplingSpec& spec, const SimOptions& options) {
-  const int L = coupling_kernel_stages(spec);
-  const std::uint64_t all = (std::uint64_t{1} << L) - 1;
-  CouplingChoice c;
-  auto trial = [&](std::uint64_t mask) {
-    const auto pattern = coupling_butterfly(spec, mask);
-    SimResult r = simulate(platform, *pattern, options);
-    c.trials.push_back({mask, r.simulated_s});
-    c.profiling_s += r.simulated_s;
-    if (c.trials.size() == 1 || r.simulated_s < c.result.simulated_s) {
-      c.skip_mask = mask;
-      c.result = std::move(r);
-    }
-  };
-  // estuary's greedy search (adaptive.hpp): the full butterfly, then stage 0, 1, ... skipped in
-  // turn on top of the best so far (a skip is kept when it is faster), then P2P if not reached.
-  trial(0);
-  for (int s = 0; s < L; ++s) {
-    const std::uint64_t mask = c.skip_mask | (std::uint64_t{1} << s);
-    if (mask == c.skip_mask) continue;
-    trial(mask);
-  }
-  if (c.skip_mask != all && std::none_of(c.trials.begin(), c.trials.end(), [&](const auto& t) { return t.skip_mask == all; }))
-    trial(all);
-  c.kernel_stages = L;
-  c.name = c.result.pattern;
-  return c;
+  check(spec, "sim::coupling_adaptive");
+  return butterfly_adaptive(platform, "coupling", ranks_of(spec), flows_of(spec), i64{spec.elem_bytes} * spec.fields,
+                            options);
 }
 
 }  // namespace estuary::sim

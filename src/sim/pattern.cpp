@@ -5,6 +5,8 @@
 #include <numeric>
 #include <tuple>
 
+#include "estuary/allreduce.hpp"
+#include "estuary/alltoall.hpp"
 #include "estuary/error.hpp"
 #include "estuary/sim.hpp"
 
@@ -42,29 +44,23 @@ class TablePattern : public Pattern {
 // (src/xfer/alltoall.cpp). Member `me`; bytes(i, j) is what member i sends member j; to_rank
 // maps members to ranks. Pairs with nothing to exchange send no message, as there.
 int alltoall_stages(const AlltoallAlgo& a, int n) {
-  if (a.kind == AlltoallAlgo::Kind::bruck) {
-    int s = 0;
-    while ((i64{1} << s) < n) ++s;
-    return std::max(1, s);  // one rank alone: one stage holding its local copy
-  }
-  const int k = a.kind == AlltoallAlgo::Kind::burst ? std::max(1, n - 1) : a.k;
-  return std::max(1, (n - 1 + k - 1) / k);
+  if (a.kind == AlltoallAlgo::Kind::bruck) return alltoall::bruck_stages(n);
+  return alltoall::ring_stages(n, a.kind == AlltoallAlgo::Kind::burst ? std::max(1, n - 1) : a.k);
 }
 
 template <class Bytes, class ToRank>
 void alltoall_stage(const AlltoallAlgo& a, int n, int me, int s, Bytes bytes, ToRank to_rank, RankStage& out) {
   if (n <= 1) return;
   if (a.kind == AlltoallAlgo::Kind::bruck) {
-    // Stage s: send to me + 2^s every chunk whose offset d (destination - origin) has bit s
-    // set. The chunk of offset d held at stage s has already moved d mod 2^s.
+    // Stage s: the chunks of the offsets d that move at s, to me + 2^s; each from its origin
+    // (bruck_origin: what it has moved already) to origin + d.
     const int step = 1 << s;
     if (step >= n) return;
     i64 out_b = 0, in_b = 0;
     const int from = mod(me - step, n);
     for (int d = 1; d < n; ++d) {
-      if (!(d & step)) continue;
-      const int moved = d & (step - 1);
-      const int o_out = mod(me - moved, n), o_in = mod(from - moved, n);
+      if (!alltoall::bruck_moves(d, s)) continue;
+      const int o_out = alltoall::bruck_origin(me, d, s, n), o_in = alltoall::bruck_origin(from, d, s, n);
       out_b += bytes(o_out, mod(o_out + d, n));
       in_b += bytes(o_in, mod(o_in + d, n));
     }
@@ -72,9 +68,8 @@ void alltoall_stage(const AlltoallAlgo& a, int n, int me, int s, Bytes bytes, To
     if (in_b > 0) out.recvs.push_back({to_rank(from), in_b});
     return;
   }
-  const int k = a.kind == AlltoallAlgo::Kind::burst ? n - 1 : a.k;
-  // Steps s*k+1 .. (s+1)*k: send to me + step, receive from me - step, in step order.
-  const int first = s * k + 1, last = std::min(n - 1, (s + 1) * k);
+  // Ring-k (burst: k = n - 1): the steps of stage s, to me + step and from me - step, in order.
+  const auto [first, last] = alltoall::ring_steps(n, a.kind == AlltoallAlgo::Kind::burst ? n - 1 : a.k, s);
   for (int t = first; t <= last; ++t) {
     const int to = mod(me + t, n);
     if (const i64 b = bytes(me, to); b > 0) out.sends.push_back({to_rank(to), b});
@@ -205,49 +200,27 @@ class AllreducePattern : public Pattern {
                       " ranks with radix " + std::to_string(s.k) + " repeated " + std::to_string(s.repeat) +
                       " times is not possible",
                   "sim::allreduce", "need ranks >= 1, k >= 2, doubles >= 1, repeat >= 1");
-    while (core_ <= s.ranks / s.k) {
-      core_ *= s.k;
-      ++m_;
-    }
-    extra_ = s.ranks != core_ ? 1 : 0;
-    per_ = m_ + 2 * extra_;
+    per_ = recursive_k_shape(s.ranks, s.k).stages();
   }
   std::string name() const override { return "allreduce recursive-" + std::to_string(s_.k); }
   int ranks() const override { return s_.ranks; }
   int stages() const override { return per_ * s_.repeat; }
-  // The stages of recursive_k_stages (allreduce.hpp), one at a time in O(k): that function
-  // lists a core rank's extras by scanning all ranks, O(P) per call, too slow for 10^5 actors.
+  // The executor's own stage (recursive_k_stage, O(k) per rank and stage): values are sent to
+  // send_to and received from the others combined and from result_from.
   void stage(int rank, int st, RankStage& out) const override {
     out.clear();
     if (per_ == 0) return;
-    const int j = st % per_;
+    const AllreduceStage a = recursive_k_stage(rank, s_.ranks, s_.k, st % per_);
     const i64 b = 8 * i64{s_.doubles};
-    const int p = s_.ranks, K = core_;
-    if (extra_ && (j == 0 || j == per_ - 1)) {
-      if (rank >= K) {
-        // An extra rank e sends to, and later hears from, core rank (e - (P - K)) mod K.
-        const int c = mod(rank - (p - K), K);
-        (j == 0 ? out.sends : out.recvs).push_back({c, b});
-        return;
-      }
-      // This core rank's extras: e >= K with e = rank + (P - K) (mod K), ascending.
-      for (i64 e = K + mod(rank + (p - K) - K, K); e < p; e += K)
-        (j == 0 ? out.recvs : out.sends).push_back({static_cast<int>(e), b});
-      return;
-    }
-    if (rank >= K) return;
-    // Stage j - extra + 1 of m: the k members base + t * k^(j'-1) of this rank's group.
-    i64 step = 1;
-    for (int x = 0; x < j - extra_; ++x) step *= s_.k;
-    const i64 base = rank % step + rank / (step * s_.k) * (step * s_.k);
-    for (int t = 0; t < s_.k; ++t)
-      if (base + t * step != rank) out.sends.push_back({static_cast<int>(base + t * step), b});
-    out.recvs = out.sends;
+    for (int q : a.send_to) out.sends.push_back({q, b});
+    for (int q : a.combine)
+      if (q != rank) out.recvs.push_back({q, b});
+    if (a.result_from >= 0) out.recvs.push_back({a.result_from, b});
   }
 
  private:
   AllreduceSpec s_;
-  int core_ = 1, m_ = 0, extra_ = 0, per_ = 0;
+  int per_ = 0;
 };
 
 class CouplingPattern : public Pattern {

@@ -25,51 +25,6 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {  // splitmix64 of the runn
   return x ^ (x >> 31);
 }
 
-// The greedy search of Fig. 13 as a state machine fed one timing at a time, so the same code
-// serves real runs (AdaptiveRedist) and the scratch exchange (registry builders).
-class Tuner {
- public:
-  using Same = std::function<bool(std::uint64_t, std::uint64_t)>;  // equal schedules?
-  Tuner(int stages, int repetitions, Same same)
-      : stages_(stages), reps_(std::max(1, repetitions)), same_(std::move(same)) {
-    all_ = stages > 0 ? (~std::uint64_t{0} >> (64 - stages)) : 0;
-    if (stages_ == 0) step_ = stages_ + 2;  // nothing to choose: no kernel means P2P
-  }
-  bool done() const { return step_ > stages_ + 1; }
-  std::uint64_t candidate() const { return candidate_; }
-  void record(double seconds) {
-    best_now_ = std::min(best_now_, seconds);
-    if (++reps_done_ < reps_) return;
-    trials_.push_back({candidate_, best_now_});
-    if (step_ == 0 || best_now_ < accepted_s_) {
-      accepted_ = candidate_;
-      accepted_s_ = best_now_;
-    }
-    advance();
-  }
-  std::uint64_t best() const { return accepted_; }
-  const std::vector<AdaptiveTrial>& trials() const { return trials_; }
-
- private:
-  // Moves to the next candidate that differs from what was measured.
-  void advance() {
-    reps_done_ = 0;
-    best_now_ = 1e300;
-    while (++step_ <= stages_ + 1) {
-      candidate_ = step_ <= stages_ ? accepted_ | (std::uint64_t{1} << (step_ - 1)) : all_;
-      bool seen = false;
-      for (const AdaptiveTrial& t : trials_) seen = seen || same_(t.skip_mask, candidate_);
-      if (!seen) return;
-    }
-  }
-  int stages_, reps_;
-  Same same_;
-  std::uint64_t all_ = 0, candidate_ = 0, accepted_ = 0;
-  int step_ = 0, reps_done_ = 0;
-  double best_now_ = 1e300, accepted_s_ = 1e300;
-  std::vector<AdaptiveTrial> trials_;
-};
-
 std::string host_name(MPI_Comm comm) {
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
@@ -132,12 +87,10 @@ detail::CacheKey key_for(const Plan& plan, int element_bytes) {
 
 // The mask with every stage skipped when it gives the same messages (it then reads "p2p").
 std::uint64_t canonical(const ButterflyRouting& routing, std::uint64_t mask) {
-  const int L = routing.kernel_stages();
-  const std::uint64_t all = L > 0 ? (~std::uint64_t{0} >> (64 - L)) : 0;
-  return routing.stage_hops(mask) == routing.stage_hops(all) ? all : mask;
+  return butterfly::canonical_mask(routing.kernel_stages(), routing.moving_hops(), mask);
 }
 
-Tuner::Same same_schedule(const ButterflyRouting& routing) {
+AdaptiveSearch::Same same_schedule(const ButterflyRouting& routing) {
   return [&routing](std::uint64_t a, std::uint64_t b) { return routing.stage_hops(a) == routing.stage_hops(b); };
 }
 
@@ -153,7 +106,7 @@ double timed_run(Exchange& ex, std::span<const Field> fields, MPI_Comm comm) {
 // The search with one field of doubles in scratch buffers (a builder has no others).
 std::uint64_t tune_with_scratch(const Plan& plan, const ButterflyRouting& routing, int repetitions,
                                 std::vector<AdaptiveTrial>* trials = nullptr) {
-  Tuner tuner(routing.kernel_stages(), repetitions, same_schedule(routing));
+  AdaptiveSearch tuner(routing.kernel_stages(), repetitions, same_schedule(routing));
   std::vector<double> src(static_cast<std::size_t>(plan.src_size())), dst(static_cast<std::size_t>(plan.dst_size()));
   const Field field(src, dst);
   while (!tuner.done()) {
@@ -167,6 +120,35 @@ std::uint64_t tune_with_scratch(const Plan& plan, const ButterflyRouting& routin
 }
 
 }  // namespace
+
+AdaptiveSearch::AdaptiveSearch(int stages, int repetitions, Same same)
+    : stages_(stages), reps_(std::max(1, repetitions)), same_(std::move(same)) {
+  all_ = stages > 0 ? (~std::uint64_t{0} >> (64 - stages)) : 0;
+  if (stages_ == 0) step_ = stages_ + 2;  // nothing to choose: no kernel means P2P
+}
+
+void AdaptiveSearch::record(double seconds) {
+  best_now_ = std::min(best_now_, seconds);
+  if (++reps_done_ < reps_) return;
+  trials_.push_back({candidate_, best_now_});
+  if (step_ == 0 || best_now_ < accepted_s_) {
+    accepted_ = candidate_;
+    accepted_s_ = best_now_;
+  }
+  advance();
+}
+
+// Moves to the next candidate that differs from what was measured.
+void AdaptiveSearch::advance() {
+  reps_done_ = 0;
+  best_now_ = 1e300;
+  while (++step_ <= stages_ + 1) {
+    candidate_ = step_ <= stages_ ? accepted_ | (std::uint64_t{1} << (step_ - 1)) : all_;
+    bool seen = false;
+    for (const AdaptiveTrial& t : trials_) seen = seen || same_(t.skip_mask, candidate_);
+    if (!seen) return;
+  }
+}
 
 std::string AdaptiveChoice::name() const {
   const std::uint64_t all = kernel_stages > 0 ? (~std::uint64_t{0} >> (64 - kernel_stages)) : 0;
@@ -230,7 +212,7 @@ struct AdaptiveRedist::Impl {
   AdaptiveOptions options;
   Plan plan;
   ButterflyRouting routing;
-  Tuner tuner;
+  AdaptiveSearch tuner;
   AdaptiveChoice choice;
   bool tuned = false, looked_up = false;
   std::vector<Type> tuning_types;

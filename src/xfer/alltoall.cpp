@@ -23,6 +23,7 @@
 #include <string>
 
 #include "common/mpi_util.hpp"
+#include "estuary/alltoall.hpp"
 #include "estuary/error.hpp"
 #include "estuary/schedule.hpp"
 #include "estuary/settings.hpp"
@@ -65,13 +66,13 @@ void append(std::vector<Block>& blocks, const Block& b) {
   blocks.push_back(b);
 }
 
-int ring_distance(int from, int to, int p) { return ((to - from) % p + p) % p; }
+using alltoall::ring_distance;
 
 Schedule ring_schedule(const Plan& plan, int k) {
   const int p = plan.size(), r = plan.rank();
   const Schedule p2p = p2p_schedule(plan);
-  Schedule s = staged_like(p2p, (p - 1 + k - 1) / k);
-  // Messages of step i (1..p-1) go to stage (i-1)/k; within a stage, in step order.
+  Schedule s = staged_like(p2p, alltoall::ring_stages(p, k));
+  // Messages of step i (1..p-1) go to stage ring_stage(i, k); within a stage, in step order.
   auto place = [&](const std::vector<Message>& from, bool send) {
     std::vector<std::pair<int, const Message*>> by_step;
     for (const Message& m : from)
@@ -79,7 +80,7 @@ Schedule ring_schedule(const Plan& plan, int k) {
     std::sort(by_step.begin(), by_step.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [step, m] : by_step) {
-      Stage& stage = s.stages[static_cast<std::size_t>((step - 1) / k)];
+      Stage& stage = s.stages[static_cast<std::size_t>(alltoall::ring_stage(step, k))];
       (send ? stage.sends : stage.recvs).push_back(*m);
     }
   };
@@ -162,8 +163,7 @@ class TmpSpace {
 
 Schedule bruck_schedule(const Plan& plan) {
   const int p = plan.size(), r = plan.rank();
-  int nstages = 0;
-  while ((i64{1} << nstages) < p) ++nstages;
+  const int nstages = alltoall::bruck_stages(p);
   const Schedule p2p = p2p_schedule(plan);
   Schedule s = staged_like(p2p, nstages);
 
@@ -182,12 +182,12 @@ Schedule bruck_schedule(const Plan& plan) {
 
   TmpSpace tmp;
   std::string fault;  // reported on every rank after the loop, never mid-way (no hang)
-  for (int j = 0; j < nstages; ++j) {
+  for (int j = 0; j < nstages && (1 << j) < p; ++j) {  // one rank alone: its copy, no message
     const int step = 1 << j;
     const int to = (r + step) % p, from = ((r - step) % p + p) % p;
     std::vector<int> offsets;
     for (int d = 1; d < p; ++d)
-      if (d & step) offsets.push_back(d);
+      if (alltoall::bruck_moves(d, j)) offsets.push_back(d);
     Stage& stage = s.stages[static_cast<std::size_t>(j)];
 
     Message out{to, {}};
@@ -214,7 +214,7 @@ Schedule bruck_schedule(const Plan& plan) {
     for (std::size_t x = 0; x < offsets.size(); ++x) {
       const int d = offsets[x];
       const i64 n = in_counts[x];
-      if (d < 2 * step) {
+      if (alltoall::bruck_arrives(d, j)) {
         // No higher bit left: the chunk has reached its destination and its origin is r - d.
         const Message* m = arrival[static_cast<std::size_t>(d)];
         const i64 want = m ? m->count() : 0;

@@ -62,7 +62,6 @@ void pair_blocks(const std::vector<Block>& from, const std::vector<Block>& to, s
 }  // namespace
 
 ButterflyRouting::ButterflyRouting(const Plan& plan) : plan_(&plan) {
-  using namespace butterfly;
   const MPI_Comm comm = plan.comm();
   const int p = plan.size(), me = plan.rank();
   // 1. Per-rank totals, without the part a rank keeps: that part is a local copy, never routed.
@@ -71,51 +70,21 @@ ButterflyRouting::ButterflyRouting(const Plan& plan) : plan_(&plan) {
   for (const PeerSegments& ps : plan.recvs()) if (ps.peer != me) mine[1] += ps.count();
   std::vector<i64> totals(2 * static_cast<std::size_t>(p));
   check_mpi(MPI_Allgather(mine, 2, MPI_INT64_T, totals.data(), 2, MPI_INT64_T, comm), "MPI_Allgather");
-  const std::size_t np = static_cast<std::size_t>(p);
-  std::vector<int> sranks, rranks, sidx(np, -1), ridx(np, -1);  // members, and member of a rank
-  std::vector<i64> ssizes, rsizes;
-  int with_data = 0;
-  for (std::size_t r = 0; r < np; ++r) {
-    const i64 s = totals[2 * r], d = totals[2 * r + 1];
-    if (s > 0) {
-      sidx[r] = static_cast<int>(sranks.size());
-      sranks.push_back(static_cast<int>(r));
-      ssizes.push_back(s);
-    }
-    if (d > 0) {
-      ridx[r] = static_cast<int>(rranks.size());
-      rranks.push_back(static_cast<int>(r));
-      rsizes.push_back(d);
-    }
-    with_data += (s > 0 || d > 0);
+  std::vector<i64> send_totals(static_cast<std::size_t>(p)), recv_totals(static_cast<std::size_t>(p));
+  for (std::size_t r = 0; r < static_cast<std::size_t>(p); ++r) {
+    send_totals[r] = totals[2 * r];
+    recv_totals[r] = totals[2 * r + 1];
   }
-  kernel_ = kernel_size(with_data);
-  stages_ = log2_exact(kernel_);
+  // 2. The mappings and hosts, identical on every rank (and in the simulator's all_messages).
+  const butterfly::Router router(send_totals, recv_totals);
+  kernel_ = router.kernel();
+  stages_ = router.stages();
   if (stages_ == 0) return;  // the same on every rank: no kernel, P2P
-
-  // 2. The mappings and hosts, identical on every rank.
-  const SideMap smap = map_senders(ssizes, kernel_);
-  hosts_ = choose_hosts(smap, sranks, ssizes, rranks, rsizes, p);
-  std::vector<int> hosted_by(static_cast<std::size_t>(p), -1), hosted(rranks.size(), -1);
-  for (int j = 0; j < kernel_; ++j) hosted_by[static_cast<std::size_t>(hosts_[static_cast<std::size_t>(j)])] = j;
-  for (std::size_t i = 0; i < rranks.size(); ++i) hosted[i] = hosted_by[static_cast<std::size_t>(rranks[i])];
-  const SideMap rmap = map_receivers(rsizes, kernel_, hosted);
+  hosts_ = router.hosts();
   const int L = stages_;
   auto route = [&](int q, int r, i64 count) {
-    const std::size_t iq = static_cast<std::size_t>(sidx[static_cast<std::size_t>(q)]);
-    const std::size_t ir = static_cast<std::size_t>(ridx[static_cast<std::size_t>(r)]);
-    // Free bits on either side are chosen so that the stages they decide move nothing.
-    const int a = smap.base[iq] | (rmap.base[ir] & smap.free[iq]);
-    const int d = rmap.base[ir] | (a & rmap.free[ir]);
-    Flow f{q, r, count, std::vector<int>(static_cast<std::size_t>(L) + 3)};
-    f.at[0] = q;
-    int pos = a;
-    f.at[1] = hosts_[static_cast<std::size_t>(pos)];
-    for (int s = 0; s < L; ++s) {
-      if (((pos ^ d) >> s) & 1) pos ^= 1 << s;
-      f.at[static_cast<std::size_t>(s) + 2] = hosts_[static_cast<std::size_t>(pos)];
-    }
-    f.at[static_cast<std::size_t>(L) + 2] = r;
+    Flow f{q, r, count, {}};
+    router.route(q, r, f.at);
     return f;
   };
 
@@ -125,8 +94,7 @@ ButterflyRouting::ButterflyRouting(const Plan& plan) : plan_(&plan) {
   for (const PeerSegments& ps : plan.sends()) {
     if (ps.peer == me || ps.count() == 0) continue;
     Flow f = route(me, ps.peer, ps.count());
-    for (std::size_t h = 0; h <= static_cast<std::size_t>(L) + 1; ++h)
-      if (f.at[h] != f.at[h + 1]) moving_hops_ |= std::uint64_t{1} << h;
+    moving_hops_ |= butterfly::moving_hops(f.at);
     for (std::size_t h = 1; h <= static_cast<std::size_t>(L) + 1; ++h) {
       // A flow stays put at the stages whose bit it already has: tell each host once.
       const int x = f.at[h];
@@ -152,33 +120,7 @@ ButterflyRouting::ButterflyRouting(const Plan& plan) : plan_(&plan) {
 }
 
 std::vector<std::pair<int, int>> ButterflyRouting::stage_hops(std::uint64_t skip_mask) const {
-  const int L = stages_;
-  const std::uint64_t all = L > 0 ? (~std::uint64_t{0} >> (64 - L)) : 0;
-  if (L == 0) return {{0, 1}};
-  // Hops 0 (mapping in), 1..L (kernel stages), L+1 (mapping out), grouped into stages: a
-  // skipped kernel stage joins the group before it; with none left, one group is P2P. Each
-  // group is trimmed to the hops that move something anywhere, and goes if there are none, so
-  // that masks giving the same messages give the same list.
-  std::vector<std::pair<int, int>> groups;
-  if ((skip_mask & all) == all) {
-    groups.push_back({0, L + 1});
-  } else {
-    std::pair<int, int> cur{0, 0};
-    for (int st = 0; st < L; ++st) {
-      if ((skip_mask >> st) & 1) { cur.second = st + 1; continue; }
-      groups.push_back(cur);
-      cur = {st + 1, st + 1};
-    }
-    groups.push_back(cur);
-    groups.push_back({L + 1, L + 1});
-  }
-  std::vector<std::pair<int, int>> moving;
-  for (auto [first, last] : groups) {
-    while (first <= last && !((moving_hops_ >> first) & 1)) ++first;
-    while (last >= first && !((moving_hops_ >> last) & 1)) --last;
-    if (first <= last) moving.emplace_back(first, last);
-  }
-  return moving;
+  return butterfly::stage_hops(stages_, moving_hops_, skip_mask);
 }
 
 Schedule ButterflyRouting::schedule(std::uint64_t skip_mask) const {

@@ -2,6 +2,7 @@
 // process mappings and the choice of kernel hosts. No MPI: every rank computes the same result
 // from the same per-rank totals.
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 #include "estuary/butterfly.hpp"
@@ -200,6 +201,153 @@ std::vector<int> choose_hosts(const SideMap& senders, std::span<const int> sende
   for (int j = 0; j < K; ++j)
     while (hosts[static_cast<std::size_t>(j)] < 0 && r < comm_size) take(j, r++);
   return hosts;
+}
+
+Router::Router(std::span<const i64> send_totals, std::span<const i64> recv_totals) {
+  const std::size_t np = send_totals.size();
+  std::vector<int> sranks, rranks;  // members, and the member of a rank
+  std::vector<i64> ssizes, rsizes;
+  sidx_.assign(np, -1);
+  ridx_.assign(np, -1);
+  int with_data = 0;
+  for (std::size_t r = 0; r < np; ++r) {
+    const i64 s = send_totals[r], d = recv_totals[r];
+    if (s > 0) {
+      sidx_[r] = static_cast<int>(sranks.size());
+      sranks.push_back(static_cast<int>(r));
+      ssizes.push_back(s);
+    }
+    if (d > 0) {
+      ridx_[r] = static_cast<int>(rranks.size());
+      rranks.push_back(static_cast<int>(r));
+      rsizes.push_back(d);
+    }
+    with_data += (s > 0 || d > 0);
+  }
+  kernel_ = kernel_size(with_data);
+  stages_ = log2_exact(kernel_);
+  if (stages_ == 0) return;  // no kernel: P2P
+  smap_ = map_senders(ssizes, kernel_);
+  hosts_ = choose_hosts(smap_, sranks, ssizes, rranks, rsizes, static_cast<int>(np));
+  std::vector<int> hosted_by(np, -1), hosted(rranks.size(), -1);
+  for (int j = 0; j < kernel_; ++j) hosted_by[static_cast<std::size_t>(hosts_[static_cast<std::size_t>(j)])] = j;
+  for (std::size_t i = 0; i < rranks.size(); ++i) hosted[i] = hosted_by[static_cast<std::size_t>(rranks[i])];
+  rmap_ = map_receivers(rsizes, kernel_, hosted);
+}
+
+void Router::route(int from, int to, std::vector<int>& at) const {
+  const int L = stages_;
+  const std::size_t iq = static_cast<std::size_t>(sidx_[static_cast<std::size_t>(from)]);
+  const std::size_t ir = static_cast<std::size_t>(ridx_[static_cast<std::size_t>(to)]);
+  const int a = smap_.base[iq] | (rmap_.base[ir] & smap_.free[iq]);
+  const int d = rmap_.base[ir] | (a & rmap_.free[ir]);
+  at.assign(static_cast<std::size_t>(L) + 3, 0);
+  at[0] = from;
+  int pos = a;
+  at[1] = hosts_[static_cast<std::size_t>(pos)];
+  for (int s = 0; s < L; ++s) {
+    if (((pos ^ d) >> s) & 1) pos ^= 1 << s;
+    at[static_cast<std::size_t>(s) + 2] = hosts_[static_cast<std::size_t>(pos)];
+  }
+  at[static_cast<std::size_t>(L) + 2] = to;
+}
+
+std::uint64_t moving_hops(std::span<const int> at) {
+  std::uint64_t m = 0;
+  for (std::size_t h = 0; h + 1 < at.size(); ++h)
+    if (at[h] != at[h + 1]) m |= std::uint64_t{1} << h;
+  return m;
+}
+
+std::vector<std::pair<int, int>> stage_hops(int L, std::uint64_t moving, std::uint64_t skip_mask) {
+  const std::uint64_t all = L > 0 ? (~std::uint64_t{0} >> (64 - L)) : 0;
+  if (L == 0) return {{0, 1}};
+  std::vector<std::pair<int, int>> groups;
+  if ((skip_mask & all) == all) {
+    groups.push_back({0, L + 1});
+  } else {
+    std::pair<int, int> cur{0, 0};
+    for (int st = 0; st < L; ++st) {
+      if ((skip_mask >> st) & 1) { cur.second = st + 1; continue; }
+      groups.push_back(cur);
+      cur = {st + 1, st + 1};
+    }
+    groups.push_back(cur);
+    groups.push_back({L + 1, L + 1});
+  }
+  std::vector<std::pair<int, int>> out;
+  for (auto [first, last] : groups) {
+    while (first <= last && !((moving >> first) & 1)) ++first;
+    while (last >= first && !((moving >> last) & 1)) --last;
+    if (first <= last) out.emplace_back(first, last);
+  }
+  return out;
+}
+
+std::uint64_t canonical_mask(int L, std::uint64_t moving, std::uint64_t skip_mask) {
+  const std::uint64_t all = L > 0 ? (~std::uint64_t{0} >> (64 - L)) : 0;
+  return stage_hops(L, moving, skip_mask) == stage_hops(L, moving, all) ? all : skip_mask;
+}
+
+namespace {
+
+// Per-rank totals of the flows, for the Router.
+Router router_of(int ranks, std::span<const Flow> flows) {
+  std::vector<i64> sends(static_cast<std::size_t>(ranks), 0), recvs(static_cast<std::size_t>(ranks), 0);
+  for (const Flow& f : flows) {
+    sends[static_cast<std::size_t>(f.from)] += f.count;
+    recvs[static_cast<std::size_t>(f.to)] += f.count;
+  }
+  return Router(sends, recvs);
+}
+
+}  // namespace
+
+std::uint64_t all_moving_hops(int ranks, std::span<const Flow> flows) {
+  const Router router = router_of(ranks, flows);
+  if (router.stages() == 0) return 0;
+  std::uint64_t moving = 0;
+  std::vector<int> at;
+  for (const Flow& f : flows) {
+    router.route(f.from, f.to, at);
+    moving |= moving_hops(at);
+  }
+  return moving;
+}
+
+std::vector<StageMessage> all_messages(int ranks, std::span<const Flow> flows, std::uint64_t skip_mask,
+                                       int* stages_out) {
+  const Router router = router_of(ranks, flows);
+  const int L = router.stages();
+  const std::uint64_t all = L > 0 ? (~std::uint64_t{0} >> (64 - L)) : 0;
+  // (stage, from, to) -> elements: ButterflyRouting::schedule sends every flow that moves from a
+  // to b in a stage in one message from a to b.
+  std::map<std::tuple<int, int, int>, i64> moves;
+  int stages = 1;
+  if (L == 0 || (skip_mask & all) == all) {
+    // As ButterflyRouting::schedule: the P2P schedule, one stage.
+    for (const Flow& f : flows) moves[{0, f.from, f.to}] += f.count;
+  } else {
+    std::vector<std::vector<int>> paths(flows.size());
+    std::uint64_t moving = 0;
+    for (std::size_t i = 0; i < flows.size(); ++i) {
+      router.route(flows[i].from, flows[i].to, paths[i]);
+      moving |= moving_hops(paths[i]);
+    }
+    const std::vector<std::pair<int, int>> groups = stage_hops(L, moving, skip_mask);
+    stages = std::max<int>(1, static_cast<int>(groups.size()));
+    for (std::size_t i = 0; i < flows.size(); ++i)
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        const int a = paths[i][static_cast<std::size_t>(groups[g].first)];
+        const int b = paths[i][static_cast<std::size_t>(groups[g].second) + 1];
+        if (a != b) moves[{static_cast<int>(g), a, b}] += flows[i].count;
+      }
+  }
+  std::vector<StageMessage> out;
+  out.reserve(moves.size());
+  for (const auto& [key, n] : moves) out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), n});
+  if (stages_out) *stages_out = stages;
+  return out;
 }
 
 }  // namespace estuary::butterfly

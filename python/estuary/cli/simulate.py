@@ -131,7 +131,8 @@ def bench_command(bench: Path, args, v: dict, ranks: int, matrix_bins: int = 0) 
     cmd += _algorithm_args(args.kind, v["algorithm"])
     if v["width"] is not None:
         cmd += ["--width", str(v["width"])]
-    for opt in ("nx", "ny", "nz", "transpositions", "doubles", "repeat", "points", "dst_chunk", "fields"):
+    for opt in ("nx", "ny", "nz", "transpositions", "doubles", "repeat", "points", "dst_chunk", "fields", "src_kind",
+                "dst_kind"):
         val = getattr(args, opt, None)
         if val is not None:
             cmd += ["--" + opt.replace("_", "-"), str(val)]
@@ -321,6 +322,10 @@ def add_parser(sub):
     s.add_argument("--dst-chunk", type=int, help="coupling: 0 block -> block; c: destination points dealt in "
                                                  "round-robin chunks of c (every pair of ranks exchanges)")
     s.add_argument("--fields", type=int, help="coupling: fields moved at once (1)")
+    s.add_argument("--src-kind", help="coupling: the sources' decomposition (block, cyclic, random, rows2d, cols2d); "
+                                      "with --dst-kind, the plan the ranks would build, made in one process "
+                                      "(sim::plan_flows) and replayed with the engine's schedules")
+    s.add_argument("--dst-kind", help="coupling: the destinations' decomposition (as --src-kind)")
     s.add_argument("--overhead", type=float, default=0.0,
                    help="CPU time per message sent or received, ns (LogP's o; 0: the network alone)")
     s.add_argument("--crosstraffic", action="store_true", help="SimGrid network/crosstraffic on")
