@@ -3,6 +3,7 @@
 
 #include "estuary/adaptive.hpp"
 #include "estuary/allreduce.hpp"
+#include "estuary/alltoall.hpp"
 #include "estuary/butterfly.hpp"
 #include "estuary/decomp.hpp"
 #include "estuary/error.hpp"
@@ -20,6 +21,7 @@
 #include "estuary/redist.hpp"
 #include "estuary/remap.hpp"
 #include "estuary/schedule.hpp"
+#include "estuary/settings.hpp"
 #include "estuary/types.hpp"
 #include "estuary/runoff.hpp"
 #include "estuary/weightgen.hpp"
