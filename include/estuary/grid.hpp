@@ -101,6 +101,11 @@ class GridGen {
   // listing the forms (recipe_forms()).
   static GridGen from_name(std::string_view recipe);
   static const char* recipe_forms();
+  // A recipe by kind and sizes, as the C API and Fortran pass them: n1 x n2 for lonlat,
+  // gaussian, tripolar; n1 for reduced_gaussian, cubed_sphere; none for t799, orca025 (sizes a
+  // kind does not take are ignored). kind_dims: how many sizes a kind takes, -1 for no kind.
+  static GridGen from_kind(std::string_view kind, std::int64_t n1, std::int64_t n2);
+  static int kind_dims(std::string_view kind);
 
   GridKind kind() const;
   const std::string& name() const;

@@ -369,24 +369,12 @@ int est_comp_last_source_integral(est_comp c, int var, double* integral) {
 namespace {
 estuary::GridGen grid_gen(const char* kind, int64_t n1, int64_t n2, int land) {
   require(kind, "kind");
-  const std::string k = kind;
-  auto positive = [&](int64_t v, const char* arg) {
-    if (v <= 0) throw std::invalid_argument("grid kind \"" + k + "\": argument '" + arg + "' must be positive");
-  };
-  estuary::GridGen g = [&] {
-    if (k == "t799") return estuary::GridGen::t799();
-    if (k == "orca025") return estuary::GridGen::orca025();
-    positive(n1, "n1");
-    if (k == "reduced_gaussian") return estuary::GridGen::reduced_gaussian(n1);
-    if (k == "cubed_sphere") return estuary::GridGen::cubed_sphere(n1);
-    positive(n2, "n2");
-    if (k == "lonlat") return estuary::GridGen::lonlat(n1, n2);
-    if (k == "gaussian") return estuary::GridGen::gaussian(n1, n2);
-    if (k == "tripolar") return estuary::GridGen::tripolar(n1, n2);
-    throw std::invalid_argument("unknown grid kind \"" + k +
-                                "\" (lonlat, gaussian, reduced_gaussian, tripolar, cubed_sphere, t799, orca025)");
-  }();
-  return land ? g.with_land() : g;
+  try {
+    const estuary::GridGen g = estuary::GridGen::from_kind(kind, n1, n2);  // the core knows the kinds
+    return land ? g.with_land() : g;
+  } catch (const estuary::Error& e) {
+    throw std::invalid_argument(e.what());  // a bad argument (EST_ERR_ARGUMENT), whichever call
+  }
 }
 }  // namespace
 

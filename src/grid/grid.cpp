@@ -410,22 +410,33 @@ GridGen GridGen::from_name(std::string_view recipe) {
       d.remove_prefix(x + 1);
     }
   }
-  const auto make = [&]() -> GridGen {
-    if (dims.size() == 2) {
-      if (kind == "lonlat") return lonlat(dims[0], dims[1]);
-      if (kind == "gaussian") return gaussian(dims[0], dims[1]);
-      if (kind == "tripolar") return tripolar(dims[0], dims[1]);
-    } else if (dims.size() == 1) {
-      if (kind == "reduced_gaussian") return reduced_gaussian(dims[0]);
-      if (kind == "cubed_sphere") return cubed_sphere(dims[0]);
-    } else if (colon == std::string_view::npos) {
-      if (kind == "t799") return t799();
-      if (kind == "orca025") return orca025();
-    }
+  const int want = kind_dims(kind);
+  if (want < 0 || static_cast<std::size_t>(want) != dims.size() || (want == 0 && colon != std::string_view::npos))
     throw refuse();
-  };
-  GridGen g = make();
+  GridGen g = from_kind(kind, want > 0 ? dims[0] : 0, want > 1 ? dims[1] : 0);
   return land ? g.with_land() : g;
+}
+
+int GridGen::kind_dims(std::string_view kind) {
+  if (kind == "lonlat" || kind == "gaussian" || kind == "tripolar") return 2;
+  if (kind == "reduced_gaussian" || kind == "cubed_sphere") return 1;
+  if (kind == "t799" || kind == "orca025") return 0;
+  return -1;
+}
+
+GridGen GridGen::from_kind(std::string_view kind, i64 n1, i64 n2) {
+  const int want = kind_dims(kind);
+  std::string named = "grid kind \"";
+  named.append(kind).append("\"");
+  if (want < 0) throw Error("unknown " + named, "GridGen::from_kind", std::string("recipes: ") + recipe_forms());
+  if (want >= 1 && n1 <= 0) throw Error(named + ": argument 'n1' must be positive", "GridGen::from_kind");
+  if (want >= 2 && n2 <= 0) throw Error(named + ": argument 'n2' must be positive", "GridGen::from_kind");
+  if (kind == "lonlat") return lonlat(n1, n2);
+  if (kind == "gaussian") return gaussian(n1, n2);
+  if (kind == "tripolar") return tripolar(n1, n2);
+  if (kind == "reduced_gaussian") return reduced_gaussian(n1);
+  if (kind == "cubed_sphere") return cubed_sphere(n1);
+  return kind == "t799" ? t799() : orca025();
 }
 
 GridKind GridGen::kind() const { return impl_->kind; }
