@@ -86,6 +86,7 @@
 #include "bench_util.hpp"
 #include "heap_meter.hpp"
 #include "estuary/couple.hpp"
+#include "estuary/settings.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/grid.hpp"
 #include "estuary/weightgen.hpp"
@@ -477,7 +478,10 @@ int main(int argc, char** argv) {
     e.order = order;
     e.noop_calls = noop_calls;
     // The comparison is of the configuration's switch: the environment's must not override it.
-    if (cli.given("timeline")) unsetenv("ESTUARY_TIMELINE");
+    if (cli.given("timeline")) {
+      unsetenv("ESTUARY_TIMELINE");
+      estuary::Settings::reload();
+    }
     e.w_a2o = "rmp_" + e.gt.name() + "_to_" + e.go.name() + "_dis5.nc";
     e.w_o2a = "rmp_" + e.go.name() + "_to_" + e.gt.name() + "_dis5.nc";
     if (splits.empty()) splits.push_back(atm_ranks);

@@ -4,7 +4,9 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "estuary/error.hpp"
@@ -342,4 +344,31 @@ TEST(Errors, SettingsDifferingBetweenRanks) {
   // The same settings everywhere: no error (the check itself must not cry wolf).
   Redist same(etest::block(n, p, r), etest::cyclic(n, p, r), MPI_COMM_WORLD);
   EXPECT_TRUE(runs_fine(same, etest::block(n, p, r), etest::cyclic(n, p, r)));
+}
+
+// Every ESTUARY_ variable goes through the one snapshot: a change of the environment takes effect
+// at reload(), not before, and each value is parsed (and refused) as the part that uses it expects.
+TEST(Errors, SettingsSnapshotHoldsEveryVariable) {
+  const std::vector<std::pair<const char*, const char*>> vars{
+      {"ESTUARY_CONFIG", "/run/a.yaml"},  {"ESTUARY_TIMELINE", "Off"}, {"ESTUARY_TIMELINE_MAX_EVENTS", "12"},
+      {"ESTUARY_NC4_IN_TURN", "1"},       {"ESTUARY_IO_FAULT", "record=3"}, {"ESTUARY_SIMD", "generic"}};
+  for (const auto& [name, value] : vars) ::unsetenv(name);
+  const estuary::Settings& before = estuary::Settings::reload();
+  bool ok = !before.config && before.timeline_on(true) && !before.timeline_on(false) &&
+            before.timeline_max_events_or(7) == 7 && !before.nc4_in_turn && !before.io_fault && !before.simd_generic;
+  for (const auto& [name, value] : vars) ::setenv(name, value, 1);
+  ok = ok && !estuary::Settings::get().config;  // not yet: the snapshot is taken once
+  const estuary::Settings& s = estuary::Settings::reload();
+  ok = ok && s.config == std::optional<std::string>("/run/a.yaml") && !s.timeline_on(true) &&
+       s.timeline_max_events_or(7) == 12 && s.nc4_in_turn && s.io_fault == std::optional<std::string>("record=3") &&
+       s.simd_generic;
+  ::setenv("ESTUARY_TIMELINE", "maybe", 1);
+  ::setenv("ESTUARY_TIMELINE_MAX_EVENTS", "-1", 1);
+  const estuary::Settings& bad = estuary::Settings::reload();
+  expect_error(outcome_of([&] { (void)bad.timeline_on(false); }), {"ESTUARY_TIMELINE=maybe"}, "timeline switch");
+  expect_error(outcome_of([&] { (void)bad.timeline_max_events_or(1); }), {"ESTUARY_TIMELINE_MAX_EVENTS=-1"},
+               "timeline event count");
+  for (const auto& [name, value] : vars) ::unsetenv(name);
+  estuary::Settings::reload();
+  EXPECT_TRUE(etest::all_ok(ok));
 }

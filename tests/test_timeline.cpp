@@ -25,6 +25,7 @@
 #include "estuary/couple.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/error.hpp"
+#include "estuary/settings.hpp"
 
 using namespace estuary;
 using namespace ctest_util;
@@ -200,10 +201,12 @@ class Timeline : public testing::Test {
   void SetUp() override {
     unsetenv("ESTUARY_TIMELINE");
     unsetenv("ESTUARY_TIMELINE_MAX_EVENTS");
+    estuary::Settings::reload();
   }
   void TearDown() override {
     unsetenv("ESTUARY_TIMELINE");
     unsetenv("ESTUARY_TIMELINE_MAX_EVENTS");
+    estuary::Settings::reload();
   }
 };
 
@@ -353,9 +356,11 @@ TEST_F(Timeline, OffWritesNothing) {
 // ESTUARY_TIMELINE overrides the configuration both ways; a value that is neither stops enddef.
 TEST_F(Timeline, EnvironmentOverrides) {
   setenv("ESTUARY_TIMELINE", "1", 1);
+  estuary::Settings::reload();
   const std::string on = prepare("env_on", config(""));
   run_models(on);
   setenv("ESTUARY_TIMELINE", "off", 1);
+  estuary::Settings::reload();
   const std::string off = prepare("env_off", config("timeline: true\n"));
   run_models(off);
   bool ok = true;
@@ -363,6 +368,7 @@ TEST_F(Timeline, EnvironmentOverrides) {
   EXPECT_TRUE(root_says(ok));
 
   setenv("ESTUARY_TIMELINE", "maybe", 1);
+  estuary::Settings::reload();
   const std::string bad = prepare("env_bad", config(""));
   try {
     run_models(bad);
@@ -412,6 +418,7 @@ TEST_F(Timeline, NamcoupleNegativeTimerLevel) {
 // Past ESTUARY_TIMELINE_MAX_EVENTS later events are counted, not kept, and the file says so.
 TEST_F(Timeline, EventLimitDropsAndCounts) {
   setenv("ESTUARY_TIMELINE_MAX_EVENTS", "10", 1);
+  estuary::Settings::reload();
   const std::string dir = prepare("limit", config("timeline: true\n"));
   run_models(dir);
   if (world_rank() != 0) return;

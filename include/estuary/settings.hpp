@@ -4,6 +4,7 @@
 // Settings::reload(). docs/configuration.md lists the variables.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -21,9 +22,33 @@ struct Settings {
   std::optional<std::string> schedule_cache;  // ESTUARY_SCHEDULE_CACHE: adaptive's file, or off
   bool share_remaps = true;  // ESTUARY_SHARE_REMAPS=0: every coupling sets up its own Remap
 
+  // The coupler: ESTUARY_CONFIG names the configuration file when the program gives none;
+  // ESTUARY_TIMELINE (on/off) overrides the configuration's timeline switch; and
+  // ESTUARY_TIMELINE_MAX_EVENTS bounds the events a rank keeps. The texts as given.
+  std::optional<std::string> config;
+  std::optional<std::string> timeline;
+  std::optional<std::string> timeline_max_events;
+
+  // The I/O layer: ESTUARY_NC4_IN_TURN=1 makes the netCDF-4 writers take turns even where
+  // netCDF has parallel HDF5; ESTUARY_IO_FAULT=record=R[,writer=W] injects a write failure
+  // (the fault tests).
+  bool nc4_in_turn = false;
+  std::optional<std::string> io_fault;
+
+  // ESTUARY_SIMD=generic keeps the reproducible sums off the AVX2 kernel (same results, for
+  // comparing the two).
+  bool simd_generic = false;
+
   // The time-out in seconds (0: wait forever), or `fallback` when none is set. Throws
   // estuary::Error naming the variable when it is not a number >= 0.
   double timeout_s(double fallback) const;
+
+  // ESTUARY_TIMELINE as a switch: `configured` when unset. Throws estuary::Error naming the
+  // variable for a value that is neither on nor off.
+  bool timeline_on(bool configured) const;
+  // ESTUARY_TIMELINE_MAX_EVENTS as a count, or `fallback` when unset. Throws estuary::Error
+  // naming the variable when it is not a count.
+  std::size_t timeline_max_events_or(std::size_t fallback) const;
 
   static const Settings& get();
   static const Settings& reload();

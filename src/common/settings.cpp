@@ -1,5 +1,7 @@
 #include "estuary/settings.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
@@ -29,6 +31,12 @@ Settings read() {
   if (const char* v = std::getenv("ESTUARY_SCHEDULE_CACHE")) s.schedule_cache = std::string(v);
   const std::optional<std::string> share = env("ESTUARY_SHARE_REMAPS");
   s.share_remaps = !share || !(*share == "0" || *share == "off" || *share == "no" || *share == "false");
+  s.config = env("ESTUARY_CONFIG");
+  s.timeline = env("ESTUARY_TIMELINE");
+  s.timeline_max_events = env("ESTUARY_TIMELINE_MAX_EVENTS");
+  s.nc4_in_turn = env("ESTUARY_NC4_IN_TURN") == std::optional<std::string>("1");
+  s.io_fault = env("ESTUARY_IO_FAULT");
+  s.simd_generic = env("ESTUARY_SIMD") == std::optional<std::string>("generic");
   return s;
 }
 
@@ -51,6 +59,27 @@ double Settings::timeout_s(double fallback) const {
     throw Error(timeout_variable + "=" + *timeout + " is not a number of seconds >= 0", "environment",
                 "give the time-out in seconds (0 waits forever), or unset it");
   return v;
+}
+
+bool Settings::timeline_on(bool configured) const {
+  if (!timeline) return configured;
+  std::string v = *timeline;
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  throw Error("ESTUARY_TIMELINE=" + *timeline + " is neither on nor off", "environment",
+              "set it to 1 (record the coupling timeline) or 0 (do not), or unset it to follow the configuration");
+}
+
+std::size_t Settings::timeline_max_events_or(std::size_t fallback) const {
+  if (!timeline_max_events) return fallback;
+  const char* text = timeline_max_events->c_str();
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || v < 0)
+    throw Error("ESTUARY_TIMELINE_MAX_EVENTS=" + *timeline_max_events + " is not a count of events", "environment",
+                "give the number of events a rank may keep (64 bytes each)");
+  return static_cast<std::size_t>(v);
 }
 
 const Settings& Settings::get() {

@@ -174,7 +174,7 @@ int Component::def_var(const std::string& name, int partition, Direction directi
 void Component::Impl::read_config() {
   std::string path = opt.config;
   if (path.empty()) {
-    if (const char* env = std::getenv("ESTUARY_CONFIG")) path = env;
+    if (const auto& env = Settings::get().config) path = *env;
     else if (std::filesystem::exists(path_in(opt.directory, "estuary.yaml"))) path = path_in(opt.directory, "estuary.yaml");
     else path = path_in(opt.directory, "namcouple");
   }

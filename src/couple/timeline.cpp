@@ -34,6 +34,7 @@
 #include "common/mpi_util.hpp"
 #include "couple/coupling.hpp"
 #include "estuary/error.hpp"
+#include "estuary/settings.hpp"
 
 namespace estuary::detail {
 
@@ -109,16 +110,7 @@ const char* name_of(TimelineKind k) {
   return "?";
 }
 
-bool timeline_wanted(bool configured) {
-  const char* env = std::getenv("ESTUARY_TIMELINE");
-  if (!env || !*env) return configured;
-  std::string v(env);
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
-  throw Error("ESTUARY_TIMELINE=" + std::string(env) + " is neither on nor off", "environment",
-              "set it to 1 (record the coupling timeline) or 0 (do not), or unset it to follow the configuration");
-}
+bool timeline_wanted(bool configured) { return Settings::get().timeline_on(configured); }
 
 Timeline::Timeline(const std::string& component, const CouplingSetup& setup,
                    const std::vector<std::unique_ptr<Coupling>>& couplings, MPI_Comm comm)
@@ -129,15 +121,7 @@ Timeline::Timeline(const std::string& component, const CouplingSetup& setup,
   int len = 0;
   if (MPI_Get_processor_name(host, &len) == MPI_SUCCESS) host_.assign(host, static_cast<std::size_t>(std::max(0, len)));
 
-  max_events_ = kDefaultMaxEvents;
-  if (const char* env = std::getenv("ESTUARY_TIMELINE_MAX_EVENTS"); env && *env) {
-    char* end = nullptr;
-    const long long v = std::strtoll(env, &end, 10);
-    if (end == env || *end != '\0' || v < 0)
-      throw Error("ESTUARY_TIMELINE_MAX_EVENTS=" + std::string(env) + " is not a count of events", "environment",
-                  "give the number of events a rank may keep (64 bytes each)");
-    max_events_ = static_cast<std::size_t>(v);
-  }
+  max_events_ = Settings::get().timeline_max_events_or(kDefaultMaxEvents);
 
   // The component's couplings, for the file; and the gets and puts this rank will make at
   // coupling times, for the first block (a model that calls them every step makes more: the

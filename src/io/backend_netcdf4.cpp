@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "estuary/error.hpp"
+#include "estuary/settings.hpp"
 #include "estuary/io.hpp"
 #include "io/io_detail.hpp"
 
@@ -41,8 +42,7 @@ class Netcdf4Writer final : public FileWriter {
     comm_ = comm;
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
-    const char* env = std::getenv("ESTUARY_NC4_IN_TURN");
-    in_turn_ = size_ > 1 && (!have_netcdf4_parallel() || (env && std::strcmp(env, "1") == 0));
+    in_turn_ = size_ > 1 && (!have_netcdf4_parallel() || Settings::get().nc4_in_turn);
     par_ = size_ > 1 && !in_turn_;
     std::lock_guard<std::recursive_mutex> g(nc_lock());
     if (par_) {

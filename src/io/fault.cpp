@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "estuary/error.hpp"
+#include "estuary/settings.hpp"
 #include "io/io_detail.hpp"
 
 namespace estuary::io::detail {
@@ -47,8 +48,9 @@ class FaultyWriter final : public FileWriter {
 }  // namespace
 
 std::unique_ptr<FileWriter> with_fault_injection(std::unique_ptr<FileWriter> w, int writer) {
-  const char* env = std::getenv("ESTUARY_IO_FAULT");
-  if (!env || !*env) return w;
+  const std::optional<std::string>& setting = Settings::get().io_fault;
+  if (!setting) return w;
+  const char* env = setting->c_str();
   long long record = -1;
   int at = 0;
   if (std::sscanf(env, "record=%lld,writer=%d", &record, &at) < 1 || record < 0)

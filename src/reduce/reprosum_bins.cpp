@@ -25,6 +25,7 @@
 #include <limits>
 
 #include "reduce/reprosum_digits.hpp"
+#include "estuary/settings.hpp"
 
 namespace estuary::detail {
 namespace {
@@ -170,8 +171,7 @@ __attribute__((target("avx2"))) int add_block_avx2(const double* x, std::size_t 
 
 bool use_avx2() {
 #ifdef ESTUARY_HAVE_AVX2_KERNEL
-  const char* simd = std::getenv("ESTUARY_SIMD");
-  return __builtin_cpu_supports("avx2") && !(simd && std::strcmp(simd, "generic") == 0);
+  return __builtin_cpu_supports("avx2") && !Settings::get().simd_generic;
 #else
   return false;
 #endif
