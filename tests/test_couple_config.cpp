@@ -301,6 +301,57 @@ TEST_F(ConfigTest, TimelineSwitch) {
   EXPECT_FALSE(lucia == timers);  // the switch is part of the set-up
 }
 
+// The start date and calendar of the coupler's files: YAML `start_date`/`calendar` (checked:
+// a CF calendar, a day of it), and the namcouple's $INIDATE/$CALTYPE, which OASIS3-MCT skips,
+// so a value estuary cannot use is a note, never an error.
+TEST_F(ConfigTest, StartDateAndCalendar) {
+  const std::string base = "runtime: 3600\ncouplings:\n  - source: {field: A, grid: ga}\n"
+                           "    target: {field: B, grid: gb}\n    period: 3600\n";
+  const CouplingSetup none = read_coupling_yaml(write("none.yaml", base));
+  EXPECT_EQ(none.start_date, "");
+  EXPECT_EQ(none.calendar, "standard");
+  const CouplingSetup set = read_coupling_yaml(write("set.yaml", "calendar: noleap\nstart_date: 1979-03-01 06:00:00\n" + base));
+  EXPECT_EQ(set.start_date, "1979-03-01 06:00:00");
+  EXPECT_EQ(set.calendar, "noleap");
+  EXPECT_FALSE(set == none);  // part of the set-up
+  EXPECT_EQ(read_coupling_yaml(write("day.yaml", "start_date: 1850-01-01\n" + base)).start_date, "1850-01-01 00:00:00");
+  const std::string cal = write("cal.yaml", "calendar: martian\n" + base);
+  expect_error(read_coupling_yaml, cal, cal + ":1, key calendar", "unknown calendar 'martian'");
+  // 29 February exists in the standard calendar of 2000, not in noleap; 30 February only in 360_day.
+  EXPECT_NO_THROW(read_coupling_yaml(write("leap.yaml", "start_date: 2000-02-29\n" + base)));
+  const std::string noleap = write("noleap.yaml", "calendar: noleap\nstart_date: 2000-02-29\n" + base);
+  expect_error(read_coupling_yaml, noleap, noleap + ":2, key start_date", "bad date '2000-02-29'");
+  EXPECT_EQ(read_coupling_yaml(write("d360.yaml", "calendar: 360_day\nstart_date: 2001-02-30\n" + base)).start_date,
+            "2001-02-30 00:00:00");
+  const std::string hour = write("hour.yaml", "start_date: 2000-01-01 25:00:00\n" + base);
+  expect_error(read_coupling_yaml, hour, hour + ":1, key start_date", "bad date");
+
+  const auto nam = [&](const std::string& name, const std::string& blocks) {
+    return read_namcouple(write(name, " $NFIELDS\n 1\n $END\n $RUNTIME\n 3600\n $END\n" + blocks +
+                                          " $STRINGS\nA B 1 3600 0 r.nc EXPORTED\nga gb\nR 0 R 0\n $END\n"));
+  };
+  const auto noted = [](const CouplingSetup& s, const std::string& text) {
+    for (const std::string& n : s.notes)
+      if (n.find(text) != std::string::npos) return true;
+    return false;
+  };
+  const CouplingSetup oasis3 = nam("oasis3", " $INIDATE\n 19790301\n $END\n $CALTYPE\n 0\n $END\n");
+  EXPECT_EQ(oasis3.start_date, "1979-03-01 00:00:00");
+  EXPECT_EQ(oasis3.calendar, "noleap");
+  const CouplingSetup d360 = nam("d360", " $CALTYPE\n 30\n $END\n $INIDATE\n 20010230\n $END\n");
+  EXPECT_EQ(d360.calendar, "360_day");  // read first: the date is one of its calendar
+  EXPECT_EQ(d360.start_date, "2001-02-30 00:00:00");
+  const CouplingSetup odd = nam("odd", " $INIDATE\n 2001-01-01\n $END\n $CALTYPE\n 28\n $END\n");
+  EXPECT_EQ(odd.start_date, "");
+  EXPECT_EQ(odd.calendar, "standard");
+  EXPECT_TRUE(noted(odd, "$INIDATE '2001-01-01' is not a date YYYYMMDD")) << ::testing::PrintToString(odd.notes);
+  EXPECT_TRUE(noted(odd, "$CALTYPE '28' has no CF calendar"));
+  // A public OASIS3 namcouple (tests/data/namcouples): $INIDATE 10000101, $CALTYPE 30.
+  const CouplingSetup pingpong = read_namcouple(kData + "/../data/namcouples/oasis3-pingpong__oasis3_nointerp.namcouple");
+  EXPECT_EQ(pingpong.start_date, "1000-01-01 00:00:00");
+  EXPECT_EQ(pingpong.calendar, "360_day");
+}
+
 TEST_F(ConfigTest, ReadCouplingConfigPicksTheFormat) {
   auto copy = [&](const std::string& from, const std::string& to) {
     std::ifstream in(kData + "/" + from);

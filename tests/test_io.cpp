@@ -126,6 +126,18 @@ TEST(IoConfig, MalformedConfigsNameFileAndKey) {
                          "  files: [{name: f, output_freq: 1d, fields: [a]}]\n")
                 .find("key output.reference_time"),
             std::string::npos);
+  // The run's calendar and start date (top level, the coupler's keys) are the output's defaults;
+  // the output's own keys win.
+  const std::string files = "output:\n  files: [{name: f, output_freq: 1d, fields: [a]}]\n";
+  const io::OutputConfig shared = io::OutputConfig::from_yaml_string("calendar: noleap\nstart_date: 1979-01-01\n" + files);
+  EXPECT_EQ(shared.calendar, "noleap");
+  EXPECT_EQ(shared.reference_time, "1979-01-01");
+  const io::OutputConfig own = io::OutputConfig::from_yaml_string(
+      "calendar: noleap\nstart_date: 1979-01-01\noutput:\n  calendar: 360_day\n  reference_time: 2001-02-30\n"
+      "  files: [{name: f, output_freq: 1d, fields: [a]}]\n");
+  EXPECT_EQ(own.calendar, "360_day");
+  EXPECT_EQ(own.reference_time, "2001-02-30");
+  EXPECT_NE(expect_error("calendar: noleap\nstart_date: 2000-02-29\n" + files).find("2, key start_date"), std::string::npos);
 }
 
 // Day numbers of an independent reckoning: C++20's std::chrono civil calendar (proleptic

@@ -157,6 +157,13 @@ struct CouplingSetup {
   // namcouple: a negative second number of $NLOGPRT, as OASIS3-MCT turns LUCIA on. The
   // environment variable ESTUARY_TIMELINE=1 or 0 overrides both at enddef.
   bool timeline = false;
+  // The run's start date ("YYYY-MM-DD hh:mm:ss") and CF calendar: the time axis of the
+  // coupler's files (EXPOUT, OUTPUT) counts seconds since that date in that calendar. YAML
+  // "start_date" and "calendar"; namcouple $INIDATE (YYYYMMDD) and $CALTYPE (0 noleap,
+  // 1 standard, 30 360_day), which OASIS3-MCT no longer reads. Empty start_date: not given
+  // (the files count from 2000-01-01 and say so).
+  std::string start_date;
+  std::string calendar = "standard";
   std::vector<CouplingConfig> couplings;
   // Notes for the log: obsolete namcouple blocks accepted and ignored, and the like.
   std::vector<std::string> notes;

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -33,12 +34,16 @@ def side(lang, role, folder):
     return [sys.executable, str(EXAMPLES / "toy_atm_ocn.py"), role, str(folder)]
 
 
+START, CALENDAR = "1979-03-01 00:00:00", "noleap"
+
+
 def expout_config(path):
-    """toy_atm_ocn.yaml with `status: expout` on every coupling."""
+    """toy_atm_ocn.yaml with `status: expout` on every coupling, and the run's start date and
+    calendar (the time axis of the coupler's files)."""
     text = (EXAMPLES / "toy_atm_ocn.yaml").read_text()
     text, n = re.subn(r"^(\s+)period: 3600$", r"\1period: 3600\n\1status: expout", text, flags=re.M)
     assert n == 2, "toy_atm_ocn.yaml changed: two `period: 3600` lines expected"
-    path.write_text(text)
+    path.write_text(f"start_date: {START}\ncalendar: {CALENDAR}\n" + text)
     return path
 
 
@@ -100,3 +105,23 @@ def test_mixed_language_run_is_bitwise_the_cpp_run(reference, atm, ocn):
                           f"{np.max(np.abs(g.astype(float) - ref.astype(float)))}")
     if ocn != "cpp":  # the Fortran and Python oceans check conservation themselves
         assert "worst relative conservation error" in stdout
+
+
+def test_expout_times_decode_as_dates(reference):
+    """The coupler's files are CF: xarray decodes their time axis into dates of the configured
+    calendar, the start date plus each coupling time (an independent reading: cftime)."""
+    import cftime
+    import xarray as xr
+
+    folder = TMP / "cpp_cpp"
+    expout = [p for p in sorted(folder.glob("*.nc")) if "time" in reference[p.name]]
+    assert expout, sorted(reference)
+    start = cftime.datetime(1979, 3, 1, calendar=CALENDAR)
+    for p in expout:
+        seconds = reference[p.name]["time"]
+        with xr.open_dataset(p, use_cftime=True) as ds:
+            assert ds["time"].attrs.get("standard_name") == "time" or ds["time"].encoding
+            got = list(ds["time"].values)
+        want = [start + timedelta(seconds=float(t)) for t in seconds]
+        assert got == want, (p.name, got[:3], want[:3])
+        assert all(d.calendar == CALENDAR for d in got), p.name

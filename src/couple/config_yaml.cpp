@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cf_calendar.hpp"
 #include "common/checked.hpp"
 #include "config/yaml_file.hpp"
 #include "couple/config_checks.hpp"
@@ -68,6 +69,18 @@ CouplingSetup Yaml::read() {
   if (const auto v = root["timeline"]) s.timeline = boolean(v, "timeline");
   if (const auto v = root["map_decomposition"]) s.map_decomposition = scalar(v, "map_decomposition");
   if (const auto v = root["weight_option"]) s.weight_option = scalar(v, "weight_option");
+  if (const auto v = root["calendar"]) {
+    s.calendar = scalar(v, "calendar");
+    if (!detail::is_cf_calendar(s.calendar))
+      fail(v, "calendar", "unknown calendar '" + s.calendar + "'", std::string("use a CF calendar: ") + detail::cf_calendar_names());
+  }
+  if (const auto v = root["start_date"]) {
+    try {
+      s.start_date = detail::parse_cf_date(scalar(v, "start_date"), s.calendar, "start_date").text();
+    } catch (const Error& e) {
+      fail(v, "start_date", e.fault(), e.fix());
+    }
+  }
   if (const auto v = root["timeout"]) {
     s.timeout = number(v, "timeout");
     if (!(s.timeout > 0)) fail(v, "timeout", "timeout must be positive", "give it in seconds");

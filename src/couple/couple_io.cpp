@@ -30,13 +30,21 @@ std::vector<int> space_dims(NcFile& f, const std::string& name, i64 global, cons
 }  // namespace
 
 void append_records(const std::string& path, const std::vector<std::string>& names, double t,
-                    const std::vector<double>& values, i64 global, const std::vector<i64>& dims) {
+                    const std::vector<double>& values, i64 global, const std::vector<i64>& dims,
+                    const TimeAxis& axis) {
   if (!std::filesystem::exists(path)) {
     NcFile f = NcFile::create(path, global > (i64{1} << 28));
     const int td = f.def_dim("time", detail::NcFile::kUnlimited);
     const int tv = f.def_var("time", detail::NcFile::kDouble, {td});
-    f.put_att("units", "seconds since start of run", tv);
+    const std::string start = axis.start_date.empty() ? kDefaultStartDate : axis.start_date;
+    f.put_att("standard_name", "time", tv);
+    f.put_att("long_name", "model time", tv);
+    f.put_att("units", "seconds since " + start, tv);
+    f.put_att("calendar", axis.calendar, tv);
     f.put_att("axis", "T", tv);
+    if (axis.start_date.empty())
+      f.put_att("comment", "the configuration gives no start date (YAML start_date, namcouple $INIDATE): times count "
+                           "from " + std::string(kDefaultStartDate) + ", estuary's default");
     for (const std::string& n : names) {
       std::vector<int> d{td};
       for (int s : space_dims(f, n, global, dims)) d.push_back(s);

@@ -10,11 +10,21 @@
 
 namespace estuary::detail {
 
+// The time axis of an output file: seconds since `start_date` ("YYYY-MM-DD hh:mm:ss"; empty:
+// not configured, counted from kDefaultStartDate) in the CF `calendar`.
+struct TimeAxis {
+  std::string start_date;
+  std::string calendar = "standard";
+};
+inline constexpr const char* kDefaultStartDate = "2000-01-01 00:00:00";  // the I/O layer's reference_time
+
 // Appends the record at model time t of each variable (values: names.size() global arrays,
 // one after another) to a netCDF file with an unlimited time axis, creating it on first use.
 // dims {nx, ny} with nx*ny = global give the variables (time, y, x); otherwise (time, points).
+// The time variable is CF (units, calendar, standard_name) so that CDO and xarray decode dates.
 void append_records(const std::string& path, const std::vector<std::string>& names, double t,
-                    const std::vector<double>& values, std::int64_t global, const std::vector<std::int64_t>& dims);
+                    const std::vector<double>& values, std::int64_t global, const std::vector<std::int64_t>& dims,
+                    const TimeAxis& axis);
 
 // Reads the record whose `time` equals t of each variable into values (names.size() arrays of
 // `global`). Throws estuary::Error naming the file, variable or time that is missing.

@@ -530,7 +530,8 @@ void Coupling::write_output(bool source, double t, const std::vector<double>& va
                                ? cfg->input_file
                                : join(names) + "_" + comp + ".nc";
   const std::string path = (directory.empty() || file.starts_with("/") ? "" : directory + "/") + file;
-  append_records(path, value_names(names, bundle), t, all, global, source ? src_dims : dst_dims);
+  append_records(path, value_names(names, bundle), t, all, global, source ? src_dims : dst_dims,
+                 TimeAxis{setup->start_date, setup->calendar});
 }
 
 // INPUT: the target side's root reads the record of time t and scatters it.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cf_calendar.hpp"
 #include "common/checked.hpp"
 #include "couple/config_checks.hpp"
 #include "estuary/couple_config.hpp"
@@ -42,8 +43,10 @@ const std::map<std::string, const char*> kKeywords{
     {"$STHRESH", "read; estuary's CONSERV has no latitude thresholds"},
     {"$SEQMODE", "obsolete in OASIS3-MCT"}, {"$CHANNEL", "obsolete in OASIS3-MCT"},
     {"$JOBNAME", "obsolete in OASIS3-MCT"}, {"$NBMODEL", "obsolete in OASIS3-MCT"},
-    {"$INIDATE", "obsolete in OASIS3-MCT"}, {"$MODINFO", "obsolete in OASIS3-MCT"},
-    {"$CALTYPE", "obsolete in OASIS3-MCT"}};
+    {"$MODINFO", "obsolete in OASIS3-MCT"},
+    // Obsolete in OASIS3-MCT, which skips their values; estuary reads them, when they parse,
+    // for the time axis of its files (read_start_date).
+    {"$INIDATE", nullptr}, {"$CALTYPE", nullptr}};
 
 std::string keywords_text() {
   std::string out;
@@ -205,6 +208,7 @@ class Namcouple {
   }
 
   void read_header(CouplingSetup& s);
+  void read_start_date(CouplingSetup& s);
   void read_strings(CouplingSetup& s, long nfields, int nfields_line);
   CouplingConfig read_entry(const Line& l1, CouplingSetup& s);
   void read_line2(CouplingConfig& c, int entry, bool exchanged);
@@ -268,6 +272,40 @@ CouplingSetup Namcouple::read() {
   return s;
 }
 
+// $INIDATE (YYYYMMDD) and $CALTYPE (OASIS3's: 0 a 365-day calendar, 1 the Gregorian, n > 1
+// n-day months). OASIS3-MCT skips both, so a value estuary cannot use is a note, not an error:
+// a namcouple OASIS runs must run here too.
+void Namcouple::read_start_date(CouplingSetup& s) {
+  const auto first_value = [&](const std::string& key) -> const Line* {
+    const long i = find(key);
+    if (i < 0) return nullptr;
+    std::size_t j = static_cast<std::size_t>(i) + 1;
+    for (std::size_t k = j; k < lines_.size() && lines_[k].w[0][0] != '$'; ++k) used_[k] = 1;
+    note(lines_[static_cast<std::size_t>(i)].no, key + " is obsolete in OASIS3-MCT; estuary reads it for the time axis of its files");
+    return j < lines_.size() && lines_[j].w[0][0] != '$' ? &lines_[j] : nullptr;
+  };
+  if (const Line* v = first_value("$CALTYPE")) {
+    const std::string& w = v->w[0];
+    if (w == "0") s.calendar = "noleap";
+    else if (w == "1") s.calendar = "standard";
+    else if (w == "30") s.calendar = "360_day";
+    else note(v->no, "$CALTYPE " + quoted(w) + " has no CF calendar (0, 1 and 30 have); the standard calendar is used");
+  }
+  if (const Line* v = first_value("$INIDATE")) {
+    const std::string& w = v->w[0];
+    bool ok = w.size() == 8 && std::all_of(w.begin(), w.end(), [](unsigned char c) { return std::isdigit(c); });
+    if (ok) {
+      try {
+        s.start_date = detail::parse_cf_date(w.substr(0, 4) + "-" + w.substr(4, 2) + "-" + w.substr(6, 2), s.calendar,
+                                             "$INIDATE").text();
+      } catch (const Error&) {
+        ok = false;
+      }
+    }
+    if (!ok) note(v->no, "$INIDATE " + quoted(w) + " is not a date YYYYMMDD of the " + s.calendar + " calendar; not used");
+  }
+}
+
 void Namcouple::read_header(CouplingSetup& s) {
   // Keywords given twice: OASIS reads the first.
   std::map<std::string, int> first;
@@ -287,6 +325,8 @@ void Namcouple::read_header(CouplingSetup& s) {
       used_[j] = 1;
     note(lines_[static_cast<std::size_t>(i)].no, key + " is " + why + "; not used");
   }
+
+  read_start_date(s);
 
   const Line* v = value("$RUNTIME", "the run length in seconds");
   if (!v) fail(last_line_, "no $RUNTIME keyword", "add $RUNTIME with the run length in seconds");

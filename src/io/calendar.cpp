@@ -1,8 +1,10 @@
 // Dates in the CF calendars: the names of split files (XIOS names them after the period), and the
 // boundaries of periods given in calendar months or years (output_freq: 1mo, 3mo, 1y).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
+#include "common/cf_calendar.hpp"
 #include "estuary/io.hpp"
 
 namespace estuary::io {
@@ -10,44 +12,17 @@ namespace estuary::io {
 namespace {
 
 using i64 = std::int64_t;
-
-bool is_leap(i64 y, const std::string& cal) {
-  if (cal == "noleap" || cal == "365_day") return false;
-  if (cal == "all_leap" || cal == "366_day") return true;
-  if (cal == "julian") return y % 4 == 0;
-  // standard, gregorian, proleptic_gregorian: the Gregorian rule (dates before 1582-10-15 are
-  // taken as proleptic Gregorian; model runs start later than that).
-  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-int month_days(i64 y, int m, const std::string& cal) {
-  if (cal == "360_day") return 30;
-  static const int n[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return m == 2 && is_leap(y, cal) ? 29 : n[m - 1];
-}
+using detail::day_number;
+using detail::month_days;
 
 i64 floor_div(i64 a, i64 b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-
-// Days from 0000-01-01 to y-m-d in the calendar (year 0 exists and follows the calendar's rule).
-i64 day_number(i64 y, int m, int d, const std::string& cal) {
-  if (cal == "360_day") return 360 * y + 30 * (m - 1) + (d - 1);
-  i64 n = 365 * y;
-  if (cal == "all_leap" || cal == "366_day") n += y;
-  else if (cal == "julian") n += floor_div(y + 3, 4);
-  else if (cal != "noleap" && cal != "365_day") n += floor_div(y + 3, 4) - floor_div(y + 99, 100) + floor_div(y + 399, 400);
-  for (int k = 1; k < m; ++k) n += month_days(y, k, cal);
-  return n + (d - 1);
-}
 
 }  // namespace
 
 CalendarClock::CalendarClock(const std::string& calendar, const std::string& reference_time)
     : calendar_(calendar) {
-  int got = std::sscanf(reference_time.c_str(), "%ld-%d-%d%*[ T]%d:%d:%lf", &y_, &mo_, &d_, &h_, &mi_, &s_);
-  if (got < 3 || y_ < 0 || mo_ < 1 || mo_ > 12 || d_ < 1 || d_ > month_days(y_, mo_, calendar))
-    throw Error("bad reference_time '" + reference_time + "'", "output.reference_time",
-                "write it as YYYY-MM-DD or YYYY-MM-DD hh:mm:ss");
-  if (got < 6) { h_ = 0; mi_ = 0; s_ = 0; }
+  const detail::CfDate d = detail::parse_cf_date(reference_time, calendar, "output.reference_time");
+  y_ = d.year, mo_ = d.month, d_ = d.day, h_ = d.hour, mi_ = d.minute, s_ = d.second;
 }
 
 double CalendarClock::months_after(i64 months) const {
@@ -77,14 +52,11 @@ i64 CalendarClock::first_boundary_from(const Frequency& f, double t) const {
 
 std::string date_label(double seconds, const std::string& reference_time, const std::string& calendar,
                        double step_s) {
-  long y = 0;
-  int mo = 1, d = 1, h = 0, mi = 0;
-  double s = 0;
-  int got = std::sscanf(reference_time.c_str(), "%ld-%d-%d%*[ T]%d:%d:%lf", &y, &mo, &d, &h, &mi, &s);
-  if (got < 3 || mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo, calendar))
-    throw Error("bad reference_time '" + reference_time + "'", "output.reference_time",
-                "write it as YYYY-MM-DD or YYYY-MM-DD hh:mm:ss");
-  if (got < 6) { h = 0; mi = 0; s = 0; }
+  const detail::CfDate ref = detail::parse_cf_date(reference_time, calendar, "output.reference_time");
+  long y = ref.year;
+  int mo = ref.month, d = ref.day;
+  const int h = ref.hour, mi = ref.minute;
+  const double s = ref.second;
   double total = h * 3600.0 + mi * 60.0 + s + seconds;
   long days = static_cast<long>(std::floor(total / 86400.0));
   double sod = total - static_cast<double>(days) * 86400.0;

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "common/cf_calendar.hpp"
 #include "common/checked.hpp"
 #include "config/yaml_file.hpp"
 #include "estuary/io.hpp"
@@ -136,20 +137,23 @@ OutputConfig parse(const YamlFile& doc) {
   if (const YAML::Node v = o["writers"]) c.writers = positive_int(doc, v, "output.writers");
   if (const YAML::Node v = o["buffer_records"]) c.buffer_records = positive_int(doc, v, "output.buffer_records");
   text(o, "directory", c.directory);
-  if (const YAML::Node v = o["calendar"]) {
-    c.calendar = doc.scalar(v, "output.calendar");
-    static const std::set<std::string> cf = {"standard", "gregorian", "proleptic_gregorian", "noleap",
-                                             "365_day", "all_leap", "366_day", "360_day", "julian"};
-    if (!cf.count(c.calendar))
-      doc.fail(v, "output.calendar", "unknown calendar '" + c.calendar + "'",
-               "use a CF calendar: standard, proleptic_gregorian, noleap, 360_day, ...");
+  // One file for the coupler and the I/O layer: the run's `calendar` and `start_date` (top
+  // level, the coupler's) are the output's defaults.
+  const bool own_calendar = static_cast<bool>(o["calendar"]), own_reference = static_cast<bool>(o["reference_time"]);
+  const char* calendar_key = own_calendar ? "output.calendar" : "calendar";
+  const char* reference_key = own_reference ? "output.reference_time" : "start_date";
+  if (const YAML::Node v = own_calendar ? o["calendar"] : root["calendar"]) {
+    c.calendar = doc.scalar(v, calendar_key);
+    if (!detail::is_cf_calendar(c.calendar))
+      doc.fail(v, calendar_key, "unknown calendar '" + c.calendar + "'",
+               std::string("use a CF calendar: ") + detail::cf_calendar_names());
   }
-  text(o, "reference_time", c.reference_time);
+  const YAML::Node reference = own_reference ? o["reference_time"] : root["start_date"];
+  if (reference) c.reference_time = doc.scalar(reference, reference_key);
   try {
     CalendarClock check(c.calendar, c.reference_time);  // a date of that calendar
   } catch (const Error& e) {
-    doc.fail(o["reference_time"] ? o["reference_time"] : o, "output.reference_time",
-             e.fault() + " in calendar " + c.calendar, e.fix());
+    doc.fail(reference ? reference : o, reference_key, e.fault() + " in calendar " + c.calendar, e.fix());
   }
   if (const YAML::Node v = o["format"]) c.format = format(doc, v, "output.format");
   if (const YAML::Node v = o["catch_sigterm"]) c.catch_sigterm = doc.boolean(v, "output.catch_sigterm");
