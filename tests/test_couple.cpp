@@ -8,6 +8,8 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include <netcdf.h>
 
@@ -479,6 +481,55 @@ std::vector<std::vector<double>> nc_records(const std::string& path, const std::
 }
 }  // namespace
 
+namespace {
+
+// The grid "agrd" of ExpoutOutputAndInputFiles (nx x ny): centres, corners (counter-clockwise
+// from the lower left) and a mask (every 7th point masked).
+std::pair<double, double> agrd_centre(i64 p) { return {10.0 * static_cast<double>(p % 12) + 5.0, -45.0 + 9.0 * static_cast<double>(p / 12)}; }
+std::pair<double, double> agrd_corner(i64 p, int c) {
+  const auto [x, y] = agrd_centre(p);
+  return {x + (c == 1 || c == 2 ? 5.0 : -5.0), y + (c >= 2 ? 4.5 : -4.5)};
+}
+bool agrd_masked(i64 p) { return p % 7 == 3; }
+
+// grids.nc (lon, lat, clo, cla) and masks.nc (msk, OASIS's 1 = masked) of grid `name`, laid out
+// as OASIS writes them: dims (y_<name>, x_<name>), corners slowest.
+void write_oasis_grid_files(const std::string& dir, const std::string& name, int nx, int ny) {
+  const i64 n = static_cast<i64>(nx) * ny;
+  std::vector<double> lon(static_cast<std::size_t>(n)), lat(lon.size()), clo(4 * lon.size()), cla(clo.size());
+  std::vector<int> msk(lon.size());
+  for (i64 p = 0; p < n; ++p) {
+    const auto u = static_cast<std::size_t>(p);
+    std::tie(lon[u], lat[u]) = agrd_centre(p);
+    for (int c = 0; c < 4; ++c) std::tie(clo[static_cast<std::size_t>(c * n + p)], cla[static_cast<std::size_t>(c * n + p)]) = agrd_corner(p, c);
+    msk[u] = agrd_masked(p) ? 1 : 0;
+  }
+  int nc = -1, y = -1, x = -1, crn = -1, v = -1;
+  nc_create((dir + "/grids.nc").c_str(), NC_CLOBBER, &nc);
+  nc_def_dim(nc, ("y_" + name).c_str(), static_cast<std::size_t>(ny), &y);
+  nc_def_dim(nc, ("x_" + name).c_str(), static_cast<std::size_t>(nx), &x);
+  nc_def_dim(nc, ("crn_" + name).c_str(), 4, &crn);
+  const int d2[2] = {y, x}, d3[3] = {crn, y, x};
+  for (const char* s : {".lon", ".lat"}) nc_def_var(nc, (name + s).c_str(), NC_DOUBLE, 2, d2, &v);
+  for (const char* s : {".clo", ".cla"}) nc_def_var(nc, (name + s).c_str(), NC_DOUBLE, 3, d3, &v);
+  nc_enddef(nc);
+  const std::pair<const char*, const std::vector<double>*> vars[] = {{".lon", &lon}, {".lat", &lat}, {".clo", &clo}, {".cla", &cla}};
+  for (const auto& [s, data] : vars) {
+    nc_inq_varid(nc, (name + s).c_str(), &v);
+    nc_put_var_double(nc, v, data->data());
+  }
+  nc_close(nc);
+  nc_create((dir + "/masks.nc").c_str(), NC_CLOBBER, &nc);
+  nc_def_dim(nc, ("y_" + name).c_str(), static_cast<std::size_t>(ny), &y);
+  nc_def_dim(nc, ("x_" + name).c_str(), static_cast<std::size_t>(nx), &x);
+  nc_def_var(nc, (name + ".msk").c_str(), NC_INT, 2, d2, &v);
+  nc_enddef(nc);
+  nc_put_var_int(nc, v, msk.data());
+  nc_close(nc);
+}
+
+}  // namespace
+
 // EXPOUT writes both sides' values at every coupling time; OUTPUT writes the source's values
 // to a file and sends nothing; INPUT gets its values from a file another tool wrote.
 TEST(Couple, ExpoutOutputAndInputFiles) {
@@ -504,6 +555,9 @@ TEST(Couple, ExpoutOutputAndInputFiles) {
       nc_put_vara_double(nc, vv, start, count, v.data());
     }
     nc_close(nc);
+    // The source grid in the run folder as OASIS's grids.nc and masks.nc hold it (written here
+    // with the netCDF library): EXPOUT's file takes its coordinates, bounds and mask from them.
+    write_oasis_grid_files(dir, "agrd", 12, 10);
   }
   write_text(dir + "/namcouple",
              " $NFIELDS\n 3\n $END\n $RUNTIME\n 14400\n $END\n $STRINGS\n"
@@ -548,14 +602,65 @@ TEST(Couple, ExpoutOutputAndInputFiles) {
     const double t = 3600.0 * static_cast<double>(r);
     const std::vector<double> avg = loctrans_ref("AVERAGE", std::max(t - kPeriod, -kDt), t);
     ASSERT_EQ(srec[r].size(), static_cast<std::size_t>(kNs));
-    for (std::size_t i = 0; i < avg.size(); ++i) ASSERT_NEAR(srec[r][i], avg[i], 1e-14) << "t=" << t;
+    for (std::size_t i = 0; i < avg.size(); ++i) {
+      if (agrd_masked(static_cast<i64>(i))) ASSERT_EQ(srec[r][i], 1e20) << "masked point " << i << " t=" << t;
+      else ASSERT_NEAR(srec[r][i], avg[i], 1e-14) << "t=" << t;
+    }
     const std::vector<double> want = apply_serial(w, avg, kNd);
     for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(drec[r][i], want[i], 1e-12) << "t=" << t;
   }
-  // OUTPUT: the value put at each coupling time, nothing in between.
+  // OUTPUT: the value put at each coupling time, nothing in between (masked points filled).
   const auto orec = nc_records(dir + "/A_G_" + src_comp + ".nc", "A_G", times);
   ASSERT_EQ(times, (std::vector<double>{0, 3600, 7200, 10800}));
-  for (std::size_t r = 0; r < 4; ++r) ASSERT_EQ(orec[r], global_field(kNs, 3600.0 * static_cast<double>(r), 10));
+  for (std::size_t r = 0; r < 4; ++r) {
+    std::vector<double> want = global_field(kNs, 3600.0 * static_cast<double>(r), 10);
+    for (i64 i = 0; i < kNs; ++i)
+      if (agrd_masked(i)) want[static_cast<std::size_t>(i)] = 1e20;
+    ASSERT_EQ(orec[r], want);
+  }
+  // CF: the source side's files carry the grid's coordinates (OASIS's corner-slowest corners as
+  // CF's corner-fastest bounds) and the fill value; the target grid is in no grid file: neither.
+  for (const std::string& f : {"/A_F_" + src_comp + ".nc", "/A_G_" + src_comp + ".nc"}) {
+    int nc = -1, v = -1;
+    ASSERT_EQ(nc_open((dir + f).c_str(), NC_NOWRITE, &nc), NC_NOERR) << f;
+    std::vector<double> lon(kNs), lat(kNs), lon_b(4 * kNs), lat_b(4 * kNs);
+    ASSERT_EQ(nc_inq_varid(nc, "lon", &v), NC_NOERR) << f;
+    nc_get_var_double(nc, v, lon.data());
+    nc_inq_varid(nc, "lat", &v);
+    nc_get_var_double(nc, v, lat.data());
+    ASSERT_EQ(nc_inq_varid(nc, "lon_bnds", &v), NC_NOERR) << f;
+    nc_get_var_double(nc, v, lon_b.data());
+    nc_inq_varid(nc, "lat_bnds", &v);
+    nc_get_var_double(nc, v, lat_b.data());
+    for (i64 p = 0; p < kNs; ++p) {
+      const auto [x, y] = agrd_centre(p);
+      ASSERT_EQ(lon[static_cast<std::size_t>(p)], x) << f << " point " << p;
+      ASSERT_EQ(lat[static_cast<std::size_t>(p)], y) << f << " point " << p;
+      for (int c = 0; c < 4; ++c) {
+        const auto [cx, cy] = agrd_corner(p, c);
+        ASSERT_EQ(lon_b[static_cast<std::size_t>(4 * p + c)], cx) << f << " point " << p << " corner " << c;
+        ASSERT_EQ(lat_b[static_cast<std::size_t>(4 * p + c)], cy) << f << " point " << p << " corner " << c;
+      }
+    }
+    const std::string field = f.substr(1, 3);
+    nc_inq_varid(nc, field.c_str(), &v);
+    double fill = 0;
+    EXPECT_EQ(nc_get_att_double(nc, v, "_FillValue", &fill), NC_NOERR) << f;
+    EXPECT_EQ(fill, 1e20) << f;
+    std::size_t len = 0;
+    ASSERT_EQ(nc_inq_attlen(nc, v, "coordinates", &len), NC_NOERR) << f;
+    std::string coords(len, '\0');
+    nc_get_att_text(nc, v, "coordinates", coords.data());
+    EXPECT_EQ(coords, "lon lat") << f;
+    nc_close(nc);
+  }
+  int nc = -1, v = -1;
+  ASSERT_EQ(nc_open((dir + "/O_F_" + dst_comp + ".nc").c_str(), NC_NOWRITE, &nc), NC_NOERR);
+  EXPECT_NE(nc_inq_varid(nc, "lon", &v), NC_NOERR);
+  nc_inq_varid(nc, "O_F", &v);
+  double fill = 0;
+  EXPECT_NE(nc_get_att_double(nc, v, "_FillValue", &fill), NC_NOERR);
+  nc_close(nc);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 
 #include "common/checked.hpp"
 #include "estuary/error.hpp"
@@ -29,37 +30,115 @@ std::vector<int> space_dims(NcFile& f, const std::string& name, i64 global, cons
 }
 }  // namespace
 
+FileGrid read_file_grid(const std::string& directory, const std::string& name, i64 global) {
+  FileGrid g;
+  g.name = name;
+  const std::string dir = directory.empty() ? std::string() : directory + "/";
+  // A variable of `count` values (any shape), or false.
+  const auto read = [](const NcFile& f, const std::string& var, i64 count, auto& out) {
+    const int v = f.find_var(var);
+    if (v < 0) return false;
+    i64 n = 1;
+    for (i64 d : f.var_shape(v)) n *= d;
+    if (n != count) return false;
+    out.resize(static_cast<std::size_t>(count));
+    f.get(v, out.data());
+    return true;
+  };
+  if (name.empty()) return g;
+  if (std::filesystem::exists(dir + "grids.nc")) {
+    const NcFile f = NcFile::open(dir + "grids.nc");
+    if (read(f, name + ".lon", global, g.lon) && read(f, name + ".lat", global, g.lat)) {
+      const int c = f.find_var(name + ".clo");
+      const std::vector<i64> shape = c >= 0 ? f.var_shape(c) : std::vector<i64>{};
+      const int corners = shape.size() >= 2 ? static_cast<int>(shape[0]) : 0;
+      if (corners > 0 && read(f, name + ".clo", corners * global, g.clo) &&
+          read(f, name + ".cla", corners * global, g.cla))
+        g.corners = corners;
+    } else {
+      g.lon.clear(), g.lat.clear();
+    }
+  }
+  if (std::filesystem::exists(dir + "masks.nc")) {
+    const NcFile f = NcFile::open(dir + "masks.nc");
+    if (!read(f, name + ".msk", global, g.masked)) g.masked.clear();
+  }
+  return g;
+}
+
 void append_records(const std::string& path, const std::vector<std::string>& names, double t,
                     const std::vector<double>& values, i64 global, const std::vector<i64>& dims,
-                    const TimeAxis& axis) {
+                    const RecordFile& file) {
+  const FileGrid* grid = file.grid && !file.grid->name.empty() ? file.grid : nullptr;
+  const bool masked = grid && !grid->masked.empty();
   if (!std::filesystem::exists(path)) {
     NcFile f = NcFile::create(path, global > (i64{1} << 28));
     const int td = f.def_dim("time", detail::NcFile::kUnlimited);
     const int tv = f.def_var("time", detail::NcFile::kDouble, {td});
-    const std::string start = axis.start_date.empty() ? kDefaultStartDate : axis.start_date;
+    const std::string start = file.start_date.empty() ? kDefaultStartDate : file.start_date;
     f.put_att("standard_name", "time", tv);
     f.put_att("long_name", "model time", tv);
     f.put_att("units", "seconds since " + start, tv);
-    f.put_att("calendar", axis.calendar, tv);
+    f.put_att("calendar", file.calendar, tv);
     f.put_att("axis", "T", tv);
-    if (axis.start_date.empty())
+    if (file.start_date.empty())
       f.put_att("comment", "the configuration gives no start date (YAML start_date, namcouple $INIDATE): times count "
                            "from " + std::string(kDefaultStartDate) + ", estuary's default");
+    // One grid for every variable: its dimensions, named after it as in OASIS's grids.nc, and
+    // its coordinates; without a grid name, dimensions per variable.
+    std::vector<int> shared;
+    if (grid) shared = space_dims(f, grid->name, global, dims);
+    const bool coords = grid && !grid->lon.empty();
+    if (coords) {
+      std::vector<int> bd = shared;
+      if (grid->corners > 0) bd.push_back(f.def_dim("nv", grid->corners));
+      for (const auto& [var, std_name, units, bounds] :
+           {std::tuple{"lon", "longitude", "degrees_east", "lon_bnds"}, std::tuple{"lat", "latitude", "degrees_north", "lat_bnds"}}) {
+        const int v = f.def_var(var, detail::NcFile::kDouble, shared);
+        f.put_att("standard_name", std_name, v);
+        f.put_att("units", units, v);
+        if (grid->corners > 0) {
+          f.put_att("bounds", bounds, v);
+          f.def_var(bounds, detail::NcFile::kDouble, bd);
+        }
+      }
+    }
     for (const std::string& n : names) {
       std::vector<int> d{td};
-      for (int s : space_dims(f, n, global, dims)) d.push_back(s);
+      for (int s : grid ? shared : space_dims(f, n, global, dims)) d.push_back(s);
       const int v = f.def_var(n, detail::NcFile::kDouble, d);
       f.put_att("long_name", "coupling field " + n, v);
+      if (coords) f.put_att("coordinates", "lon lat", v);
+      if (masked) {
+        f.put_att("_FillValue", kCouplerFillValue, v);
+        f.put_att("missing_value", kCouplerFillValue, v);
+      }
     }
     f.put_att("Conventions", "CF-1.8");
     f.put_att("source", "estuary coupler");
     f.enddef();
+    if (coords) {
+      f.put(f.var("lon"), grid->lon.data());
+      f.put(f.var("lat"), grid->lat.data());
+      if (grid->corners > 0) {  // OASIS's corner-slowest order to CF's corner-fastest
+        std::vector<double> lo(grid->clo.size()), la(grid->cla.size());
+        const auto nc = static_cast<std::size_t>(grid->corners), g = static_cast<std::size_t>(global);
+        for (std::size_t p = 0; p < g; ++p)
+          for (std::size_t c = 0; c < nc; ++c) {
+            lo[p * nc + c] = grid->clo[c * g + p];
+            la[p * nc + c] = grid->cla[c * g + p];
+          }
+        f.put(f.var("lon_bnds"), lo.data());
+        f.put(f.var("lat_bnds"), la.data());
+      }
+    }
   }
   NcFile f = NcFile::open(path, true);
   const int tv = f.var("time");
   const auto rec = static_cast<std::size_t>(f.dim_len("time"));
   const std::size_t one = 1;
   f.put(tv, &rec, &one, &t);
+  std::vector<double> record;
   for (std::size_t k = 0; k < names.size(); ++k) {
     const int v = f.var(names[k]);
     std::vector<std::size_t> start{rec}, count{1};
@@ -70,7 +149,14 @@ void append_records(const std::string& path, const std::vector<std::string>& nam
       start.push_back(0);
       count.push_back(static_cast<std::size_t>(global));
     }
-    f.put(v, start.data(), count.data(), values.data() + k * static_cast<std::size_t>(global));
+    const double* data = values.data() + k * static_cast<std::size_t>(global);
+    if (masked) {  // masked points: the fill value, whatever the model put there
+      record.assign(data, data + global);
+      for (std::size_t p = 0; p < record.size(); ++p)
+        if (grid->masked[p] != 0) record[p] = kCouplerFillValue;
+      data = record.data();
+    }
+    f.put(v, start.data(), count.data(), data);
   }
 }
 

@@ -530,8 +530,10 @@ void Coupling::write_output(bool source, double t, const std::vector<double>& va
                                ? cfg->input_file
                                : join(names) + "_" + comp + ".nc";
   const std::string path = (directory.empty() || file.starts_with("/") ? "" : directory + "/") + file;
+  std::optional<FileGrid>& grid = source ? src_file_grid : dst_file_grid;
+  if (!grid) grid = read_file_grid(directory, source ? cfg->src_grid.name : cfg->dst_grid.name, global);
   append_records(path, value_names(names, bundle), t, all, global, source ? src_dims : dst_dims,
-                 TimeAxis{setup->start_date, setup->calendar});
+                 RecordFile{setup->start_date, setup->calendar, &*grid});
 }
 
 // INPUT: the target side's root reads the record of time t and scatters it.

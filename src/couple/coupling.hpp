@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "estuary/couple.hpp"
 #include "estuary/redist.hpp"
 #include "estuary/remap.hpp"
+#include "couple/couple_io.hpp"
 #include "couple/timeline.hpp"
 
 namespace estuary::detail {
@@ -56,6 +58,9 @@ struct Coupling {
   std::vector<int> src_var, dst_var;  // this rank's variable id per position, -1 if none
   Decomp src_decomp = Decomp::empty(0), dst_decomp = Decomp::empty(0);
   std::vector<std::int64_t> src_dims, dst_dims;  // grid dims for files, {} if unknown
+  // OUTPUT/EXPOUT: each side's grid from the run folder's grids.nc/masks.nc, read by the side's
+  // root at its first record (the grid files are written at enddef).
+  std::optional<FileGrid> src_file_grid, dst_file_grid;
 
   std::unique_ptr<Remap> remap;      // null for OUTPUT and INPUT
   // What decides whether another coupling may share remap (a weight file, this rank's partitions

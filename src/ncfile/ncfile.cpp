@@ -157,6 +157,12 @@ void NcFile::put_att(const std::string& name, const std::string& text, int varid
            path_, "attribute " + name);
 }
 
+void NcFile::put_att(const std::string& name, double value, int varid) {
+  const std::lock_guard<std::recursive_mutex> lock(nc_lock());
+  nc_check(nc_put_att_double(id_, varid < 0 ? NC_GLOBAL : varid, name.c_str(), NC_DOUBLE, 1, &value), path_,
+           "attribute " + name);
+}
+
 void NcFile::enddef() {
   const std::lock_guard<std::recursive_mutex> lock(nc_lock());
   nc_check(nc_enddef(id_), path_, "leaving define mode");

@@ -70,6 +70,7 @@ class NcFile {
   int def_dim(const std::string& name, std::int64_t len);
   int def_var(const std::string& name, int nc_type, const std::vector<int>& dims);
   void put_att(const std::string& name, const std::string& text, int varid = -1);
+  void put_att(const std::string& name, double value, int varid);  // an NC_DOUBLE attribute
   void enddef();
   // Back to define mode in a file opened for writing (to add dimensions or variables).
   void redef();
