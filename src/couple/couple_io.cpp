@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <tuple>
 
@@ -28,6 +29,22 @@ std::vector<int> space_dims(NcFile& f, const std::string& name, i64 global, cons
   }
   return {f.def_dim("n_" + name, global)};
 }
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// "YYYY-MM-DDThh:mm:ssZ": when the file was made (CF's history line).
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 }  // namespace
 
 FileGrid read_file_grid(const std::string& directory, const std::string& name, i64 global) {
@@ -115,7 +132,9 @@ void append_records(const std::string& path, const std::vector<std::string>& nam
       }
     }
     f.put_att("Conventions", "CF-1.8");
+    f.put_att("title", "coupling fields " + join_names(names) + " (EXPOUT/OUTPUT)");
     f.put_att("source", "estuary coupler");
+    f.put_att("history", utc_now() + " estuary coupler: written");
     f.enddef();
     if (coords) {
       f.put(f.var("lon"), grid->lon.data());
