@@ -403,9 +403,7 @@ void XiosReader::read_field_definition(pugi::xml_node n, const Attrs& inherited,
       if (it == defs_.end()) {
         defs_.emplace(id.value(), std::move(d));
       } else {  // XIOS: one object per id; the later element's attributes are set over the earlier's
-        warn(c, "id", "field '" + std::string(id.value()) + "' is defined again (first at " + where(it->second.node) +
-                          "); its attributes are merged, the later ones winning, as XIOS does");
-        for (auto& [k, v] : d.attrs) it->second.attrs[k] = v;
+        for (auto& [k, v] : d.attrs) it->second.attrs[k] = v;  // (NEMO's field_def repeats bn2 and sopstadv)
       }
     } else if (tag == "field_group") {
       check_attrs(c, true);
