@@ -156,7 +156,7 @@ TEST(IoXios, ErrorsNameFileLineElementAttribute) {
   EXPECT_NE(error_of(file("t.xml", "    <field field_ref=\"sst\" freq_op=\"2ts\"/>\n"), opt)
                 .find("counts model time steps and no time step is given (" + d + "/t.xml:9, <field field_ref=\"sst\">, attribute freq_op)"),
             std::string::npos);
-  EXPECT_NE(error_of(file("m.xml", "    <field field_ref=\"sst\" operation=\"instant\"/>\n    <field field_ref=\"sstmax\"/>\n"), opt)
+  EXPECT_NE(error_of(file("m.xml", "    <field field_ref=\"sst\" operation=\"instant\"/>\n    <field field_ref=\"sstmax\" name=\"mx\"/>\n"), opt)
                 .find("file mixes instant fields"),
             std::string::npos);
   EXPECT_NE(error_of(file("n.xml", "    <field field_ref=\"sst\" name=\"a\"/>\n    <field field_ref=\"sstmax\" name=\"a\"/>\n"), opt)
@@ -228,13 +228,20 @@ TEST(IoXios, InheritanceEnabledLevelAndWarnings) {
   // A duration in time steps with the model's time step given: the time step is every write.
   const std::string q = write_file(d, "ts.xml",
                                    context("   <file id=\"f\" output_freq=\"4ts\"><field field_ref=\"sst\" freq_op=\"1ts\"/>"
-                                           "<field field_ref=\"sstmax\" freq_op=\"2ts\"/></file>\n"));
+                                           "<field field_ref=\"sstmax\" name=\"mx\" freq_op=\"2ts\"/></file>\n"));
   opt.timestep_s = 900;
   const io::OutputConfig t = io::OutputConfig::from_xios_xml(q, opt, &info);
   EXPECT_EQ(t.files[0].name, "run_4ts");
   EXPECT_EQ(t.files[0].output_freq.seconds, 3600.0);
   EXPECT_EQ(t.files[0].fields[0].sampling_freq_s, 0.0);
   EXPECT_EQ(t.files[0].fields[1].sampling_freq_s, 1800.0);
+  // Without a name, the variable is named after the chain's root, the model's field (XIOS's
+  // rule): <field field_ref="sstmax"/> writes sst's maximum as "sst".
+  const std::string u = write_file(d, "noname.xml",
+                                   context("   <file id=\"f\" output_freq=\"1d\"><field field_ref=\"sstmax\"/></file>\n"));
+  const io::OutputConfig n = io::OutputConfig::from_xios_xml(u, opt, &info);
+  EXPECT_EQ(n.files[0].fields[0].variable(), "sst");
+  EXPECT_EQ(n.files[0].fields[0].operation, io::Operation::maximum);
 }
 
 // One day of a small NEMO-like model: hourly writes of sst (2-D) and toce (3 levels) from
@@ -322,4 +329,56 @@ TEST(IoXios, WritesOneDayFromXml) {
   for (std::size_t k = 0; k < i2.size(); ++k)
     if (got2[k] != static_cast<double>(static_cast<float>(iotest::value2(i2[k], 24)))) ++bad;
   EXPECT_TRUE(etest::all_ok(bad == 0));
+}
+
+// The YAML's output_name, as XIOS's name: one model field written as two variables.
+TEST(IoOutputName, YamlWritesOneFieldUnderTwoNames) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const std::string d = tmp_dir("yaml_output_name");
+  const std::string yaml = "output:\n  directory: " + d +
+                           "\n  files:\n    - name: day\n      output_freq: 6h\n      fields:\n"
+                           "        - {name: sst, output_name: tos, operation: average, precision: double}\n"
+                           "        - {name: sst, output_name: tosmax, operation: maximum, precision: double}\n";
+  const io::OutputConfig c = io::OutputConfig::from_yaml_string(yaml, "o.yaml");
+  ASSERT_EQ(c.files[0].fields[1].variable(), "tosmax");
+  const estuary::Decomp d2 = iotest::decomp_of("perm", 1, p, r);
+  {
+    io::Output out(c, MPI_COMM_WORLD);
+    out.def_grid("atm", iotest::grid_part(p, r));
+    out.def_field(iotest::field("sst", false, d2));
+    out.end_def();
+    for (i64 step = 1; step <= 12; ++step) out.write("sst", 3600.0 * static_cast<double>(step), iotest::values(d2, step, false));
+    out.close();
+  }
+  io::Reader rd(d + "/day.nc", MPI_COMM_WORLD);
+  EXPECT_EQ(rd.records(), 2);
+  const estuary::Decomp r2 = iotest::decomp_of("block", 1, p, r);
+  const auto idx = r2.to_indices();
+  std::vector<double> avg(idx.size()), mx(idx.size());
+  int bad = 0;
+  for (i64 rec = 0; rec < 2; ++rec) {
+    rd.read_record("tos", rec, r2, avg);
+    rd.read_record("tosmax", rec, r2, mx);
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      double sum = 0, m = -std::numeric_limits<double>::infinity();
+      for (i64 s = 6 * rec + 1; s <= 6 * rec + 6; ++s) {
+        sum += iotest::value2(idx[k], s);
+        m = std::max(m, iotest::value2(idx[k], s));
+      }
+      if (avg[k] != sum / 6 || mx[k] != m) ++bad;
+    }
+  }
+  EXPECT_TRUE(etest::all_ok(bad == 0));
+  // Two variables of one name in a file: the second is named.
+  try {
+    io::OutputConfig::from_yaml_string(
+        "output:\n  files:\n    - name: f\n      output_freq: 6h\n      fields:\n"
+        "        - {name: sst, output_name: tos}\n        - {name: tos}\n",
+        "o.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const estuary::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("field listed twice (variable 'tos') (o.yaml:7, key output.files[0] (f).fields[1] (tos))"),
+              std::string::npos)
+        << e.what();
+  }
 }

@@ -92,10 +92,9 @@ def independent_reading(iodef, subs, context="nemo"):
                     fa = dict(own)
                     chain_expr = bool((f.text or "").strip()) or "expr" in own
                     grids = [tuple(own.get(k, "") for k in GRID_KEYS)]
-                    ref, source, first = own.get("field_ref"), own.get("id"), None
+                    ref, source = own.get("field_ref"), own.get("id")
                     while ref:
                         d = defs[ref]
-                        first = first or ref
                         for k, v in d.items():
                             if k not in ("id", "field_ref") and not k.startswith("__") and k not in fa:
                                 fa[k] = v
@@ -115,7 +114,7 @@ def independent_reading(iodef, subs, context="nemo"):
                     if chain_expr or transform:
                         continue  # what skip_unsupported leaves out
                     fields.append({
-                        "variable": fa.get("name", own.get("id", first)), "source": source,
+                        "variable": fa.get("name", source), "source": source,
                         "operation": fa["operation"], "precision": "double" if fa.get("prec") == "8" else "float",
                         "units": fa.get("unit", ""), "long_name": fa.get("long_name", ""),
                         "standard_name": fa.get("standard_name", ""),
@@ -194,7 +193,7 @@ def test_write_nemo_fields_one_day(comm, shared_dir):
             ' <file_group id="6h" output_freq="6h" output_level="10">\n'
             '  <file id="t" name_suffix="_grid_T" compression_level="1">\n'
             '   <field field_ref="sst" name="tos"/>\n   <field field_ref="sss" name="sos"/>\n'
-            '   <field field_ref="ssh" name="zos"/>\n   <field field_ref="sstmax"/>\n'
+            '   <field field_ref="ssh" name="zos"/>\n   <field field_ref="sstmax" name="tosmax"/>\n'
             '   <field field_ref="toce" name="thetao"/>\n'
             '  </file>\n </file_group>\n</file_definition>\n')
         iodef.write_text(
@@ -224,7 +223,7 @@ def test_write_nemo_fields_one_day(comm, shared_dir):
     # The field_def's attributes, read here from the XML.
     defs = {f.get("id"): f.attrib for f in ET.parse(DATA / "field_def_nemo-oce.xml").getroot().iter("field")}
     with netCDF4.Dataset(shared_dir / "out" / "ORCA2_6h_grid_T.nc") as ds:
-        assert {"tos", "sos", "zos", "sstmax", "thetao"} <= set(ds.variables)
+        assert {"tos", "sos", "zos", "tosmax", "thetao"} <= set(ds.variables)
         assert not {"sst", "sss", "ssh", "toce"} & set(ds.variables)
         assert ds.dimensions["time"].size == 4  # 6-hourly over one day
         for var, src in (("tos", "sst"), ("sos", "sss"), ("zos", "ssh"), ("thetao", "toce")):
@@ -234,16 +233,16 @@ def test_write_nemo_fields_one_day(comm, shared_dir):
             assert v.cell_methods == "time: mean"
             assert v.dtype == np.float32  # field_definition's prec="4"
             assert v.filters()["zlib"] and v.filters()["complevel"] == 1
-        assert ds["sstmax"].long_name == defs["sstmax"]["long_name"]
-        assert ds["sstmax"].units == defs["sst"]["unit"]  # through field_ref
-        assert ds["sstmax"].cell_methods == "time: maximum"
+        assert ds["tosmax"].long_name == defs["sstmax"]["long_name"]
+        assert ds["tosmax"].units == defs["sst"]["unit"]  # through field_ref
+        assert ds["tosmax"].cell_methods == "time: maximum"
         g = np.arange(nh)
         for rec in range(4):
             steps = range(6 * rec + 1, 6 * rec + 7)
             for var, src in (("tos", "sst"), ("sos", "sss"), ("zos", "ssh")):
                 want = np.mean([sval(src, g, s) for s in steps], axis=0).astype(np.float32)
                 np.testing.assert_array_equal(ds[var][rec].ravel(), want, err_msg=f"{var} record {rec}")
-            np.testing.assert_array_equal(ds["sstmax"][rec].ravel(),
+            np.testing.assert_array_equal(ds["tosmax"][rec].ravel(),
                                           np.max([sval("sst", g, s) for s in steps], axis=0).astype(np.float32))
             want = np.mean([tval(np.arange(NLEV * nh), s) for s in steps], axis=0).astype(np.float32)
             np.testing.assert_array_equal(ds["thetao"][rec].ravel(), want)

@@ -607,6 +607,8 @@ void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
     if (!detail::holds_whole(fc.split_freq, fc.output_freq))
       fail(attrs.at("split_freq").at, "split_freq", "split_freq is not a multiple of output_freq",
            "make every split period hold whole output periods");
+    warn(attrs.at("split_freq").at, "split_freq",
+         "estuary names split files <name>_<start date>.nc (XIOS: <name>_<start>-<end>.nc)");
   }
   if (has("sync_freq")) duration(attrs.at("sync_freq"), "sync_freq", true);  // estuary commits every record
   const int output_level = has("output_level") ? integer(attrs.at("output_level"), "output_level", 0, 1000)
@@ -666,7 +668,7 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, std::set<std::
     return d.attrs.count("expr") > 0 || !trim(d.node.text().get()).empty();
   };
   std::vector<Link> chain{{f.node, grid_of(f.attrs), has_expr(f)}};
-  std::string source, first_ref;
+  std::string source;
   std::set<std::string> seen;
   std::string ref = f.attrs.count("field_ref") ? trim(f.attrs.at("field_ref").value) : "";
   pugi::xml_node ref_at = f.attrs.count("field_ref") ? f.attrs.at("field_ref").at : f.node;
@@ -681,7 +683,6 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, std::set<std::
     if (it == defs_.end())
       fail(ref_at, "field_ref", "no field '" + ref + "' in the field definition",
            "define <field id=\"" + ref + "\"> in a field_definition, or correct the reference");
-    if (first_ref.empty()) first_ref = ref;
     const DefField& d = it->second;
     for (const auto& [k, v] : d.attrs)
       if (k != "id" && k != "field_ref" && !a.count(k)) a[k] = v;
@@ -695,10 +696,9 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, std::set<std::
   const int level = a.count("level") ? integer(a.at("level"), "level", 0, 1000) : kDefaultFieldLevel;
   if (level > output_level) return false;
 
-  std::string var;
-  if (a.count("name")) var = trim(a.at("name").value);
-  else if (f.node.attribute("id")) var = f.node.attribute("id").value();
-  else var = first_ref;
+  // The variable's name: `name` (the field's, or inherited through field_ref), else the id of
+  // the chain's root, the model's field (XIOS's nc4 output: name, else the base reference's id).
+  const std::string var = a.count("name") ? trim(a.at("name").value) : source;
 
   // What estuary cannot do as XIOS does: an error, or with skip_unsupported, the field left out.
   auto unsupported = [&](pugi::xml_node at, const std::string& attr, const std::string& why, const std::string& fix) {
