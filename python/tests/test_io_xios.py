@@ -246,3 +246,24 @@ def test_write_nemo_fields_one_day(comm, shared_dir):
                                           np.max([sval("sst", g, s) for s in steps], axis=0).astype(np.float32))
             want = np.mean([tval(np.arange(NLEV * nh), s) for s in steps], axis=0).astype(np.float32)
             np.testing.assert_array_equal(ds["thetao"][rec].ravel(), want)
+
+
+def test_cli_io_check(capsys):
+    """`estuary io check`: the same set-up as read_xios_xml (JSON), the text listing, errors."""
+    import json
+
+    from estuary.cli import main
+
+    sets = [f"--set={k}={v}" for k, v in SUBS.items()]
+    assert main(["io", "check", str(DATA / "iodef.xml"), *sets, "--skip-unsupported", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = estuary.io.read_xios_xml(DATA / "iodef.xml", substitutions=SUBS, skip_unsupported=True)
+    assert [f["name"] for f in got["files"]] == [f["name"] for f in want["files"]]
+    assert got["warnings"] == want["warnings"]
+    assert main(["io", "check", str(DATA / "iodef.xml"), *sets, "--skip-unsupported"]) == 0
+    text = capsys.readouterr().out
+    assert "ORCA2_5d_20000101_20000105_grid_T.nc  every 5d  netcdf4" in text
+    assert "  wfo <- empmr  average float  [kg/m2/s]" in text
+    assert main(["io", "check", str(DATA / "iodef.xml"), *sets]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("estuary io check: an expression") and "file_def_nemo-oce.xml:16" in err
