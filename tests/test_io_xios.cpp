@@ -173,6 +173,20 @@ TEST(IoXios, ErrorsNameFileLineElementAttribute) {
   write_file(d, "inc.xml", "<simulation><context id=\"nemo\">\n<field_definition src=\"./nowhere.xml\"/></context></simulation>\n");
   EXPECT_NE(error_of(d + "/inc.xml", opt).find("cannot open '" + d + "/nowhere.xml' (" + d + "/inc.xml:2, <field_definition>, attribute src)"),
             std::string::npos);
+  // An include cycle (g.xml includes itself) and groups nested without end are errors, not a hang.
+  write_file(d, "g.xml", "<field_group id=\"g\">\n <field_group src=\"./g.xml\"/>\n</field_group>\n");
+  write_file(d, "cyc.xml", "<simulation><context id=\"nemo\">\n<field_definition><field_group src=\"./g.xml\"/>"
+                          "</field_definition></context></simulation>\n");
+  EXPECT_NE(error_of(d + "/cyc.xml", opt).find("'" + d + "/g.xml' includes itself (" + d + "/g.xml:2, <field_group>, attribute src)"),
+            std::string::npos)
+      << error_of(d + "/cyc.xml", opt);
+  std::string deep = "<simulation><context id=\"nemo\"><field_definition>\n";
+  for (int i = 0; i < 150; ++i) deep += "<field_group>";
+  for (int i = 0; i < 150; ++i) deep += "</field_group>";
+  write_file(d, "deep.xml", deep + "</field_definition></context></simulation>\n");
+  EXPECT_NE(error_of(d + "/deep.xml", opt).find("elements nested deeper than 100 levels (" + d + "/deep.xml:2, <field_group>)"),
+            std::string::npos)
+      << error_of(d + "/deep.xml", opt);
   // XML syntax errors name the line.
   write_file(d, "syntax.xml", "<simulation>\n<context id=\"nemo\">\n<field_definition>\n</simulation>\n");
   EXPECT_NE(error_of(d + "/syntax.xml", opt).find("XML: "), std::string::npos);

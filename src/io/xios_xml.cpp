@@ -137,6 +137,7 @@ struct XmlFile {
   std::string text;
   pugi::xml_document doc;
   std::vector<std::size_t> line_starts;
+  pugi::xml_node included_from;  // the element whose src= named this file (none: the top file)
 };
 
 class XiosReader {
@@ -149,7 +150,21 @@ class XiosReader {
   const XiosXmlOptions& opt_;
   XiosXmlInfo& info_;
   std::deque<XmlFile> files_;             // stable addresses: nodes point into them
-  std::vector<std::string> open_;         // files being included (a cycle is an error)
+  int depth_ = 0;                          // nesting of groups being read
+  // One level of group nesting (each is a call): deeper than 100 is an error at `at`, so that
+  // a file of 16 MiB cannot nest a million and exhaust the stack.
+  struct Deeper {
+    XiosReader& r;
+    Deeper(XiosReader& reader, pugi::xml_node at) : r(reader) {
+      if (++r.depth_ > 100) {
+        --r.depth_;
+        r.fail(at, "", "elements nested deeper than 100 levels", "flatten the groups");
+      }
+    }
+    ~Deeper() { --r.depth_; }
+    Deeper(const Deeper&) = delete;
+    Deeper& operator=(const Deeper&) = delete;
+  };
   std::map<std::string, DefField> defs_;  // field_definition fields by id
   std::map<std::string, std::vector<DefField>> def_groups_;  // field_definition groups' fields, by group id
   std::set<std::string> warned_;          // warnings once each
@@ -170,7 +185,7 @@ class XiosReader {
   void read_file_definition(pugi::xml_node n, const Attrs& inherited);
   void read_file(pugi::xml_node n, const Attrs& attrs);
   void collect_file_fields(pugi::xml_node n, const Attrs& inherited, std::vector<DefField>& out);
-  bool resolve_field(const DefField& f, FileConfig& fc, std::set<std::string>& names);
+  bool resolve_field(const DefField& f, FileConfig& fc, int output_level, std::set<std::string>& names);
   Frequency duration(const Attr& a, const std::string& attr, bool allow_months);
   bool boolean(const Attr& a, const std::string& attr);
   int integer(const Attr& a, const std::string& attr, int lo, int hi);
@@ -180,10 +195,9 @@ class XiosReader {
 // ---- files, lines, messages ----
 
 const XmlFile& XiosReader::load(const std::string& path, pugi::xml_node from, const char* attr) {
-  if (std::find(open_.begin(), open_.end(), path) != open_.end()) {
-    if (from) fail(from, attr, "'" + path + "' includes itself", "remove the cycle of src= includes");
-    throw Error("'" + path + "' includes itself", path);
-  }
+  // A file that includes itself, directly or through others, would never end.
+  for (pugi::xml_node n = from; n; n = file_of(n).included_from)
+    if (file_of(n).path == path) fail(from, attr, "'" + path + "' includes itself", "remove the cycle of src= includes");
   std::optional<std::string> text = estuary::detail::read_config_file(path);  // size and UTF-8 checked
   if (!text) {
     if (from) fail(from, attr, "cannot open '" + path + "'", "give a path relative to the including file");
@@ -192,6 +206,7 @@ const XmlFile& XiosReader::load(const std::string& path, pugi::xml_node from, co
   XmlFile& f = files_.emplace_back();
   f.path = path;
   f.text = std::move(*text);
+  f.included_from = from;
   f.line_starts.push_back(0);
   for (std::size_t i = 0; i < f.text.size(); ++i)
     if (f.text[i] == '\n') f.line_starts.push_back(i + 1);
@@ -257,6 +272,13 @@ pugi::xml_node XiosReader::included(pugi::xml_node n) {
 }
 
 void XiosReader::check_attrs(pugi::xml_node n, bool field) {
+  if (field && std::string(n.name()) == "field")
+    for (pugi::xml_node c : n.children()) {
+      if (c.type() != pugi::node_element) continue;
+      const std::string tag = c.name();
+      if (tag == "variable" || tag == "variable_group") warn(c, "", "<" + tag + "> in a field: estuary writes no extra attributes");
+      else fail(c, "", "unknown element <" + tag + "> in a <field>");
+    }
   for (const pugi::xml_attribute a : n.attributes()) {
     const AttrRule* r = field ? field_rule(a.name()) : file_rule(a.name());
     if (!r)
@@ -390,6 +412,7 @@ std::string XiosReader::file_name(const Attrs& a, pugi::xml_node file) {
 
 void XiosReader::read_field_definition(pugi::xml_node n, const Attrs& inherited,
                                        std::vector<std::vector<DefField>*> groups) {
+  const Deeper guard(*this, n);
   for (pugi::xml_node c : n.children()) {
     if (c.type() != pugi::node_element) continue;
     const std::string tag = c.name();
@@ -425,6 +448,7 @@ void XiosReader::read_field_definition(pugi::xml_node n, const Attrs& inherited,
 }
 
 void XiosReader::read_file_definition(pugi::xml_node n, const Attrs& inherited) {
+  const Deeper guard(*this, n);
   for (pugi::xml_node c : n.children()) {
     if (c.type() != pugi::node_element) continue;
     const std::string tag = c.name();
@@ -532,6 +556,7 @@ void XiosReader::read_context(pugi::xml_node ctx) {
 // The fields of a file, in order: its <field>s and those of its <field_group>s (their
 // attributes below the fields' own; group_ref="G" brings the fields of field_definition group G).
 void XiosReader::collect_file_fields(pugi::xml_node n, const Attrs& inherited, std::vector<DefField>& out) {
+  const Deeper guard(*this, n);
   for (pugi::xml_node c : n.children()) {
     if (c.type() != pugi::node_element) continue;
     const std::string tag = c.name();
@@ -620,9 +645,7 @@ void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
     // compression_level: the field's, else the file's (XIOS inherits it so).
     if (!f.attrs.count("compression_level") && has("compression_level"))
       f.attrs["compression_level"] = attrs.at("compression_level");
-    // enabled and level, from the field's chain (resolve_field) against this file's output_level.
-    f.attrs["__output_level"] = Attr{std::to_string(output_level), n};
-    resolve_field(f, fc, names);
+    resolve_field(f, fc, output_level, names);  // enabled and level against output_level there
   }
   if (fc.fields.empty()) {
     warn(n, "", "no field to write: the file is left out");
@@ -646,10 +669,8 @@ void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
 // One field of a file: follows field_ref to the model's field, taking the attributes the
 // field does not set from each referenced field in turn (XIOS's reference inheritance).
 // Returns false when the field is not written (disabled, above output_level, or skipped).
-bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, std::set<std::string>& names) {
+bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_level, std::set<std::string>& names) {
   Attrs a = f.attrs;
-  const int output_level = std::stoi(a.at("__output_level").value);
-  a.erase("__output_level");
   // The chain: this field, then each field it refers to; grids as each sets them.
   struct Link {
     pugi::xml_node node;
