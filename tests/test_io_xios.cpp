@@ -256,6 +256,30 @@ TEST(IoXios, InheritanceEnabledLevelAndWarnings) {
   const io::OutputConfig n = io::OutputConfig::from_xios_xml(u, opt, &info);
   EXPECT_EQ(n.files[0].fields[0].variable(), "sst");
   EXPECT_EQ(n.files[0].fields[0].operation, io::Operation::maximum);
+  // XIOS 1's calendar on the context, XIOS 2's <calendar>: calendar and reference time.
+  const std::string v1 = write_file(
+      d, "cal1.xml",
+      "<simulation><context id=\"test\" calendar_type=\"NoLeap\" start_date=\"2012-03-01 15:00:00\">\n"
+      "<field_definition operation=\"average\"><field id=\"a\"/></field_definition>\n"
+      "<file_definition><file id=\"o\" output_freq=\"6h\"><field field_ref=\"a\"/></file></file_definition>"
+      "</context></simulation>\n");
+  const io::OutputConfig c1 = io::OutputConfig::from_xios_xml(v1, opt, &info);
+  EXPECT_EQ(c1.calendar, "noleap");
+  EXPECT_EQ(c1.reference_time, "2012-03-01 15:00:00");
+  EXPECT_EQ(info.context, "test");  // the only context
+  const std::string v2 = write_file(
+      d, "cal2.xml",
+      "<context id=\"test\"><calendar type=\"D360\" start_date=\"1990-01-01 00:00:00\"/>\n"
+      "<field_definition operation=\"average\"><field id=\"a\"/></field_definition>\n"
+      "<file_definition><file id=\"o\" output_freq=\"6h\"><field field_ref=\"a\"/></file></file_definition>"
+      "</context>\n");
+  const io::OutputConfig c2 = io::OutputConfig::from_xios_xml(v2, opt, &info);
+  EXPECT_EQ(c2.calendar, "360_day");
+  EXPECT_EQ(c2.reference_time, "1990-01-01 00:00:00");
+  write_file(d, "cal3.xml",
+             "<context id=\"test\">\n<calendar type=\"Martian\"/></context>\n");
+  EXPECT_NE(error_of(d + "/cal3.xml").find("calendar 'Martian' is not supported (" + d + "/cal3.xml:2, <calendar>, attribute type)"),
+            std::string::npos);
 }
 
 // One day of a small NEMO-like model: hourly writes of sst (2-D) and toce (3 levels) from

@@ -181,6 +181,7 @@ class XiosReader {
   pugi::xml_node included(pugi::xml_node n);
   void check_attrs(pugi::xml_node n, bool field);
   void read_context(pugi::xml_node ctx);
+  void read_calendar(pugi::xml_node e, bool context);
   void read_field_definition(pugi::xml_node n, const Attrs& inherited, std::vector<std::vector<DefField>*> groups);
   void read_file_definition(pugi::xml_node n, const Attrs& inherited);
   void read_file(pugi::xml_node n, const Attrs& attrs);
@@ -474,11 +475,42 @@ void XiosReader::read_file_definition(pugi::xml_node n, const Attrs& inherited) 
   }
 }
 
-void XiosReader::read_context(pugi::xml_node ctx) {
-  for (const pugi::xml_attribute a : ctx.attributes()) {
+// XIOS's calendar: <calendar type= start_date= time_origin=> (XIOS 2), or calendar_type= and
+// the dates on the <context> (XIOS 1). NEMO sets its calendar from Fortran instead.
+void XiosReader::read_calendar(pugi::xml_node e, bool context) {
+  static const std::map<std::string, std::string> cf = {{"gregorian", "gregorian"}, {"julian", "julian"},
+                                                        {"noleap", "noleap"}, {"allleap", "all_leap"},
+                                                        {"d360", "360_day"}, {"proleptic_gregorian", "proleptic_gregorian"}};
+  bool read = false;
+  for (const pugi::xml_attribute a : e.attributes()) {
     const std::string k = a.name();
-    if (k != "id" && k != "src") warn(ctx, k, "context attribute not used by estuary (server deployment)");
+    if (context && (k == "id" || k == "src")) continue;
+    if (k == (context ? "calendar_type" : "type")) {
+      const auto it = cf.find(lower(trim(a.value())));
+      if (it == cf.end())
+        fail(e, k, "calendar '" + std::string(a.value()) + "' is not supported", "use Gregorian, Julian, NoLeap, AllLeap or D360");
+      cfg_.calendar = it->second;
+      read = true;
+    } else if (k == "start_date") {
+      cfg_.reference_time = trim(a.value());
+      read = true;
+    } else if (k == "time_origin") {
+      if (trim(a.value()) != trim(e.attribute("start_date").value()))
+        warn(e, k, "estuary's time axis counts from start_date (the dates written are the same)");
+    } else {
+      warn(e, k, context ? "context attribute not used by estuary (server deployment)" : "calendar attribute not used by estuary");
+    }
   }
+  if (!read) return;
+  try {
+    CalendarClock check(cfg_.calendar, cfg_.reference_time);
+  } catch (const Error& err) {
+    fail(e, "start_date", err.fault(), err.fix());
+  }
+}
+
+void XiosReader::read_context(pugi::xml_node ctx) {
+  read_calendar(ctx, true);
   Attrs no_attrs;
   auto children = [&](pugi::xml_node c, auto&& self) -> void {
     for (pugi::xml_node e : c.children()) {
@@ -516,32 +548,7 @@ void XiosReader::read_context(pugi::xml_node ctx) {
         const pugi::xml_attribute id = e.attribute("id");
         if (id) info_.variables[id.value()] = trim(e.text().get());
       } else if (tag == "calendar") {
-        // XIOS 2's calendar element; NEMO sets its calendar from Fortran instead.
-        static const std::map<std::string, std::string> cf = {{"gregorian", "gregorian"}, {"julian", "julian"},
-                                                              {"noleap", "noleap"}, {"allleap", "all_leap"},
-                                                              {"d360", "360_day"}, {"proleptic_gregorian", "proleptic_gregorian"}};
-        for (const pugi::xml_attribute a : e.attributes()) {
-          const std::string k = a.name();
-          if (k == "type") {
-            const auto it = cf.find(lower(a.value()));
-            if (it == cf.end())
-              fail(e, k, "calendar '" + std::string(a.value()) + "' is not supported",
-                   "use Gregorian, Julian, NoLeap, AllLeap or D360");
-            cfg_.calendar = it->second;
-          } else if (k == "start_date") {
-            cfg_.reference_time = trim(a.value());
-          } else if (k == "time_origin") {
-            if (trim(a.value()) != trim(e.attribute("start_date").value()))
-              warn(e, k, "estuary's time axis counts from start_date (the dates written are the same)");
-          } else {
-            warn(e, k, "calendar attribute not used by estuary");
-          }
-        }
-        try {
-          CalendarClock check(cfg_.calendar, cfg_.reference_time);
-        } catch (const Error& err) {
-          fail(e, "start_date", err.fault(), err.fix());
-        }
+        read_calendar(e, false);
       } else if (tag == "axis_definition" || tag == "domain_definition" || tag == "grid_definition" ||
                  tag == "scalar_definition" || tag == "pool_definition" || tag == "service_definition") {
         // Grids are the model's (def_grid); fields record their references only. Not opened.
