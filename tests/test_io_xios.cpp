@@ -21,7 +21,8 @@ namespace {
 const std::string kData = ESTUARY_XIOS_DATA_DIR;
 
 std::string tmp_dir(const std::string& name) {
-  const std::string d = std::string(ESTUARY_IO_TEST_DIR) + "/xios/np" + std::to_string(etest::world_size()) + "/" + name;
+  const std::string d =
+      std::string(ESTUARY_IO_TEST_DIR) + "/xios/np" + std::to_string(etest::world_size()) + "/" + name;
   if (etest::world_rank() == 0) std::filesystem::create_directories(d);
   MPI_Barrier(MPI_COMM_WORLD);
   return d;
@@ -53,7 +54,8 @@ const io::FieldConfig* find_var(const io::FileConfig& f, const std::string& var)
 
 // A context with a field definition (groups passing attributes down, a field_ref chain) and
 // a file definition with renamed fields; %FILE% and %FIELD% are filled in by the tests.
-const std::string kFieldDef = R"(<field_definition level="1" prec="4" operation="average" enabled=".TRUE." default_value="1.e20">
+const std::string kFieldDef =
+    R"(<field_definition level="1" prec="4" operation="average" enabled=".TRUE." default_value="1.e20">
   <field_group id="grid_T" grid_ref="grid_T_2D">
     <field id="sst" long_name="Bulk sea surface temperature" standard_name="sea_surface_temperature" unit="degC"/>
     <field id="sstmax" long_name="max of sst" field_ref="sst" operation="maximum"/>
@@ -130,14 +132,17 @@ TEST(IoXios, ErrorsNameFileLineElementAttribute) {
   };
   // Line 9 of each file below is the first field of the file (context() puts the file on line 8).
   EXPECT_NE(error_of(file("a.xml", "    <field field_ref=\"sst\" add_offset=\"2\"/>\n"), opt)
-                .find("packed values (add_offset) are not written by estuary (" + d + "/a.xml:9, <field field_ref=\"sst\">, attribute add_offset)"),
+                .find("packed values (add_offset) are not written by estuary (" + d +
+                      "/a.xml:9, <field field_ref=\"sst\">, attribute add_offset)"),
             std::string::npos);
   EXPECT_NE(error_of(file("b.xml", "    <field field_ref=\"sst\" colour=\"red\"/>\n"), opt)
                 .find("unknown attribute of <field> (" + d + "/b.xml:9, <field field_ref=\"sst\">, attribute colour)"),
             std::string::npos);
-  EXPECT_NE(error_of(file("c.xml", "    <field field_ref=\"sst\"/>\n    <field field_ref=\"sss\" name=\"sos\"/>\n"), opt)
-                .find("no field 'sss' in the field definition (" + d + "/c.xml:10, <field field_ref=\"sss\">, attribute field_ref)"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(file("c.xml", "    <field field_ref=\"sst\"/>\n    <field field_ref=\"sss\" name=\"sos\"/>\n"), opt)
+          .find("no field 'sss' in the field definition (" + d +
+                "/c.xml:10, <field field_ref=\"sss\">, attribute field_ref)"),
+      std::string::npos);
   EXPECT_NE(error_of(file("e.xml", "    <field field_ref=\"sst\" name=\"sq\">@sst2</field>\n"), opt)
                 .find("an expression (derived field) is not supported yet (" + d + "/e.xml:9"),
             std::string::npos);
@@ -146,45 +151,60 @@ TEST(IoXios, ErrorsNameFileLineElementAttribute) {
                 .find("(" + d + "/field_def.xml:6, <field id=\"sst2\">)"),
             std::string::npos);
   EXPECT_NE(error_of(file("g.xml", "    <field field_ref=\"sst\" grid_ref=\"grid_zonal\"/>\n"), opt)
-                .find("grid transformation) is not supported (" + d + "/g.xml:9, <field field_ref=\"sst\">, attribute grid_ref)"),
+                .find("grid transformation) is not supported (" + d +
+                      "/g.xml:9, <field field_ref=\"sst\">, attribute grid_ref)"),
             std::string::npos);
-  EXPECT_NE(error_of(file("o.xml", "    <field field_ref=\"sst\" freq_offset=\"1d\"/>\n"), opt)
-                .find("attribute freq_offset"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(file("o.xml", "    <field field_ref=\"sst\" freq_offset=\"1d\"/>\n"), opt).find("attribute freq_offset"),
+      std::string::npos);
   EXPECT_NE(error_of(file("p.xml", "    <field field_ref=\"sst\" prec=\"2\"/>\n"), opt).find("prec 2 (integers)"),
             std::string::npos);
   EXPECT_NE(error_of(file("t.xml", "    <field field_ref=\"sst\" freq_op=\"2ts\"/>\n"), opt)
-                .find("counts model time steps and no time step is given (" + d + "/t.xml:9, <field field_ref=\"sst\">, attribute freq_op)"),
+                .find("counts model time steps and no time step is given (" + d +
+                      "/t.xml:9, <field field_ref=\"sst\">, attribute freq_op)"),
             std::string::npos);
-  EXPECT_NE(error_of(file("m.xml", "    <field field_ref=\"sst\" operation=\"instant\"/>\n    <field field_ref=\"sstmax\" name=\"mx\"/>\n"), opt)
-                .find("file mixes instant fields"),
-            std::string::npos);
-  EXPECT_NE(error_of(file("n.xml", "    <field field_ref=\"sst\" name=\"a\"/>\n    <field field_ref=\"sstmax\" name=\"a\"/>\n"), opt)
+  EXPECT_NE(
+      error_of(
+          file("m.xml",
+               "    <field field_ref=\"sst\" operation=\"instant\"/>\n    <field field_ref=\"sstmax\" name=\"mx\"/>\n"),
+          opt)
+          .find("file mixes instant fields"),
+      std::string::npos);
+  EXPECT_NE(error_of(file("n.xml",
+                          "    <field field_ref=\"sst\" name=\"a\"/>\n    <field field_ref=\"sstmax\" name=\"a\"/>\n"),
+                     opt)
                 .find("variable 'a' is written twice to file x_6h (" + d + "/n.xml:10"),
             std::string::npos);
   // File name templates without a value; a context that is not there.
-  EXPECT_NE(error_of(file("s.xml", "    <field field_ref=\"sst\"/>\n"), {}).find("file name template @expname@ has no value"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(file("s.xml", "    <field field_ref=\"sst\"/>\n"), {}).find("file name template @expname@ has no value"),
+      std::string::npos);
   io::XiosXmlOptions other = opt;
   other.context = "atmos";
-  EXPECT_NE(error_of(file("s2.xml", "    <field field_ref=\"sst\"/>\n"), other).find("no context 'atmos' (there are: xios, nemo)"),
+  EXPECT_NE(error_of(file("s2.xml", "    <field field_ref=\"sst\"/>\n"), other)
+                .find("no context 'atmos' (there are: xios, nemo)"),
             std::string::npos);
   // A missing src= file is named with the element that includes it.
-  write_file(d, "inc.xml", "<simulation><context id=\"nemo\">\n<field_definition src=\"./nowhere.xml\"/></context></simulation>\n");
-  EXPECT_NE(error_of(d + "/inc.xml", opt).find("cannot open '" + d + "/nowhere.xml' (" + d + "/inc.xml:2, <field_definition>, attribute src)"),
+  write_file(d, "inc.xml",
+             "<simulation><context id=\"nemo\">\n<field_definition src=\"./nowhere.xml\"/></context></simulation>\n");
+  EXPECT_NE(error_of(d + "/inc.xml", opt)
+                .find("cannot open '" + d + "/nowhere.xml' (" + d + "/inc.xml:2, <field_definition>, attribute src)"),
             std::string::npos);
   // An include cycle (g.xml includes itself) and groups nested without end are errors, not a hang.
   write_file(d, "g.xml", "<field_group id=\"g\">\n <field_group src=\"./g.xml\"/>\n</field_group>\n");
-  write_file(d, "cyc.xml", "<simulation><context id=\"nemo\">\n<field_definition><field_group src=\"./g.xml\"/>"
-                          "</field_definition></context></simulation>\n");
-  EXPECT_NE(error_of(d + "/cyc.xml", opt).find("'" + d + "/g.xml' includes itself (" + d + "/g.xml:2, <field_group>, attribute src)"),
+  write_file(d, "cyc.xml",
+             "<simulation><context id=\"nemo\">\n<field_definition><field_group src=\"./g.xml\"/>"
+             "</field_definition></context></simulation>\n");
+  EXPECT_NE(error_of(d + "/cyc.xml", opt)
+                .find("'" + d + "/g.xml' includes itself (" + d + "/g.xml:2, <field_group>, attribute src)"),
             std::string::npos)
       << error_of(d + "/cyc.xml", opt);
   std::string deep = "<simulation><context id=\"nemo\"><field_definition>\n";
   for (int i = 0; i < 150; ++i) deep += "<field_group>";
   for (int i = 0; i < 150; ++i) deep += "</field_group>";
   write_file(d, "deep.xml", deep + "</field_definition></context></simulation>\n");
-  EXPECT_NE(error_of(d + "/deep.xml", opt).find("elements nested deeper than 100 levels (" + d + "/deep.xml:2, <field_group>)"),
+  EXPECT_NE(error_of(d + "/deep.xml", opt)
+                .find("elements nested deeper than 100 levels (" + d + "/deep.xml:2, <field_group>)"),
             std::string::npos)
       << error_of(d + "/deep.xml", opt);
   // XML syntax errors name the line.
@@ -196,19 +216,19 @@ TEST(IoXios, ErrorsNameFileLineElementAttribute) {
 TEST(IoXios, InheritanceEnabledLevelAndWarnings) {
   const std::string d = tmp_dir("inherit");
   write_file(d, "field_def.xml", kFieldDef);
-  const std::string p = write_file(
-      d, "iodef.xml",
-      context("   <file_group id=\"1d\" output_freq=\"1d\" output_level=\"5\" compression_level=\"2\">\n"
-              "    <file id=\"f\" name_suffix=\"_T\" description=\"T grid\" split_freq=\"2d\">\n"
-              "     <field field_ref=\"sstmax\" name=\"tosmax\"/>\n"
-              "     <field field_ref=\"sst\" name=\"tos\" freq_op=\"1h\" compression_level=\"4\"/>\n"
-              "     <field field_ref=\"toce\" name=\"thetao\" long_name=\"sea water temperature\"/>\n"
-              "     <field field_ref=\"off\"/>\n"
-              "     <field field_ref=\"deep\"/>\n"
-              "     <field field_ref=\"sst\" name=\"tos_on\" enabled=\"false\"/>\n"
-              "    </file>\n"
-              "    <file id=\"g\" enabled=\".FALSE.\"><field field_ref=\"sst\"/></file>\n"
-              "   </file_group>\n"));
+  const std::string p =
+      write_file(d, "iodef.xml",
+                 context("   <file_group id=\"1d\" output_freq=\"1d\" output_level=\"5\" compression_level=\"2\">\n"
+                         "    <file id=\"f\" name_suffix=\"_T\" description=\"T grid\" split_freq=\"2d\">\n"
+                         "     <field field_ref=\"sstmax\" name=\"tosmax\"/>\n"
+                         "     <field field_ref=\"sst\" name=\"tos\" freq_op=\"1h\" compression_level=\"4\"/>\n"
+                         "     <field field_ref=\"toce\" name=\"thetao\" long_name=\"sea water temperature\"/>\n"
+                         "     <field field_ref=\"off\"/>\n"
+                         "     <field field_ref=\"deep\"/>\n"
+                         "     <field field_ref=\"sst\" name=\"tos_on\" enabled=\"false\"/>\n"
+                         "    </file>\n"
+                         "    <file id=\"g\" enabled=\".FALSE.\"><field field_ref=\"sst\"/></file>\n"
+                         "   </file_group>\n"));
   io::XiosXmlOptions opt;
   opt.substitutions = {{"expname", "run"}};
   io::XiosXmlInfo info;
@@ -240,9 +260,10 @@ TEST(IoXios, InheritanceEnabledLevelAndWarnings) {
     if (w.find(d + "/iodef.xml:9, <file id=\"f\">, attribute description") != std::string::npos) warned = true;
   EXPECT_TRUE(warned);
   // A duration in time steps with the model's time step given: the time step is every write.
-  const std::string q = write_file(d, "ts.xml",
-                                   context("   <file id=\"f\" output_freq=\"4ts\"><field field_ref=\"sst\" freq_op=\"1ts\"/>"
-                                           "<field field_ref=\"sstmax\" name=\"mx\" freq_op=\"2ts\"/></file>\n"));
+  const std::string q =
+      write_file(d, "ts.xml",
+                 context("   <file id=\"f\" output_freq=\"4ts\"><field field_ref=\"sst\" freq_op=\"1ts\"/>"
+                         "<field field_ref=\"sstmax\" name=\"mx\" freq_op=\"2ts\"/></file>\n"));
   opt.timestep_s = 900;
   const io::OutputConfig t = io::OutputConfig::from_xios_xml(q, opt, &info);
   EXPECT_EQ(t.files[0].name, "run_4ts");
@@ -251,34 +272,34 @@ TEST(IoXios, InheritanceEnabledLevelAndWarnings) {
   EXPECT_EQ(t.files[0].fields[1].sampling_freq_s, 1800.0);
   // Without a name, the variable is named after the chain's root, the model's field (XIOS's
   // rule): <field field_ref="sstmax"/> writes sst's maximum as "sst".
-  const std::string u = write_file(d, "noname.xml",
-                                   context("   <file id=\"f\" output_freq=\"1d\"><field field_ref=\"sstmax\"/></file>\n"));
+  const std::string u = write_file(
+      d, "noname.xml", context("   <file id=\"f\" output_freq=\"1d\"><field field_ref=\"sstmax\"/></file>\n"));
   const io::OutputConfig n = io::OutputConfig::from_xios_xml(u, opt, &info);
   EXPECT_EQ(n.files[0].fields[0].variable(), "sst");
   EXPECT_EQ(n.files[0].fields[0].operation, io::Operation::maximum);
   // XIOS 1's calendar on the context, XIOS 2's <calendar>: calendar and reference time.
-  const std::string v1 = write_file(
-      d, "cal1.xml",
-      "<simulation><context id=\"test\" calendar_type=\"NoLeap\" start_date=\"2012-03-01 15:00:00\">\n"
-      "<field_definition operation=\"average\"><field id=\"a\"/></field_definition>\n"
-      "<file_definition><file id=\"o\" output_freq=\"6h\"><field field_ref=\"a\"/></file></file_definition>"
-      "</context></simulation>\n");
+  const std::string v1 =
+      write_file(d, "cal1.xml",
+                 "<simulation><context id=\"test\" calendar_type=\"NoLeap\" start_date=\"2012-03-01 15:00:00\">\n"
+                 "<field_definition operation=\"average\"><field id=\"a\"/></field_definition>\n"
+                 "<file_definition><file id=\"o\" output_freq=\"6h\"><field field_ref=\"a\"/></file></file_definition>"
+                 "</context></simulation>\n");
   const io::OutputConfig c1 = io::OutputConfig::from_xios_xml(v1, opt, &info);
   EXPECT_EQ(c1.calendar, "noleap");
   EXPECT_EQ(c1.reference_time, "2012-03-01 15:00:00");
   EXPECT_EQ(info.context, "test");  // the only context
-  const std::string v2 = write_file(
-      d, "cal2.xml",
-      "<context id=\"test\"><calendar type=\"D360\" start_date=\"1990-01-01 00:00:00\"/>\n"
-      "<field_definition operation=\"average\"><field id=\"a\"/></field_definition>\n"
-      "<file_definition><file id=\"o\" output_freq=\"6h\"><field field_ref=\"a\"/></file></file_definition>"
-      "</context>\n");
+  const std::string v2 =
+      write_file(d, "cal2.xml",
+                 "<context id=\"test\"><calendar type=\"D360\" start_date=\"1990-01-01 00:00:00\"/>\n"
+                 "<field_definition operation=\"average\"><field id=\"a\"/></field_definition>\n"
+                 "<file_definition><file id=\"o\" output_freq=\"6h\"><field field_ref=\"a\"/></file></file_definition>"
+                 "</context>\n");
   const io::OutputConfig c2 = io::OutputConfig::from_xios_xml(v2, opt, &info);
   EXPECT_EQ(c2.calendar, "360_day");
   EXPECT_EQ(c2.reference_time, "1990-01-01 00:00:00");
-  write_file(d, "cal3.xml",
-             "<context id=\"test\">\n<calendar type=\"Martian\"/></context>\n");
-  EXPECT_NE(error_of(d + "/cal3.xml").find("calendar 'Martian' is not supported (" + d + "/cal3.xml:2, <calendar>, attribute type)"),
+  write_file(d, "cal3.xml", "<context id=\"test\">\n<calendar type=\"Martian\"/></context>\n");
+  EXPECT_NE(error_of(d + "/cal3.xml")
+                .find("calendar 'Martian' is not supported (" + d + "/cal3.xml:2, <calendar>, attribute type)"),
             std::string::npos);
 }
 
@@ -289,16 +310,16 @@ TEST(IoXios, WritesOneDayFromXml) {
   const int p = etest::world_size(), r = etest::world_rank();
   const std::string d = tmp_dir("write");
   write_file(d, "field_def.xml", kFieldDef);
-  const std::string path = write_file(
-      d, "iodef.xml",
-      context("   <file_group id=\"6h\" output_freq=\"6h\">\n"
-              "    <file id=\"t\" name_suffix=\"_grid_T\">\n"
-              "     <field field_ref=\"sst\" name=\"tos\"/>\n"
-              "     <field field_ref=\"sstmax\" name=\"tosmax\"/>\n"
-              "     <field field_ref=\"toce\" name=\"thetao\"/>\n"
-              "    </file>\n"
-              "   </file_group>\n"
-              "   <file id=\"i\" output_freq=\"1d\" name=\"inst\"><field field_ref=\"sst\" operation=\"instant\"/></file>\n"));
+  const std::string path = write_file(d, "iodef.xml",
+                                      context("   <file_group id=\"6h\" output_freq=\"6h\">\n"
+                                              "    <file id=\"t\" name_suffix=\"_grid_T\">\n"
+                                              "     <field field_ref=\"sst\" name=\"tos\"/>\n"
+                                              "     <field field_ref=\"sstmax\" name=\"tosmax\"/>\n"
+                                              "     <field field_ref=\"toce\" name=\"thetao\"/>\n"
+                                              "    </file>\n"
+                                              "   </file_group>\n"
+                                              "   <file id=\"i\" output_freq=\"1d\" name=\"inst\"><field "
+                                              "field_ref=\"sst\" operation=\"instant\"/></file>\n"));
   io::XiosXmlOptions opt;
   opt.substitutions = {{"expname", "nemo"}};
   io::XiosXmlInfo info;
@@ -385,7 +406,8 @@ TEST(IoOutputName, YamlWritesOneFieldUnderTwoNames) {
     out.def_grid("atm", iotest::grid_part(p, r));
     out.def_field(iotest::field("sst", false, d2));
     out.end_def();
-    for (i64 step = 1; step <= 12; ++step) out.write("sst", 3600.0 * static_cast<double>(step), iotest::values(d2, step, false));
+    for (i64 step = 1; step <= 12; ++step)
+      out.write("sst", 3600.0 * static_cast<double>(step), iotest::values(d2, step, false));
     out.close();
   }
   io::Reader rd(d + "/day.nc", MPI_COMM_WORLD);
@@ -415,7 +437,8 @@ TEST(IoOutputName, YamlWritesOneFieldUnderTwoNames) {
         "o.yaml");
     ADD_FAILURE() << "no error";
   } catch (const estuary::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("field listed twice (variable 'tos') (o.yaml:7, key output.files[0] (f).fields[1] (tos))"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "field listed twice (variable 'tos') (o.yaml:7, key output.files[0] (f).fields[1] (tos))"),
               std::string::npos)
         << e.what();
   }

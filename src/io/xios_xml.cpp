@@ -16,9 +16,9 @@
 #include <cmath>
 #include <deque>
 #include <filesystem>
-#include <optional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -39,10 +39,10 @@ constexpr int kDefaultFieldLevel = 1;
 
 // What estuary does with an attribute of an element.
 enum class Use {
-  read,     // read into the configuration
-  quiet,    // no effect on what estuary writes (performance, deployment, reading files)
-  warn,     // metadata or file layout XIOS would write and estuary does not
-  refuse,   // changes the numbers written: an error (or, skip_unsupported, the field left out)
+  read,    // read into the configuration
+  quiet,   // no effect on what estuary writes (performance, deployment, reading files)
+  warn,    // metadata or file layout XIOS would write and estuary does not
+  refuse,  // changes the numbers written: an error (or, skip_unsupported, the field left out)
 };
 struct AttrRule {
   const char* name;
@@ -52,14 +52,31 @@ struct AttrRule {
 
 // XIOS's field attributes (field_attribute.conf), also those of field groups.
 constexpr AttrRule kFieldAttrs[] = {
-    {"id", Use::read, ""}, {"name", Use::read, ""}, {"field_ref", Use::read, ""}, {"group_ref", Use::read, ""},
-    {"src", Use::read, ""}, {"operation", Use::read, ""}, {"freq_op", Use::read, ""}, {"enabled", Use::read, ""},
-    {"level", Use::read, ""}, {"prec", Use::read, ""}, {"default_value", Use::read, ""}, {"unit", Use::read, ""},
-    {"long_name", Use::read, ""}, {"standard_name", Use::read, ""}, {"grid_ref", Use::read, ""},
-    {"domain_ref", Use::read, ""}, {"axis_ref", Use::read, ""}, {"scalar_ref", Use::read, ""},
-    {"compression_level", Use::read, ""}, {"expr", Use::read, ""},
-    {"detect_missing_value", Use::read, ""}, {"freq_offset", Use::read, ""},
-    {"read_access", Use::quiet, ""}, {"check_if_active", Use::quiet, ""}, {"grid_path", Use::read, ""},
+    {"id", Use::read, ""},
+    {"name", Use::read, ""},
+    {"field_ref", Use::read, ""},
+    {"group_ref", Use::read, ""},
+    {"src", Use::read, ""},
+    {"operation", Use::read, ""},
+    {"freq_op", Use::read, ""},
+    {"enabled", Use::read, ""},
+    {"level", Use::read, ""},
+    {"prec", Use::read, ""},
+    {"default_value", Use::read, ""},
+    {"unit", Use::read, ""},
+    {"long_name", Use::read, ""},
+    {"standard_name", Use::read, ""},
+    {"grid_ref", Use::read, ""},
+    {"domain_ref", Use::read, ""},
+    {"axis_ref", Use::read, ""},
+    {"scalar_ref", Use::read, ""},
+    {"compression_level", Use::read, ""},
+    {"expr", Use::read, ""},
+    {"detect_missing_value", Use::read, ""},
+    {"freq_offset", Use::read, ""},
+    {"read_access", Use::quiet, ""},
+    {"check_if_active", Use::quiet, ""},
+    {"grid_path", Use::read, ""},
     {"comment", Use::warn, "estuary writes no comment attribute"},
     {"cell_methods", Use::warn, "estuary writes cell_methods from the operation"},
     {"cell_methods_mode", Use::warn, "estuary writes cell_methods from the operation"},
@@ -75,12 +92,24 @@ constexpr AttrRule kFieldAttrs[] = {
 
 // XIOS's file attributes (file_attribute.conf), also those of file groups and the definition.
 constexpr AttrRule kFileAttrs[] = {
-    {"id", Use::read, ""}, {"name", Use::read, ""}, {"name_suffix", Use::read, ""}, {"src", Use::read, ""},
-    {"output_freq", Use::read, ""}, {"split_freq", Use::read, ""}, {"sync_freq", Use::read, ""},
-    {"enabled", Use::read, ""}, {"output_level", Use::read, ""}, {"compression_level", Use::read, ""},
-    {"format", Use::read, ""}, {"type", Use::read, ""}, {"mode", Use::read, ""},
-    {"par_access", Use::quiet, ""}, {"min_digits", Use::quiet, ""}, {"cyclic", Use::quiet, ""},
-    {"record_offset", Use::quiet, ""}, {"read_metadata_par", Use::quiet, ""},
+    {"id", Use::read, ""},
+    {"name", Use::read, ""},
+    {"name_suffix", Use::read, ""},
+    {"src", Use::read, ""},
+    {"output_freq", Use::read, ""},
+    {"split_freq", Use::read, ""},
+    {"sync_freq", Use::read, ""},
+    {"enabled", Use::read, ""},
+    {"output_level", Use::read, ""},
+    {"compression_level", Use::read, ""},
+    {"format", Use::read, ""},
+    {"type", Use::read, ""},
+    {"mode", Use::read, ""},
+    {"par_access", Use::quiet, ""},
+    {"min_digits", Use::quiet, ""},
+    {"cyclic", Use::quiet, ""},
+    {"record_offset", Use::quiet, ""},
+    {"read_metadata_par", Use::quiet, ""},
     {"description", Use::warn, "estuary writes no description attribute"},
     {"split_freq_format", Use::warn, "estuary names split files <name>_<start date>.nc"},
     {"split_start_offset", Use::refuse, "estuary splits files at multiples of split_freq"},
@@ -91,11 +120,16 @@ constexpr AttrRule kFileAttrs[] = {
     {"time_units", Use::warn, "estuary's time axis is in seconds since reference_time"},
     {"time_stamp_name", Use::warn, "estuary writes no time stamp attribute"},
     {"time_stamp_format", Use::warn, "estuary writes no time stamp attribute"},
-    {"uuid_name", Use::warn, "estuary writes no uuid attribute"}, {"uuid_format", Use::warn, "estuary writes no uuid attribute"},
-    {"convention", Use::warn, "estuary writes CF-1.8 files"}, {"convention_str", Use::warn, "estuary writes CF-1.8 files"},
+    {"uuid_name", Use::warn, "estuary writes no uuid attribute"},
+    {"uuid_format", Use::warn, "estuary writes no uuid attribute"},
+    {"convention", Use::warn, "estuary writes CF-1.8 files"},
+    {"convention_str", Use::warn, "estuary writes CF-1.8 files"},
     {"append", Use::warn, "estuary creates its files anew"},
-    {"timeseries", Use::warn, "estuary writes no time-series files"}, {"ts_prefix", Use::warn, "estuary writes no time-series files"},
-    {"writer", Use::quiet, ""}, {"gatherer", Use::quiet, ""}, {"using_server2", Use::quiet, ""},
+    {"timeseries", Use::warn, "estuary writes no time-series files"},
+    {"ts_prefix", Use::warn, "estuary writes no time-series files"},
+    {"writer", Use::quiet, ""},
+    {"gatherer", Use::quiet, ""},
+    {"using_server2", Use::quiet, ""},
 };
 
 const AttrRule* rule_of(const AttrRule* begin, const AttrRule* end, const std::string& name) {
@@ -149,8 +183,8 @@ class XiosReader {
  private:
   const XiosXmlOptions& opt_;
   XiosXmlInfo& info_;
-  std::deque<XmlFile> files_;             // stable addresses: nodes point into them
-  int depth_ = 0;                          // nesting of groups being read
+  std::deque<XmlFile> files_;  // stable addresses: nodes point into them
+  int depth_ = 0;              // nesting of groups being read
   // One level of group nesting (each is a call): deeper than 100 is an error at `at`, so that
   // a file of 16 MiB cannot nest a million and exhaust the stack.
   struct Deeper {
@@ -165,9 +199,9 @@ class XiosReader {
     Deeper(const Deeper&) = delete;
     Deeper& operator=(const Deeper&) = delete;
   };
-  std::map<std::string, DefField> defs_;  // field_definition fields by id
+  std::map<std::string, DefField> defs_;                     // field_definition fields by id
   std::map<std::string, std::vector<DefField>> def_groups_;  // field_definition groups' fields, by group id
-  std::set<std::string> warned_;          // warnings once each
+  std::set<std::string> warned_;                             // warnings once each
   OutputConfig cfg_;
 
   const XmlFile& load(const std::string& path, pugi::xml_node from, const char* attr);
@@ -198,7 +232,8 @@ class XiosReader {
 const XmlFile& XiosReader::load(const std::string& path, pugi::xml_node from, const char* attr) {
   // A file that includes itself, directly or through others, would never end.
   for (pugi::xml_node n = from; n; n = file_of(n).included_from)
-    if (file_of(n).path == path) fail(from, attr, "'" + path + "' includes itself", "remove the cycle of src= includes");
+    if (file_of(n).path == path)
+      fail(from, attr, "'" + path + "' includes itself", "remove the cycle of src= includes");
   std::optional<std::string> text = estuary::detail::read_config_file(path);  // size and UTF-8 checked
   if (!text) {
     if (from) fail(from, attr, "cannot open '" + path + "'", "give a path relative to the including file");
@@ -235,8 +270,8 @@ std::string XiosReader::where(pugi::xml_node n, const std::string& attr) const {
   const std::ptrdiff_t off = n.offset_debug();
   std::string s = f.path;
   if (off >= 0) {
-    const auto line =
-        std::upper_bound(f.line_starts.begin(), f.line_starts.end(), static_cast<std::size_t>(off)) - f.line_starts.begin();
+    const auto line = std::upper_bound(f.line_starts.begin(), f.line_starts.end(), static_cast<std::size_t>(off)) -
+                      f.line_starts.begin();
     s += ":" + std::to_string(line);
   }
   s.append(", <").append(n.name());
@@ -277,7 +312,8 @@ void XiosReader::check_attrs(pugi::xml_node n, bool field) {
     for (pugi::xml_node c : n.children()) {
       if (c.type() != pugi::node_element) continue;
       const std::string tag = c.name();
-      if (tag == "variable" || tag == "variable_group") warn(c, "", "<" + tag + "> in a field: estuary writes no extra attributes");
+      if (tag == "variable" || tag == "variable_group")
+        warn(c, "", "<" + tag + "> in a field: estuary writes no extra attributes");
       else fail(c, "", "unknown element <" + tag + "> in a <field>");
     }
   for (const pugi::xml_attribute a : n.attributes()) {
@@ -371,7 +407,10 @@ Frequency XiosReader::duration(const Attr& a, const std::string& attr, bool allo
 
 // The file's name: name (or the id) and name_suffix, with the @KEY@ templates filled in.
 std::string XiosReader::file_name(const Attrs& a, pugi::xml_node file) {
-  auto get = [&](const char* k) { auto it = a.find(k); return it == a.end() ? std::string() : it->second.value; };
+  auto get = [&](const char* k) {
+    auto it = a.find(k);
+    return it == a.end() ? std::string() : it->second.value;
+  };
   std::string name = get("name");
   if (name.empty()) name = get("id");
   if (name.empty()) fail(file, "name", "a file has neither a name nor an id", "give it a name");
@@ -478,9 +517,9 @@ void XiosReader::read_file_definition(pugi::xml_node n, const Attrs& inherited) 
 // XIOS's calendar: <calendar type= start_date= time_origin=> (XIOS 2), or calendar_type= and
 // the dates on the <context> (XIOS 1). NEMO sets its calendar from Fortran instead.
 void XiosReader::read_calendar(pugi::xml_node e, bool context) {
-  static const std::map<std::string, std::string> cf = {{"gregorian", "gregorian"}, {"julian", "julian"},
-                                                        {"noleap", "noleap"}, {"allleap", "all_leap"},
-                                                        {"d360", "360_day"}, {"proleptic_gregorian", "proleptic_gregorian"}};
+  static const std::map<std::string, std::string> cf = {
+      {"gregorian", "gregorian"}, {"julian", "julian"}, {"noleap", "noleap"},
+      {"allleap", "all_leap"},    {"d360", "360_day"},  {"proleptic_gregorian", "proleptic_gregorian"}};
   bool read = false;
   for (const pugi::xml_attribute a : e.attributes()) {
     const std::string k = a.name();
@@ -488,7 +527,8 @@ void XiosReader::read_calendar(pugi::xml_node e, bool context) {
     if (k == (context ? "calendar_type" : "type")) {
       const auto it = cf.find(lower(trim(a.value())));
       if (it == cf.end())
-        fail(e, k, "calendar '" + std::string(a.value()) + "' is not supported", "use Gregorian, Julian, NoLeap, AllLeap or D360");
+        fail(e, k, "calendar '" + std::string(a.value()) + "' is not supported",
+             "use Gregorian, Julian, NoLeap, AllLeap or D360");
       cfg_.calendar = it->second;
       read = true;
     } else if (k == "start_date") {
@@ -498,7 +538,9 @@ void XiosReader::read_calendar(pugi::xml_node e, bool context) {
       if (trim(a.value()) != trim(e.attribute("start_date").value()))
         warn(e, k, "estuary's time axis counts from start_date (the dates written are the same)");
     } else {
-      warn(e, k, context ? "context attribute not used by estuary (server deployment)" : "calendar attribute not used by estuary");
+      warn(e, k,
+           context ? "context attribute not used by estuary (server deployment)"
+                   : "calendar attribute not used by estuary");
     }
   }
   if (!read) return;
@@ -607,7 +649,8 @@ void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
   // Files that are not written: enabled="false", and XIOS's input files.
   if (has("enabled") && !boolean(attrs.at("enabled"), "enabled")) return;
   if (has("mode") && trim(attrs.at("mode").value) != "write") {
-    if (trim(attrs.at("mode").value) != "read") fail(attrs.at("mode").at, "mode", "unknown mode '" + attrs.at("mode").value + "'");
+    if (trim(attrs.at("mode").value) != "read")
+      fail(attrs.at("mode").at, "mode", "unknown mode '" + attrs.at("mode").value + "'");
     warn(n, "mode", "a file XIOS reads: estuary writes output only (io::Reader reads files); left out");
     return;
   }
@@ -643,8 +686,8 @@ void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
          "estuary names split files <name>_<start date>.nc (XIOS: <name>_<start>-<end>.nc)");
   }
   if (has("sync_freq")) duration(attrs.at("sync_freq"), "sync_freq", true);  // estuary commits every record
-  const int output_level = has("output_level") ? integer(attrs.at("output_level"), "output_level", 0, 1000)
-                                               : kDefaultOutputLevel;
+  const int output_level =
+      has("output_level") ? integer(attrs.at("output_level"), "output_level", 0, 1000) : kDefaultOutputLevel;
   std::vector<DefField> fields;
   collect_file_fields(n, {}, fields);
   std::set<std::string> names;
@@ -659,8 +702,9 @@ void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
     return;
   }
   if (static_cast<long long>(fc.fields.size()) > estuary::detail::kMaxFieldsPerFile)
-    fail(n, "", std::to_string(fc.fields.size()) + " fields, more than the " +
-                    std::to_string(estuary::detail::kMaxFieldsPerFile) + " estuary writes to one file",
+    fail(n, "",
+         std::to_string(fc.fields.size()) + " fields, more than the " +
+             std::to_string(estuary::detail::kMaxFieldsPerFile) + " estuary writes to one file",
          "split them over several files");
   if (detail::mixes_time_axes(fc))
     fail(n, "", "file mixes instant fields with averaged/min/max/accumulated ones",
@@ -669,7 +713,9 @@ void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
     if (other.name == fc.name)
       fail(n, "name", "file name '" + fc.name + "' is used twice", "give the files different names (or name_suffix)");
   if (static_cast<long long>(cfg_.files.size()) >= estuary::detail::kMaxOutputFiles)
-    fail(n, "", "more than the " + std::to_string(estuary::detail::kMaxOutputFiles) + " files estuary writes from one configuration");
+    fail(n, "",
+         "more than the " + std::to_string(estuary::detail::kMaxOutputFiles) +
+             " files estuary writes from one configuration");
   cfg_.files.push_back(std::move(fc));
 }
 
@@ -692,9 +738,7 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
     }
     return g == "||||" ? std::string() : g;
   };
-  auto has_expr = [](const DefField& d) {
-    return d.attrs.count("expr") > 0 || !trim(d.node.text().get()).empty();
-  };
+  auto has_expr = [](const DefField& d) { return d.attrs.count("expr") > 0 || !trim(d.node.text().get()).empty(); };
   std::vector<Link> chain{{f.node, grid_of(f.attrs), has_expr(f)}};
   std::string source;
   std::set<std::string> seen;
@@ -702,7 +746,8 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
   pugi::xml_node ref_at = f.attrs.count("field_ref") ? f.attrs.at("field_ref").at : f.node;
   if (ref.empty()) {
     if (!f.node.attribute("id"))
-      fail(f.node, "field_ref", "a file's field needs a field_ref or an id", "refer to a field of the field_definition");
+      fail(f.node, "field_ref", "a file's field needs a field_ref or an id",
+           "refer to a field of the field_definition");
     source = f.node.attribute("id").value();
   }
   while (!ref.empty()) {
@@ -746,8 +791,11 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       if (it->grid.empty()) continue;
       if (!g.empty() && it->grid != g) {
-        const std::string attr = it->node.attribute("grid_ref") ? "grid_ref" : it->node.attribute("domain_ref") ? "domain_ref" : "axis_ref";
-        return unsupported(it->node, attr, "a grid other than the referenced field's (an XIOS grid transformation) is not supported",
+        const std::string attr = it->node.attribute("grid_ref")     ? "grid_ref"
+                                 : it->node.attribute("domain_ref") ? "domain_ref"
+                                                                    : "axis_ref";
+        return unsupported(it->node, attr,
+                           "a grid other than the referenced field's (an XIOS grid transformation) is not supported",
                            "output the field on the grid the model gives it");
       }
       g = it->grid;
@@ -760,15 +808,16 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
   if (a.count("freq_offset")) {
     const std::string o = trim(a.at("freq_offset").value);
     if (o != "0ts" && o != "0s" && o != "0d" && o != "0h")
-      return unsupported(a.at("freq_offset").at, "freq_offset", "freq_offset is not supported (estuary samples from time 0)",
-                         "remove it");
+      return unsupported(a.at("freq_offset").at, "freq_offset",
+                         "freq_offset is not supported (estuary samples from time 0)", "remove it");
   }
   if (a.count("detect_missing_value") && boolean(a.at("detect_missing_value"), "detect_missing_value"))
     return unsupported(a.at("detect_missing_value").at, "detect_missing_value",
                        "detect_missing_value is not supported (estuary's operations leave out masked points only)",
                        "mask the points with the field's or the grid's mask instead");
   if (a.count("grid_path"))
-    return unsupported(a.at("grid_path").at, "grid_path", "grid_path (chained grid transformations) is not supported", "remove it");
+    return unsupported(a.at("grid_path").at, "grid_path", "grid_path (chained grid transformations) is not supported",
+                       "remove it");
 
   FieldConfig fd;
   fd.name = source;
@@ -802,8 +851,9 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
     const int p = integer(a.at("prec"), "prec", 1, 8);
     if (p == 4) fd.precision = Precision::f32;
     else if (p == 8) fd.precision = Precision::f64;
-    else return unsupported(a.at("prec").at, "prec", "prec " + std::to_string(p) + " (integers) is not supported",
-                            "use prec 4 (float) or 8 (double)");
+    else
+      return unsupported(a.at("prec").at, "prec", "prec " + std::to_string(p) + " (integers) is not supported",
+                         "use prec 4 (float) or 8 (double)");
   }
   if (a.count("default_value")) {
     const std::string v = trim(a.at("default_value").value);
@@ -827,8 +877,7 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
   }
   if (var.empty()) fail(f.node, "name", "the field's variable name is empty");
   if (!names.insert(var).second)
-    fail(f.node, "name", "variable '" + var + "' is written twice to file " + fc.name,
-         "give one of them another name");
+    fail(f.node, "name", "variable '" + var + "' is written twice to file " + fc.name, "give one of them another name");
   XiosXmlInfo::Field rec;
   rec.file = fc.name;
   rec.variable = var;
@@ -852,7 +901,8 @@ OutputConfig XiosReader::read(const std::string& path) {
   } else if (std::string(root.name()) == "simulation") {
     for (pugi::xml_node c : root.children("context")) contexts.push_back(c);
   } else {
-    fail(root, "", std::string("the root element is <") + root.name() + ">", "give an iodef.xml (<simulation>) or a <context> file");
+    fail(root, "", std::string("the root element is <") + root.name() + ">",
+         "give an iodef.xml (<simulation>) or a <context> file");
   }
   std::vector<std::string> ids;
   for (pugi::xml_node c : contexts) ids.push_back(c.attribute("id").value());
