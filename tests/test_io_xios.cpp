@@ -59,7 +59,7 @@ const std::string kFieldDef =
   <field_group id="grid_T" grid_ref="grid_T_2D">
     <field id="sst" long_name="Bulk sea surface temperature" standard_name="sea_surface_temperature" unit="degC"/>
     <field id="sstmax" long_name="max of sst" field_ref="sst" operation="maximum"/>
-    <field id="toce" long_name="temperature" unit="degC" grid_ref="grid_T_3D" prec="8"/>
+    <field id="toce" long_name="temperature" unit="degC" grid_ref="grid_T_3D" prec="8" compression_level="3"/>
     <field id="sst2" unit="degC2"> sst * sst </field>
     <field id="off" enabled="false"/>
     <field id="deep" level="7"/>
@@ -251,6 +251,7 @@ TEST(IoXios, InheritanceEnabledLevelAndWarnings) {
   EXPECT_EQ(f.fields[1].deflate, 4);
   EXPECT_EQ(f.fields[2].precision, io::Precision::f64);
   EXPECT_EQ(f.fields[2].long_name, "sea water temperature");
+  EXPECT_EQ(f.fields[2].deflate, 3);  // the definition's compression_level over the file group's
   ASSERT_EQ(info.fields.size(), 3u);
   EXPECT_EQ(info.fields[2].grid_ref, "grid_T_3D");
   EXPECT_EQ(info.fields[0].grid_ref, "grid_T_2D");

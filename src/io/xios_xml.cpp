@@ -220,7 +220,8 @@ class XiosReader {
   void read_file_definition(pugi::xml_node n, const Attrs& inherited);
   void read_file(pugi::xml_node n, const Attrs& attrs);
   void collect_file_fields(pugi::xml_node n, const Attrs& inherited, std::vector<DefField>& out);
-  bool resolve_field(const DefField& f, FileConfig& fc, int output_level, std::set<std::string>& names);
+  bool resolve_field(const DefField& f, FileConfig& fc, int output_level, const Attr* file_compression,
+                     std::set<std::string>& names);
   Frequency duration(const Attr& a, const std::string& attr, bool allow_months);
   bool boolean(const Attr& a, const std::string& attr);
   int integer(const Attr& a, const std::string& attr, int lo, int hi);
@@ -555,6 +556,7 @@ void XiosReader::read_context(pugi::xml_node ctx) {
   read_calendar(ctx, true);
   Attrs no_attrs;
   auto children = [&](pugi::xml_node c, auto&& self) -> void {
+    const Deeper guard(*this, c);
     for (pugi::xml_node e : c.children()) {
       if (e.type() != pugi::node_element) continue;
       const std::string tag = e.name();
@@ -691,12 +693,8 @@ void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
   std::vector<DefField> fields;
   collect_file_fields(n, {}, fields);
   std::set<std::string> names;
-  for (DefField& f : fields) {
-    // compression_level: the field's, else the file's (XIOS inherits it so).
-    if (!f.attrs.count("compression_level") && has("compression_level"))
-      f.attrs["compression_level"] = attrs.at("compression_level");
-    resolve_field(f, fc, output_level, names);  // enabled and level against output_level there
-  }
+  const Attr* compression = has("compression_level") ? &attrs.at("compression_level") : nullptr;
+  for (const DefField& f : fields) resolve_field(f, fc, output_level, compression, names);
   if (fc.fields.empty()) {
     warn(n, "", "no field to write: the file is left out");
     return;
@@ -722,7 +720,8 @@ void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
 // One field of a file: follows field_ref to the model's field, taking the attributes the
 // field does not set from each referenced field in turn (XIOS's reference inheritance).
 // Returns false when the field is not written (disabled, above output_level, or skipped).
-bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_level, std::set<std::string>& names) {
+bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_level, const Attr* file_compression,
+                               std::set<std::string>& names) {
   Attrs a = f.attrs;
   // The chain: this field, then each field it refers to; grids as each sets them.
   struct Link {
@@ -867,6 +866,8 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
       return unsupported(a.at("default_value").at, "default_value",
                          "default_value " + v + " differs from estuary's fill value 1e20", "use 1.e20");
   }
+  // compression_level: the field's (own or through field_ref), else the file's, as XIOS's output does.
+  if (!a.count("compression_level") && file_compression) a["compression_level"] = *file_compression;
   if (a.count("compression_level")) fd.deflate = integer(a.at("compression_level"), "compression_level", 0, 9);
   if (a.count("unit")) fd.units = a.at("unit").value;
   if (a.count("long_name")) fd.long_name = a.at("long_name").value;
