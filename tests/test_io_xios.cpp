@@ -90,9 +90,11 @@ TEST(IoXios, NemoOrca2FilesRead) {
   // monthly zonal means (file16, file17) change grids, so with skip_unsupported they are left out.
   std::vector<std::string> names;
   for (const auto& f : c.files) names.push_back(f.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"ORCA2_5d_20000101_20000105_grid_T", "ORCA2_5d_20000101_20000105_grid_U",
-                                             "ORCA2_5d_20000101_20000105_grid_V", "ORCA2_5d_20000101_20000105_grid_W",
-                                             "ORCA2_5d_20000101_20000105_scalar"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "ORCA2_5d_20000101_20000105_grid_T", "ORCA2_5d_20000101_20000105_grid_U",
+                       "ORCA2_5d_20000101_20000105_grid_V", "ORCA2_5d_20000101_20000105_grid_W",
+                       "ORCA2_5d_20000101_20000105_scalar", "ORCA2_5d_20000101_20000105_icemod",
+                       "ORCA2_5d_20000101_20000105_SBC_scalar"}));
   for (const auto& f : c.files) {
     EXPECT_EQ(f.output_freq.seconds, 5 * 86400.0) << f.name;
     EXPECT_EQ(f.format, io::Format::netcdf4) << f.name;
@@ -115,6 +117,17 @@ TEST(IoXios, NemoOrca2FilesRead) {
         w.find("expression") != std::string::npos)
       warned = true;
   EXPECT_TRUE(warned);
+  // NEMO's sea-ice temperatures average only where there is ice (detect_missing_value): estuary
+  // would average the fill values in, so they are left out, named where the field_def says so.
+  const io::FieldConfig* sitemp = find_var(c.files[5], "sitemp");
+  EXPECT_EQ(sitemp, nullptr);
+  ASSERT_NE(find_var(c.files[5], "siconc"), nullptr);
+  EXPECT_EQ(find_var(c.files[5], "siconc")->name, "iceconc");
+  bool dmv = false;
+  for (const auto& w : info.warnings)
+    if (w.find("field_def_nemo-ice.xml:42, <field id=\"icetemp\">, attribute detect_missing_value") != std::string::npos)
+      dmv = true;
+  EXPECT_TRUE(dmv);
   // The same files without skip_unsupported: the first expression is the error.
   opt.skip_unsupported = false;
   const std::string e = error_of(kData + "/iodef.xml", opt);

@@ -111,7 +111,7 @@ def independent_reading(iodef, subs, context="nemo"):
                         if any(grid):
                             transform = transform or (g is not None and grid != g)
                             g = grid
-                    if chain_expr or transform:
+                    if chain_expr or transform or _true(fa.get("detect_missing_value", "false")):
                         continue  # what skip_unsupported leaves out
                     fields.append({
                         "variable": fa.get("name", source), "source": source,
@@ -139,7 +139,7 @@ def test_nemo_setup_matches_independent_reading():
     assert [f["name"] for f in mine] == [f["name"] for f in want]
     for m, w in zip(mine, want):
         assert m == w, m["name"]
-    assert len(mine) == 5 and sum(len(f["fields"]) for f in mine) > 50
+    assert len(mine) == 7 and sum(len(f["fields"]) for f in mine) > 100  # 5 ocean files, 2 sea-ice
     # NEMO's renames: e.g. <field field_ref="empmr" name="wfo"/> writes the model's empmr as wfo.
     t = next(f for f in got["files"] if f["name"].endswith("_grid_T"))
     wfo = next(v for v in t["fields"] if v["variable"] == "wfo")
@@ -151,6 +151,12 @@ def test_nemo_setup_matches_independent_reading():
     assert len(exprs) == 8
     for line in exprs:
         assert any(f"file_def_nemo-oce.xml:{line}, " in w and "expression" in w for w in got["warnings"]), line
+    # The sea-ice fields NEMO writes with detect_missing_value (ice temperatures, salinity) are left
+    # out too, each named where the field_def sets it.
+    ice = (DATA / "field_def_nemo-ice.xml").read_text().splitlines()
+    dmv = [i + 1 for i, line in enumerate(ice) if 'detect_missing_value="true"' in line]
+    used = {w.split(", ")[0] for w in got["warnings"] if "detect_missing_value" in w}
+    assert used and used <= {f"{DATA / 'field_def_nemo-ice.xml'}:{n}" for n in dmv}
 
 
 def test_errors_name_file_and_line(tmp_path):
