@@ -90,11 +90,10 @@ TEST(IoXios, NemoOrca2FilesRead) {
   // monthly zonal means (file16, file17) change grids, so with skip_unsupported they are left out.
   std::vector<std::string> names;
   for (const auto& f : c.files) names.push_back(f.name);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "ORCA2_5d_20000101_20000105_grid_T", "ORCA2_5d_20000101_20000105_grid_U",
-                       "ORCA2_5d_20000101_20000105_grid_V", "ORCA2_5d_20000101_20000105_grid_W",
-                       "ORCA2_5d_20000101_20000105_scalar", "ORCA2_5d_20000101_20000105_icemod",
-                       "ORCA2_5d_20000101_20000105_SBC_scalar"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"ORCA2_5d_20000101_20000105_grid_T", "ORCA2_5d_20000101_20000105_grid_U",
+                                             "ORCA2_5d_20000101_20000105_grid_V", "ORCA2_5d_20000101_20000105_grid_W",
+                                             "ORCA2_5d_20000101_20000105_scalar", "ORCA2_5d_20000101_20000105_icemod",
+                                             "ORCA2_5d_20000101_20000105_SBC_scalar"}));
   for (const auto& f : c.files) {
     EXPECT_EQ(f.output_freq.seconds, 5 * 86400.0) << f.name;
     EXPECT_EQ(f.format, io::Format::netcdf4) << f.name;
@@ -125,7 +124,8 @@ TEST(IoXios, NemoOrca2FilesRead) {
   EXPECT_EQ(find_var(c.files[5], "siconc")->name, "iceconc");
   bool dmv = false;
   for (const auto& w : info.warnings)
-    if (w.find("field_def_nemo-ice.xml:42, <field id=\"icetemp\">, attribute detect_missing_value") != std::string::npos)
+    if (w.find("field_def_nemo-ice.xml:42, <field id=\"icetemp\">, attribute detect_missing_value") !=
+        std::string::npos)
       dmv = true;
   EXPECT_TRUE(dmv);
   // The same files without skip_unsupported: the first expression is the error.
@@ -170,6 +170,10 @@ TEST(IoXios, ErrorsNameFileLineElementAttribute) {
   EXPECT_NE(
       error_of(file("o.xml", "    <field field_ref=\"sst\" freq_offset=\"1d\"/>\n"), opt).find("attribute freq_offset"),
       std::string::npos);
+  EXPECT_NE(error_of(file("mo.xml", "    <field field_ref=\"sst\" freq_op=\"1mo\"/>\n"), opt)
+                .find("freq_op in months is supported only as output_freq of an instant field (" + d +
+                      "/mo.xml:9, <field field_ref=\"sst\">, attribute freq_op)"),
+            std::string::npos);
   EXPECT_NE(error_of(file("p.xml", "    <field field_ref=\"sst\" prec=\"2\"/>\n"), opt).find("prec 2 (integers)"),
             std::string::npos);
   EXPECT_NE(error_of(file("t.xml", "    <field field_ref=\"sst\" freq_op=\"2ts\"/>\n"), opt)

@@ -834,8 +834,11 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
   if (a.count("freq_op")) {
     const Frequency s = duration(a.at("freq_op"), "freq_op", true);
     if (s.months > 0) {
-      if (!(s == fc.output_freq))
-        return unsupported(a.at("freq_op").at, "freq_op", "freq_op in months other than output_freq is not supported",
+      // Samples a month apart: the same as no sampling only for an instant value at each month's end.
+      const bool point = fd.operation == Operation::instant || fd.operation == Operation::once;
+      if (!(point && s == fc.output_freq))
+        return unsupported(a.at("freq_op").at, "freq_op",
+                           "freq_op in months is supported only as output_freq of an instant field",
                            "give freq_op in d, h, mi, s or ts");
     } else if (!(opt_.timestep_s > 0 && std::fabs(s.seconds - opt_.timestep_s) <= 1e-9 * s.seconds)) {
       fd.sampling_freq_s = s.seconds;  // every time step (XIOS's default) is estuary's every write
