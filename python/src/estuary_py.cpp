@@ -432,8 +432,11 @@ void bind_io(nb::module_& m, nb::handle error) {
             eio::XiosXmlInfo info;
             eio::OutputConfig cfg = eio::OutputConfig::from_xios_xml(
                 fspath(path), xios_options(context, timestep, substitutions, skip_unsupported), &info);
+            int rank = 0;  // every rank reads the same XML: its warnings once, from rank 0 of comm
+            MPI_Comm_rank(comm.comm, &rank);
             auto warn = nb::module_::import_("warnings").attr("warn");
-            for (const auto& w : info.warnings) warn(w);
+            if (rank == 0)
+              for (const auto& w : info.warnings) warn(w);
             auto p = std::make_unique<PyOutput>();
             open_output(*p, std::move(cfg), comm, mode, writers, std::move(directory));
             return p;
@@ -441,7 +444,7 @@ void bind_io(nb::module_& m, nb::handle error) {
           "path"_a, "comm"_a = nb::none(), "context"_a = nb::none(), "timestep"_a = 0.0,
           "substitutions"_a = nb::none(), "skip_unsupported"_a = false, "mode"_a = nb::none(),
           "writers"_a = nb::none(), "directory"_a = nb::none(),
-          "Opens from XIOS XML (an iodef.xml; docs/io.md, \"XIOS XML\"); warnings go to Python's warnings.")
+          "Opens from XIOS XML (an iodef.xml; docs/io.md, \"XIOS XML\"); warnings go to Python's warnings on rank 0.")
       .def_prop_ro("is_server", [](PyOutput& o) { return o.get().is_server(); })
       .def_prop_ro("mode", [](const PyOutput& o) { return o.mode == eio::Mode::server ? "server" : "serverless"; })
       .def_prop_ro("writers", [](const PyOutput& o) { return o.writers; })

@@ -197,7 +197,7 @@ def test_write_nemo_fields_one_day(comm, shared_dir):
         (shared_dir / "file_def.xml").write_text(
             '<file_definition type="one_file" name="@expname@_@freq@" sync_freq="1d">\n'
             ' <file_group id="6h" output_freq="6h" output_level="10">\n'
-            '  <file id="t" name_suffix="_grid_T" compression_level="1">\n'
+            '  <file id="t" name_suffix="_grid_T" compression_level="1" description="T grid">\n'
             '   <field field_ref="sst" name="tos"/>\n   <field field_ref="sss" name="sos"/>\n'
             '   <field field_ref="ssh" name="zos"/>\n   <field field_ref="sstmax" name="tosmax"/>\n'
             '   <field field_ref="toce" name="thetao"/>\n'
@@ -212,7 +212,14 @@ def test_write_nemo_fields_one_day(comm, shared_dir):
     part = estuary.gen.cyclic(nh, r, p)
     idx2 = part.to_indices()
     idx3 = np.arange(r, NLEV * nh, p, dtype=np.int64)[::-1].copy()
-    out = estuary.Output.from_xios_xml(iodef, comm, substitutions={"expname": "ORCA2"}, directory=shared_dir / "out")
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:  # estuary writes no description: said once
+        warnings.simplefilter("always")
+        out = estuary.Output.from_xios_xml(iodef, comm, substitutions={"expname": "ORCA2"},
+                                           directory=shared_dir / "out")
+    said = [str(w.message) for w in caught if "attribute description" in str(w.message)]
+    assert len(said) == (1 if comm.rank == 0 else 0), said
     with out:
         out.def_grid("T", estuary.GridGen.lonlat(NX, NY).make(part))
         for name in ("sst", "sss", "ssh"):
