@@ -65,7 +65,7 @@ sanitize: setup
 # build-fuzz/findings/<target>/; keep it as a regression test in tests/fuzz_regress/<target>/.
 FUZZ_RUNS ?= 100000
 FUZZ_ARGS ?=
-FUZZ_TARGETS = fuzz_namcouple fuzz_couple_yaml fuzz_output_yaml fuzz_weights fuzz_ncread fuzz_decomp
+FUZZ_TARGETS = fuzz_namcouple fuzz_couple_yaml fuzz_output_yaml fuzz_xios_xml fuzz_weights fuzz_ncread fuzz_decomp
 fuzz:
 	@scripts/setup --fuzz
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -57,7 +57,12 @@ struct Frequency {
 };
 
 struct FieldConfig {
-  std::string name;
+  std::string name;  // the model's field (FieldDef::name) the variable takes its data from
+  // The variable's name in the file; empty: `name`. One model field may be written under
+  // several names (its average and its maximum, say); XIOS's `<field field_ref="toce"
+  // name="thetao"/>` is {name = "toce", output_name = "thetao"}.
+  std::string output_name;
+  const std::string& variable() const { return output_name.empty() ? name : output_name; }
   Operation operation = Operation::instant;
   Precision precision = Precision::f32;
   int deflate = 0;               // netCDF-4 deflate level 0..9 (0: none); needs format netcdf4
@@ -84,6 +89,9 @@ struct FileConfig {
   std::vector<FieldConfig> fields;
 };
 
+struct XiosXmlOptions;
+struct XiosXmlInfo;
+
 struct OutputConfig {
   Mode mode = Mode::serverless;
   int writers = 1;             // D
@@ -102,6 +110,40 @@ struct OutputConfig {
   // YAML (see docs/io.md). Errors name the file and the key at fault.
   static OutputConfig from_yaml_file(const std::string& path);
   static OutputConfig from_yaml_string(const std::string& text, const std::string& source = "<string>");
+  // XIOS's XML (an iodef.xml, or a file whose root is a <context>; docs/io.md, "XIOS XML"):
+  // the context's field_definition and file_definition, with the files they include (src=).
+  // Errors name the file, the line, the element and the attribute at fault. Warnings (what
+  // estuary does differently from XIOS without changing the numbers written) go to
+  // info->warnings, or to std::cerr when info is null.
+  static OutputConfig from_xios_xml(const std::string& path, const XiosXmlOptions& options,
+                                    XiosXmlInfo* info = nullptr);
+  static OutputConfig from_xios_xml(const std::string& path);
+};
+
+// How to read an XIOS XML file (OutputConfig::from_xios_xml).
+struct XiosXmlOptions {
+  std::string context;    // the <context id=...> to read; empty: "nemo" if there is one, else the only one
+  double timestep_s = 0;  // the model time step, for durations in time steps ("1ts"); 0: they are errors
+  // Values of the @KEY@ templates of file names (NEMO's "@expname@_@freq@_@startdate@_@enddate@"),
+  // by KEY. "freq" defaults to the file's output_freq as NEMO writes it (5d, 1m, 1y, 6h, 1ts).
+  std::map<std::string, std::string> substitutions;
+  // false: a field estuary would write differently from XIOS (an expression, a grid
+  // transformation, freq_offset, ...) is an error; true: it is left out with a warning, and so
+  // is a file left without fields.
+  bool skip_unsupported = false;
+};
+
+// What from_xios_xml saw besides the configuration.
+struct XiosXmlInfo {
+  std::string context;                           // the context read
+  std::vector<std::string> warnings;             // each "PATH:LINE, <element>, attribute A: what"
+  std::map<std::string, std::string> variables;  // the context's <variable id="...">value</variable>
+  struct Field {                                 // one variable of a file, where it came from
+    std::string file, variable, source;          // file name, output variable, model field
+    std::string grid_ref, domain_ref, axis_ref;  // recorded, not used: the model's def_grid decides
+    std::string origin;                          // "PATH:LINE, <field ...>"
+  };
+  std::vector<Field> fields;
 };
 
 // "3600s", "30min" (or XIOS's "30mi"), "6h", "1d", "90" (seconds). Throws Error naming `where`

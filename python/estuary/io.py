@@ -32,5 +32,6 @@ Output = _io.Output
 Reader = _io.Reader
 Terminated = _io.Terminated
 have_netcdf4_parallel = _io.have_netcdf4_parallel
+read_xios_xml = _io.read_xios_xml
 
-__all__ = ["Output", "Reader", "Terminated", "have_netcdf4_parallel"]
+__all__ = ["Output", "Reader", "Terminated", "have_netcdf4_parallel", "read_xios_xml"]

@@ -320,12 +320,86 @@ OutArray out_array(nb::handle out) {
   return a;
 }
 
+eio::XiosXmlOptions xios_options(const std::optional<std::string>& context, double timestep,
+                                 const std::optional<std::map<std::string, std::string>>& substitutions,
+                                 bool skip_unsupported) {
+  eio::XiosXmlOptions o;
+  if (context) o.context = *context;
+  o.timestep_s = timestep;
+  if (substitutions) o.substitutions = *substitutions;
+  o.skip_unsupported = skip_unsupported;
+  return o;
+}
+
+// The set-up read from XIOS XML as plain Python data (what the files and their variables are).
+nb::dict xios_dict(const eio::OutputConfig& c, const eio::XiosXmlInfo& info) {
+  nb::dict d;
+  d["context"] = info.context;
+  d["calendar"] = c.calendar;
+  d["reference_time"] = c.reference_time;
+  nb::list files;
+  std::size_t k = 0;
+  for (const eio::FileConfig& f : c.files) {
+    nb::dict fd;
+    fd["name"] = f.name;
+    fd["output_freq"] = nb::make_tuple(f.output_freq.seconds, f.output_freq.months);  // (seconds, months)
+    fd["split_freq"] = nb::make_tuple(f.split_freq.seconds, f.split_freq.months);
+    fd["format"] = f.format == eio::Format::netcdf4 ? "netcdf4" : "cdf5";
+    nb::list fields;
+    for (const eio::FieldConfig& x : f.fields) {
+      nb::dict v;
+      v["variable"] = x.variable();
+      v["source"] = x.name;
+      v["operation"] = eio::name_of(x.operation);
+      v["precision"] = x.precision == eio::Precision::f64 ? "double" : "float";
+      v["deflate"] = x.deflate;
+      v["sampling_freq"] = x.sampling_freq_s;
+      v["units"] = x.units;
+      v["long_name"] = x.long_name;
+      v["standard_name"] = x.standard_name;
+      v["origin"] = x.origin;
+      if (k < info.fields.size()) {
+        v["grid_ref"] = info.fields[k].grid_ref;
+        v["domain_ref"] = info.fields[k].domain_ref;
+        v["axis_ref"] = info.fields[k].axis_ref;
+      }
+      ++k;
+      fields.append(v);
+    }
+    fd["fields"] = fields;
+    files.append(fd);
+  }
+  d["files"] = files;
+  nb::list warnings;
+  for (const auto& w : info.warnings) warnings.append(w);
+  d["warnings"] = warnings;
+  nb::dict vars;
+  for (const auto& [key, value] : info.variables) vars[key.c_str()] = value;
+  d["variables"] = vars;
+  return d;
+}
+
 void bind_io(nb::module_& m, nb::handle error) {
   nb::module_ io = m.def_submodule("io", "The I/O server: model fields to CF netCDF files (Output), and back (Reader).");
   nb::exception<eio::Terminated>(io, "Terminated", error.ptr());
   io.def("have_netcdf4_parallel", &eio::have_netcdf4_parallel,
          "True when this build writes netCDF-4 from several writers in parallel (netCDF-4 parallel).");
 
+  io.def(
+      "read_xios_xml",
+      [](nb::object path, std::optional<std::string> context, double timestep,
+         std::optional<std::map<std::string, std::string>> substitutions, bool skip_unsupported) {
+        eio::XiosXmlInfo info;
+        const eio::OutputConfig c = eio::OutputConfig::from_xios_xml(
+            fspath(path), xios_options(context, timestep, substitutions, skip_unsupported), &info);
+        return xios_dict(c, info);
+      },
+      "path"_a, "context"_a = nb::none(), "timestep"_a = 0.0, "substitutions"_a = nb::none(),
+      "skip_unsupported"_a = false,
+      "The output set-up an XIOS iodef.xml gives (no MPI): {context, calendar, reference_time, files: "
+      "[{name, output_freq and split_freq as (seconds, months), format, fields: [{variable, source, operation, precision, deflate, "
+      "sampling_freq, units, long_name, standard_name, origin, grid_ref, domain_ref, axis_ref}]}], warnings, "
+      "variables}.");
   nb::class_<PyOutput>(io, "Output",
                        "Model fields to CF netCDF files (collective over comm; see docs/io.md). In server mode "
                        "the last `writers` ranks of comm are servers: they call serve(), the others use model_comm.")
@@ -350,6 +424,27 @@ void bind_io(nb::module_& m, nb::handle error) {
           },
           "text"_a, "comm"_a = nb::none(), "mode"_a = nb::none(), "writers"_a = nb::none(),
           "directory"_a = nb::none(), "Opens from YAML text (an `output:` section).")
+      .def_static(
+          "from_xios_xml",
+          [](nb::object path, PyComm comm, std::optional<std::string> context, double timestep,
+             std::optional<std::map<std::string, std::string>> substitutions, bool skip_unsupported,
+             std::optional<std::string> mode, std::optional<int> writers, std::optional<nb::object> directory) {
+            eio::XiosXmlInfo info;
+            eio::OutputConfig cfg = eio::OutputConfig::from_xios_xml(
+                fspath(path), xios_options(context, timestep, substitutions, skip_unsupported), &info);
+            int rank = 0;  // every rank reads the same XML: its warnings once, from rank 0 of comm
+            MPI_Comm_rank(comm.comm, &rank);
+            auto warn = nb::module_::import_("warnings").attr("warn");
+            if (rank == 0)
+              for (const auto& w : info.warnings) warn(w);
+            auto p = std::make_unique<PyOutput>();
+            open_output(*p, std::move(cfg), comm, mode, writers, std::move(directory));
+            return p;
+          },
+          "path"_a, "comm"_a = nb::none(), "context"_a = nb::none(), "timestep"_a = 0.0,
+          "substitutions"_a = nb::none(), "skip_unsupported"_a = false, "mode"_a = nb::none(),
+          "writers"_a = nb::none(), "directory"_a = nb::none(),
+          "Opens from XIOS XML (an iodef.xml; docs/io.md, \"XIOS XML\"); warnings go to Python's warnings on rank 0.")
       .def_prop_ro("is_server", [](PyOutput& o) { return o.get().is_server(); })
       .def_prop_ro("mode", [](const PyOutput& o) { return o.mode == eio::Mode::server ? "server" : "serverless"; })
       .def_prop_ro("writers", [](const PyOutput& o) { return o.writers; })

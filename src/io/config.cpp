@@ -11,6 +11,7 @@
 #include "common/cf_calendar.hpp"
 #include "common/checked.hpp"
 #include "config/yaml_file.hpp"
+#include "io/config_checks.hpp"
 #include "estuary/io.hpp"
 
 namespace estuary::io {
@@ -72,12 +73,8 @@ Frequency parse_frequency(const std::string& text, const std::string& where) {
   return f;
 }
 
-namespace {
+namespace detail {
 
-using detail::config::YamlFile;
-
-// True when every period of `big` is made of whole periods of `small` (both start at the
-// reference time; month periods end on whole days after it).
 bool holds_whole(const Frequency& big, const Frequency& small) {
   auto divides = [](double a, double b) {
     const double r = std::fmod(a, b);
@@ -86,6 +83,32 @@ bool holds_whole(const Frequency& big, const Frequency& small) {
   if (big.months > 0) return small.months > 0 ? big.months % small.months == 0 : divides(86400.0, small.seconds);
   return small.months == 0 && divides(big.seconds, small.seconds);
 }
+
+bool operation_from_name(const std::string& text, Operation& op) {
+  for (Operation o : {Operation::instant, Operation::average, Operation::minimum, Operation::maximum,
+                      Operation::accumulate, Operation::once})
+    if (text == name_of(o)) {
+      op = o;
+      return true;
+    }
+  return false;
+}
+
+bool mixes_time_axes(const FileConfig& file) {
+  bool inst = false, period = false;
+  for (const FieldConfig& fd : file.fields) {
+    if (fd.operation == Operation::instant) inst = true;
+    else if (fd.operation != Operation::once) period = true;
+  }
+  return inst && period;
+}
+
+}  // namespace detail
+
+namespace {
+
+using estuary::detail::config::YamlFile;
+using detail::holds_whole;
 
 // The `output:` section's values (the file and the line of an error come from YamlFile, the
 // key from the path given).
@@ -160,9 +183,9 @@ OutputConfig parse(const YamlFile& doc) {
   const YAML::Node files = o["files"];
   if (!files || !files.IsSequence() || files.size() == 0)
     doc.fail(files ? files : o, "output.files", "`files` must be a non-empty list");
-  if (static_cast<long long>(files.size()) > detail::kMaxOutputFiles)
+  if (static_cast<long long>(files.size()) > estuary::detail::kMaxOutputFiles)
     doc.fail(files, "output.files", std::to_string(files.size()) + " files, more than the " +
-                                        std::to_string(detail::kMaxOutputFiles) + " estuary writes from one configuration");
+                                        std::to_string(estuary::detail::kMaxOutputFiles) + " estuary writes from one configuration");
   std::set<std::string> file_names;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const YAML::Node f = files[i];
@@ -192,9 +215,9 @@ OutputConfig parse(const YamlFile& doc) {
     const YAML::Node fields = f["fields"];
     if (!fields || !fields.IsSequence() || fields.size() == 0)
       doc.fail(fields ? fields : f, p + ".fields", "`fields` must be a non-empty list");
-    if (static_cast<long long>(fields.size()) > detail::kMaxFieldsPerFile)
+    if (static_cast<long long>(fields.size()) > estuary::detail::kMaxFieldsPerFile)
       doc.fail(fields, p + ".fields", std::to_string(fields.size()) + " fields, more than the " +
-                                          std::to_string(detail::kMaxFieldsPerFile) + " estuary writes to one file",
+                                          std::to_string(estuary::detail::kMaxFieldsPerFile) + " estuary writes to one file",
                "split them over several files");
     std::set<std::string> names;
     for (std::size_t j = 0; j < fields.size(); ++j) {
@@ -208,9 +231,13 @@ OutputConfig parse(const YamlFile& doc) {
         if (!v["name"]) doc.fail(v, q + ".name", "a field needs a name");
         fd.name = doc.scalar(v["name"], q + ".name");
         q += " (" + fd.name + ")";
-        doc.keys(v, q, {"name", "operation", "precision", "deflate", "sampling_freq", "standard_name", "long_name",
+        doc.keys(v, q, {"name", "output_name", "operation", "precision", "deflate", "sampling_freq", "standard_name", "long_name",
                         "units", "quantize", "significant_digits", "significant_bits", "zstd"});
         auto key = [&](const char* k) { return q + "." + k; };
+        if (v["output_name"]) {
+          fd.output_name = doc.scalar(v["output_name"], key("output_name"));
+          if (fd.output_name.empty()) doc.fail(v["output_name"], key("output_name"), "output_name is empty");
+        }
         if (v["standard_name"]) fd.standard_name = doc.scalar(v["standard_name"], key("standard_name"));
         if (v["long_name"]) fd.long_name = doc.scalar(v["long_name"], key("long_name"));
         if (v["units"]) fd.units = doc.scalar(v["units"], key("units"));
@@ -260,11 +287,7 @@ OutputConfig parse(const YamlFile& doc) {
         }
         if (const YAML::Node x = v["operation"]) {
           const std::string op = doc.scalar(x, key("operation"));
-          bool found = false;
-          for (Operation o2 : {Operation::instant, Operation::average, Operation::minimum,
-                               Operation::maximum, Operation::accumulate, Operation::once})
-            if (op == name_of(o2)) { fd.operation = o2; found = true; }
-          if (!found)
+          if (!detail::operation_from_name(op, fd.operation))
             doc.fail(x, key("operation"), "unknown operation '" + op + "'",
                      "use instant, average, minimum, maximum, accumulate or once");
         }
@@ -287,17 +310,12 @@ OutputConfig parse(const YamlFile& doc) {
         doc.fail(v, q, "a field must be a name or a map");
       }
       if (fd.name.empty()) doc.fail(v, q, "a field name is empty");
-      if (!names.insert(fd.name).second) doc.fail(v, q, "field listed twice");
+      // Variables are unique in a file; a model field may feed several (output_name).
+      if (!names.insert(fd.variable()).second)
+        doc.fail(v, q, "field listed twice (variable '" + fd.variable() + "')", "give one of them another output_name");
       fc.fields.push_back(fd);
     }
-    // One time axis a file: instant values sit at the output time, the others at the middle
-    // of their period with time_bnds; mixing both in one file would need two time axes.
-    bool inst = false, period = false;
-    for (const FieldConfig& fd : fc.fields) {
-      if (fd.operation == Operation::instant) inst = true;
-      else if (fd.operation != Operation::once) period = true;
-    }
-    if (inst && period)
+    if (detail::mixes_time_axes(fc))
       doc.fail(fields, p + ".fields", "file mixes instant fields with averaged/min/max/accumulated ones",
                "put them in two files");
     c.files.push_back(std::move(fc));

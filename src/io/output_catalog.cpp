@@ -224,7 +224,7 @@ void Output::Impl::plan_vars() {
       const FieldInfo& info = fields[static_cast<std::size_t>(f)];
       Var v;
       v.file = static_cast<int>(fi);
-      v.name = fd.name;
+      v.name = fd.variable();  // the file's variable; vars_of_field maps the model's field to it
       v.field = f;
       v.transfer = f;
       v.op = fd.operation;

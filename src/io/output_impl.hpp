@@ -117,7 +117,7 @@ inline std::string describe(const OutputConfig& c) {
       << f.split_freq.seconds << '/' << f.split_freq.months << ' '
       << static_cast<int>(f.format) << ':';
     for (const FieldConfig& x : f.fields)
-      o << ' ' << x.name << '/' << static_cast<int>(x.operation) << '/' << static_cast<int>(x.precision) << '/'
+      o << ' ' << x.name << '>' << x.variable() << '/' << static_cast<int>(x.operation) << '/' << static_cast<int>(x.precision) << '/'
         << x.deflate << '/' << x.sampling_freq_s << '/' << static_cast<int>(x.quantize) << '/' << x.significant << '/'
         << x.zstd;
     o << '\n';

@@ -14,6 +14,7 @@
     estuary simulate transposition|halo|allreduce|coupling --ranks 16,64 [--topology T] [--routing R]
                      [--algorithm A] [--bandwidth GB/s] [--latency ns] [--json] [--plot F.png] [--matrix F.png]
     estuary timeline RUN_DIR [--out DIR] [--json] [--no-png] [--no-trace] [--all-calls]
+    estuary io check IODEF [--set KEY=VALUE ...] [--context C] [--timestep S] [--skip-unsupported] [--json]
 
 Commands that need P ranks run their work under `mpirun -n P` (started here when this process
 is not already an MPI rank), on MPI_COMM_WORLD of that run; rank 0 prints. This process does
@@ -21,7 +22,7 @@ not import mpi4py unless it is itself an MPI rank, so starting mpirun from it is
 
 The package: this module holds the parser and main(); each command is a module of its own
 (demo, weights, inspect_plan, inspect_schedule with inspect_config and schedule_report, bench,
-simulate, timeline) with add_parser(sub) and its cmd_* function; helpers holds what they share
+simulate, timeline, io_check) with add_parser(sub) and its cmd_* function; helpers holds what they share
 (the MPI launch, error messages, the one program finder and the one progress bar). The modules
 import helpers and one another at their top, without a cycle (tests/test_cli_imports.py).
 """
@@ -30,7 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bench, demo, inspect_plan, inspect_schedule, simulate, timeline, weights
+from . import bench, demo, inspect_plan, inspect_schedule, io_check, simulate, timeline, weights
 
 # ---- the parser ----
 
@@ -76,6 +77,7 @@ def parser() -> argparse.ArgumentParser:
     bench.add_parser(sub)
     simulate.add_parser(sub)
     timeline.add_parser(sub)
+    io_check.add_parser(sub)
     for q in _all_parsers(p):
         q.formatter_class = HelpFormatter
     return p

@@ -25,7 +25,7 @@ class Estuary(CMakePackage):
     version("main", branch="main")
 
     variant("netcdf", default=True, description="netCDF: weight, grid, restart and output files; the remap, couple and io parts")
-    variant("yaml", default=True, description="yaml-cpp: the YAML configuration of the couple and io parts")
+    variant("yaml", default=True, description="yaml-cpp (and pugixml): the YAML (and XIOS XML) configuration of the couple and io parts")
     variant("pnetcdf", default=True, description="PnetCDF: CDF-5 files written by several I/O ranks")
     variant("simgrid", default=False, description="SimGrid: the communication simulator (estuary_sim)")
     variant("fortran", default=True, description="the Fortran module estuary_fortran and the OASIS-shaped port")
@@ -40,6 +40,7 @@ class Estuary(CMakePackage):
     depends_on("mpi")
     depends_on("netcdf-c+mpi", when="+netcdf")
     depends_on("yaml-cpp", when="+yaml")
+    depends_on("pugixml", when="+yaml")  # the I/O server's XIOS XML (iodef.xml)
     depends_on("parallel-netcdf", when="+pnetcdf")
     depends_on("simgrid", when="+simgrid")
     depends_on("googletest", type="test")

@@ -1,0 +1,953 @@
+// The output configuration from XIOS's XML (an iodef.xml and the files it includes, as NEMO
+// ships them): a context's field_definition (fields and field groups, attributes inherited
+// from the groups) and file_definition (file groups, files, and their fields that refer to the
+// definitions with field_ref), resolved the way XIOS resolves them, into the OutputConfig the
+// YAML gives. What estuary cannot write as XIOS would (an expression, a grid transformation,
+// ...) is an error, or with skip_unsupported a warning that leaves the field out; what only
+// changes metadata or performance is a warning. Every message names the file, the line, the
+// element and the attribute: "file_def.xml:12, <field field_ref=\"sst\">, attribute freq_op".
+//
+// pugixml reads the XML (Debian's libpugixml-dev, required by the io part: it is small,
+// maintained, and gives each node's offset in its file, from which the lines come).
+#include <pugixml.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "common/checked.hpp"
+#include "io/config_checks.hpp"
+
+namespace estuary::io {
+
+OutputConfig OutputConfig::from_xios_xml(const std::string& path) { return from_xios_xml(path, XiosXmlOptions{}); }
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// XIOS's defaults (CFile::getEnabledFields): a file's output_level 5, a field's level 1.
+constexpr int kDefaultOutputLevel = 5;
+constexpr int kDefaultFieldLevel = 1;
+
+// What estuary does with an attribute of an element.
+enum class Use {
+  read,    // read into the configuration
+  quiet,   // no effect on what estuary writes (performance, deployment, reading files)
+  warn,    // metadata or file layout XIOS would write and estuary does not
+  refuse,  // changes the numbers written: an error (or, skip_unsupported, the field left out)
+};
+struct AttrRule {
+  const char* name;
+  Use use;
+  const char* why;  // for warn and refuse
+};
+
+// XIOS's field attributes (field_attribute.conf), also those of field groups.
+constexpr AttrRule kFieldAttrs[] = {
+    {"id", Use::read, ""},
+    {"name", Use::read, ""},
+    {"field_ref", Use::read, ""},
+    {"group_ref", Use::read, ""},
+    {"src", Use::read, ""},
+    {"operation", Use::read, ""},
+    {"freq_op", Use::read, ""},
+    {"enabled", Use::read, ""},
+    {"level", Use::read, ""},
+    {"prec", Use::read, ""},
+    {"default_value", Use::read, ""},
+    {"unit", Use::read, ""},
+    {"long_name", Use::read, ""},
+    {"standard_name", Use::read, ""},
+    {"grid_ref", Use::read, ""},
+    {"domain_ref", Use::read, ""},
+    {"axis_ref", Use::read, ""},
+    {"scalar_ref", Use::read, ""},
+    {"compression_level", Use::read, ""},
+    {"expr", Use::read, ""},
+    {"detect_missing_value", Use::read, ""},
+    {"freq_offset", Use::read, ""},
+    {"read_access", Use::quiet, ""},
+    {"check_if_active", Use::quiet, ""},
+    {"grid_path", Use::read, ""},
+    {"comment", Use::warn, "estuary writes no comment attribute"},
+    {"cell_methods", Use::warn, "estuary writes cell_methods from the operation"},
+    {"cell_methods_mode", Use::warn, "estuary writes cell_methods from the operation"},
+    {"valid_min", Use::warn, "estuary writes no valid_min attribute"},
+    {"valid_max", Use::warn, "estuary writes no valid_max attribute"},
+    {"ts_enabled", Use::warn, "estuary writes no time-series files"},
+    {"ts_split_freq", Use::warn, "estuary writes no time-series files"},
+    {"indexed_output", Use::warn, "estuary writes the whole grid"},
+    {"add_offset", Use::refuse, "packed values (add_offset) are not written by estuary"},
+    {"scale_factor", Use::refuse, "packed values (scale_factor) are not written by estuary"},
+    {"build_workflow_graph", Use::quiet, ""},
+};
+
+// XIOS's file attributes (file_attribute.conf), also those of file groups and the definition.
+constexpr AttrRule kFileAttrs[] = {
+    {"id", Use::read, ""},
+    {"name", Use::read, ""},
+    {"name_suffix", Use::read, ""},
+    {"src", Use::read, ""},
+    {"output_freq", Use::read, ""},
+    {"split_freq", Use::read, ""},
+    {"sync_freq", Use::read, ""},
+    {"enabled", Use::read, ""},
+    {"output_level", Use::read, ""},
+    {"compression_level", Use::read, ""},
+    {"format", Use::read, ""},
+    {"type", Use::read, ""},
+    {"mode", Use::read, ""},
+    {"par_access", Use::quiet, ""},
+    {"min_digits", Use::quiet, ""},
+    {"cyclic", Use::quiet, ""},
+    {"record_offset", Use::quiet, ""},
+    {"read_metadata_par", Use::quiet, ""},
+    {"description", Use::warn, "estuary writes no description attribute"},
+    {"split_freq_format", Use::warn, "estuary names split files <name>_<start date>.nc"},
+    {"split_start_offset", Use::refuse, "estuary splits files at multiples of split_freq"},
+    {"split_end_offset", Use::refuse, "estuary splits files at multiples of split_freq"},
+    {"split_last_date", Use::refuse, "estuary splits files at multiples of split_freq"},
+    {"time_counter", Use::warn, "estuary's time axis is `time` (with time_bnds for period operations)"},
+    {"time_counter_name", Use::warn, "estuary's time axis is `time`"},
+    {"time_units", Use::warn, "estuary's time axis is in seconds since reference_time"},
+    {"time_stamp_name", Use::warn, "estuary writes no time stamp attribute"},
+    {"time_stamp_format", Use::warn, "estuary writes no time stamp attribute"},
+    {"uuid_name", Use::warn, "estuary writes no uuid attribute"},
+    {"uuid_format", Use::warn, "estuary writes no uuid attribute"},
+    {"convention", Use::warn, "estuary writes CF-1.8 files"},
+    {"convention_str", Use::warn, "estuary writes CF-1.8 files"},
+    {"append", Use::warn, "estuary creates its files anew"},
+    {"timeseries", Use::warn, "estuary writes no time-series files"},
+    {"ts_prefix", Use::warn, "estuary writes no time-series files"},
+    {"writer", Use::quiet, ""},
+    {"gatherer", Use::quiet, ""},
+    {"using_server2", Use::quiet, ""},
+};
+
+const AttrRule* rule_of(const AttrRule* begin, const AttrRule* end, const std::string& name) {
+  for (const AttrRule* r = begin; r != end; ++r)
+    if (name == r->name) return r;
+  return nullptr;
+}
+const AttrRule* field_rule(const std::string& n) { return rule_of(std::begin(kFieldAttrs), std::end(kFieldAttrs), n); }
+const AttrRule* file_rule(const std::string& n) { return rule_of(std::begin(kFileAttrs), std::end(kFileAttrs), n); }
+
+std::string trim(const std::string& s) {
+  std::size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// An attribute's value and the element that set it (its own, a group's, a referenced field's).
+struct Attr {
+  std::string value;
+  pugi::xml_node at;
+};
+using Attrs = std::map<std::string, Attr>;
+
+// A field of the field_definition: its element and its attributes with the groups' below its own.
+struct DefField {
+  pugi::xml_node node;
+  Attrs attrs;
+};
+
+// One XML file read, its lines found from the nodes' offsets.
+struct XmlFile {
+  std::string path;
+  std::string text;
+  pugi::xml_document doc;
+  std::vector<std::size_t> line_starts;
+  pugi::xml_node included_from;  // the element whose src= named this file (none: the top file)
+};
+
+class XiosReader {
+ public:
+  XiosReader(const XiosXmlOptions& opt, XiosXmlInfo& info) : opt_(opt), info_(info) {}
+
+  OutputConfig read(const std::string& path);
+
+ private:
+  const XiosXmlOptions& opt_;
+  XiosXmlInfo& info_;
+  std::deque<XmlFile> files_;  // stable addresses: nodes point into them
+  int depth_ = 0;              // nesting of groups being read
+  // One level of group nesting (each is a call): deeper than 100 is an error at `at`, so that
+  // a file of 16 MiB cannot nest a million and exhaust the stack.
+  struct Deeper {
+    XiosReader& r;
+    Deeper(XiosReader& reader, pugi::xml_node at) : r(reader) {
+      if (++r.depth_ > 100) {
+        --r.depth_;
+        r.fail(at, "", "elements nested deeper than 100 levels", "flatten the groups");
+      }
+    }
+    ~Deeper() { --r.depth_; }
+    Deeper(const Deeper&) = delete;
+    Deeper& operator=(const Deeper&) = delete;
+  };
+  std::map<std::string, DefField> defs_;                     // field_definition fields by id
+  std::map<std::string, std::vector<DefField>> def_groups_;  // field_definition groups' fields, by group id
+  std::set<std::string> warned_;                             // warnings once each
+  OutputConfig cfg_;
+
+  const XmlFile& load(const std::string& path, pugi::xml_node from, const char* attr);
+  const XmlFile& file_of(pugi::xml_node n) const;
+  std::string where(pugi::xml_node n, const std::string& attr = {}) const;
+  [[noreturn]] void fail(pugi::xml_node n, const std::string& attr, const std::string& what,
+                         const std::string& fix = {}) const {
+    throw Error(what, where(n, attr), fix);
+  }
+  void warn(pugi::xml_node n, const std::string& attr, const std::string& what);
+  pugi::xml_node included(pugi::xml_node n);
+  void check_attrs(pugi::xml_node n, bool field);
+  void read_context(pugi::xml_node ctx);
+  void read_calendar(pugi::xml_node e, bool context);
+  void read_field_definition(pugi::xml_node n, const Attrs& inherited, std::vector<std::vector<DefField>*> groups);
+  void read_file_definition(pugi::xml_node n, const Attrs& inherited);
+  void read_file(pugi::xml_node n, const Attrs& attrs);
+  void collect_file_fields(pugi::xml_node n, const Attrs& inherited, std::vector<DefField>& out);
+  bool resolve_field(const DefField& f, FileConfig& fc, int output_level, const Attr* file_compression,
+                     std::set<std::string>& names);
+  Frequency duration(const Attr& a, const std::string& attr, bool allow_months);
+  bool boolean(const Attr& a, const std::string& attr);
+  int integer(const Attr& a, const std::string& attr, int lo, int hi);
+  std::string file_name(const Attrs& a, pugi::xml_node file);
+};
+
+// ---- files, lines, messages ----
+
+const XmlFile& XiosReader::load(const std::string& path, pugi::xml_node from, const char* attr) {
+  // A file that includes itself, directly or through others, would never end.
+  for (pugi::xml_node n = from; n; n = file_of(n).included_from)
+    if (file_of(n).path == path)
+      fail(from, attr, "'" + path + "' includes itself", "remove the cycle of src= includes");
+  std::optional<std::string> text = estuary::detail::read_config_file(path);  // size and UTF-8 checked
+  if (!text) {
+    if (from) fail(from, attr, "cannot open '" + path + "'", "give a path relative to the including file");
+    throw Error("cannot open the XIOS file", path, "check the path");
+  }
+  XmlFile& f = files_.emplace_back();
+  f.path = path;
+  f.text = std::move(*text);
+  f.included_from = from;
+  f.line_starts.push_back(0);
+  for (std::size_t i = 0; i < f.text.size(); ++i)
+    if (f.text[i] == '\n') f.line_starts.push_back(i + 1);
+  // parse_default keeps the text of elements (expressions); parse_ws_pcdata is not needed.
+  const pugi::xml_parse_result r =
+      f.doc.load_buffer(f.text.data(), f.text.size(), pugi::parse_default, pugi::encoding_utf8);
+  if (!r) {
+    const auto line = std::upper_bound(f.line_starts.begin(), f.line_starts.end(),
+                                       static_cast<std::size_t>(std::max<std::ptrdiff_t>(r.offset, 0))) -
+                      f.line_starts.begin();
+    throw Error(std::string("XML: ") + r.description(), path + ":" + std::to_string(line), "fix the XML syntax");
+  }
+  return f;
+}
+
+const XmlFile& XiosReader::file_of(pugi::xml_node n) const {
+  const pugi::xml_node root = n.root();
+  for (const XmlFile& f : files_)
+    if (f.doc == root) return f;
+  return files_.front();
+}
+
+std::string XiosReader::where(pugi::xml_node n, const std::string& attr) const {
+  const XmlFile& f = file_of(n);
+  const std::ptrdiff_t off = n.offset_debug();
+  std::string s = f.path;
+  if (off >= 0) {
+    const auto line = std::upper_bound(f.line_starts.begin(), f.line_starts.end(), static_cast<std::size_t>(off)) -
+                      f.line_starts.begin();
+    s += ":" + std::to_string(line);
+  }
+  s.append(", <").append(n.name());
+  for (const char* key : {"id", "field_ref", "group_ref", "name"})
+    if (const pugi::xml_attribute a = n.attribute(key)) {
+      s.append(" ").append(key).append("=\"").append(a.value()).append("\"");
+      break;
+    }
+  s += ">";
+  if (!attr.empty()) s.append(", attribute ").append(attr);
+  return s;
+}
+
+void XiosReader::warn(pugi::xml_node n, const std::string& attr, const std::string& what) {
+  std::string w = where(n, attr);
+  w.append(": ").append(what);
+  if (warned_.insert(w).second) info_.warnings.push_back(w);
+}
+
+// An element with src="file": the root element of that file (the same element name), read in
+// its place; the element's own attributes are kept over the root's (Attrs below).
+pugi::xml_node XiosReader::included(pugi::xml_node n) {
+  const pugi::xml_attribute src = n.attribute("src");
+  if (!src) return {};
+  fs::path p(src.value());
+  if (p.is_relative()) p = fs::path(file_of(n).path).parent_path() / p;
+  const std::string path = p.lexically_normal().string();
+  const XmlFile& f = load(path, n, "src");
+  const pugi::xml_node root = f.doc.document_element();
+  if (std::string(root.name()) != n.name())
+    fail(n, "src", "'" + path + "' holds <" + root.name() + ">, not <" + n.name() + ">",
+         "include a file whose root element is <" + std::string(n.name()) + ">");
+  return root;
+}
+
+void XiosReader::check_attrs(pugi::xml_node n, bool field) {
+  if (field && std::string(n.name()) == "field")
+    for (pugi::xml_node c : n.children()) {
+      if (c.type() != pugi::node_element) continue;
+      const std::string tag = c.name();
+      if (tag == "variable" || tag == "variable_group")
+        warn(c, "", "<" + tag + "> in a field: estuary writes no extra attributes");
+      else fail(c, "", "unknown element <" + tag + "> in a <field>");
+    }
+  for (const pugi::xml_attribute a : n.attributes()) {
+    const AttrRule* r = field ? field_rule(a.name()) : file_rule(a.name());
+    if (!r)
+      fail(n, a.name(), std::string("unknown attribute of <") + n.name() + ">",
+           "XIOS does not know it either: remove it or correct its spelling");
+  }
+}
+
+Attrs own_attrs(pugi::xml_node n, const Attrs& inherited) {
+  Attrs a = inherited;
+  for (const pugi::xml_attribute x : n.attributes()) a[x.name()] = Attr{x.value(), n};
+  a.erase("src");
+  return a;
+}
+
+// ---- values ----
+
+bool XiosReader::boolean(const Attr& a, const std::string& attr) {
+  const std::string v = lower(trim(a.value));
+  if (v == "true" || v == ".true." || v == "1") return true;
+  if (v == "false" || v == ".false." || v == "0") return false;
+  fail(a.at, attr, "'" + a.value + "' is not a boolean", "use true or false (.TRUE. and .FALSE. also do)");
+}
+
+int XiosReader::integer(const Attr& a, const std::string& attr, int lo, int hi) {
+  const std::string v = trim(a.value);
+  std::size_t used = 0;
+  long x = 0;
+  try {
+    x = std::stol(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || x < lo || x > hi)
+    fail(a.at, attr, "'" + a.value + "' is not an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  return static_cast<int>(x);
+}
+
+// An XIOS duration: terms <number><unit>, units y, mo, d, h, mi, s and ts (the model's time
+// step), e.g. "1d", "5d", "1mo", "1y", "6h", "30mi", "1ts", "1d12h".
+Frequency XiosReader::duration(const Attr& a, const std::string& attr, bool allow_months) {
+  const std::string v = trim(a.value);
+  auto bad = [&](const std::string& why) {
+    fail(a.at, attr, "bad duration '" + a.value + "'" + why,
+         "write terms of a number and a unit y, mo, d, h, mi, s or ts, e.g. 5d, 1mo, 6h, 1ts");
+  };
+  Frequency f;
+  double steps = 0;
+  std::size_t i = 0;
+  if (v.empty()) bad("");
+  while (i < v.size()) {
+    std::size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(v.substr(i), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || !std::isfinite(x) || x < 0) bad("");
+    i += used;
+    std::size_t j = i;
+    while (j < v.size() && std::isalpha(static_cast<unsigned char>(v[j]))) ++j;
+    const std::string unit = v.substr(i, j - i);
+    i = j;
+    if (unit == "y" || unit == "mo") {
+      if (x != std::floor(x)) bad(": months and years must be whole");
+      f.months += static_cast<int>(x) * (unit == "y" ? 12 : 1);
+    } else if (unit == "d") f.seconds += x * 86400;
+    else if (unit == "h") f.seconds += x * 3600;
+    else if (unit == "mi") f.seconds += x * 60;
+    else if (unit == "s") f.seconds += x;
+    else if (unit == "ts") steps += x;
+    else bad(unit.empty() ? ": a number without a unit" : ": unknown unit '" + unit + "'");
+  }
+  if (steps > 0) {
+    if (!(opt_.timestep_s > 0))
+      fail(a.at, attr, "duration '" + a.value + "' counts model time steps and no time step is given",
+           "pass the model's time step (XiosXmlOptions::timestep_s; Python timestep=...)");
+    f.seconds += steps * opt_.timestep_s;
+  }
+  if (f.months > 0 && f.seconds > 0)
+    fail(a.at, attr, "duration '" + a.value + "' mixes months or years with days or less",
+         "estuary's periods are whole months or a fixed number of seconds");
+  if (f.months > 0 && !allow_months)
+    fail(a.at, attr, "duration '" + a.value + "' in months is not supported here", "give it in d, h, mi, s or ts");
+  if (!f) bad(": it is zero");
+  return f;
+}
+
+// The file's name: name (or the id) and name_suffix, with the @KEY@ templates filled in.
+std::string XiosReader::file_name(const Attrs& a, pugi::xml_node file) {
+  auto get = [&](const char* k) {
+    auto it = a.find(k);
+    return it == a.end() ? std::string() : it->second.value;
+  };
+  std::string name = get("name");
+  if (name.empty()) name = get("id");
+  if (name.empty()) fail(file, "name", "a file has neither a name nor an id", "give it a name");
+  name += get("name_suffix");
+  std::string out;
+  for (std::size_t i = 0; i < name.size();) {
+    const std::size_t at = name.find('@', i);
+    if (at == std::string::npos) {
+      out += name.substr(i);
+      break;
+    }
+    const std::size_t end = name.find('@', at + 1);
+    if (end == std::string::npos) {
+      out += name.substr(i);
+      break;
+    }
+    out += name.substr(i, at - i);
+    const std::string key = name.substr(at + 1, end - at - 1);
+    const auto it = opt_.substitutions.find(key);
+    if (it != opt_.substitutions.end()) {
+      out += it->second;
+    } else if (lower(key) == "freq") {  // NEMO's iom: the output frequency, "mo" written "m"
+      std::string f;
+      for (char c : trim(get("output_freq")))
+        if (!std::isspace(static_cast<unsigned char>(c))) f += c;
+      if (f.size() > 2 && f.compare(f.size() - 2, 2, "mo") == 0) f.pop_back();
+      out += f;
+    } else {
+      const auto src = a.count("name") ? a.at("name").at : file;
+      fail(src, "name", "file name template @" + key + "@ has no value",
+           "pass it in the substitutions (XiosXmlOptions::substitutions[\"" + key + "\"]; Python substitutions=)");
+    }
+    i = end + 1;
+  }
+  return out;
+}
+
+// ---- the context ----
+
+void XiosReader::read_field_definition(pugi::xml_node n, const Attrs& inherited,
+                                       std::vector<std::vector<DefField>*> groups) {
+  const Deeper guard(*this, n);
+  for (pugi::xml_node c : n.children()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string tag = c.name();
+    if (tag == "field") {
+      check_attrs(c, true);
+      DefField d{c, own_attrs(c, inherited)};
+      for (auto* g : groups) g->push_back(d);
+      const pugi::xml_attribute id = c.attribute("id");
+      if (!id) continue;  // reachable only through its group (group_ref)
+      auto it = defs_.find(id.value());
+      if (it == defs_.end()) {
+        defs_.emplace(id.value(), std::move(d));
+      } else {  // XIOS: one object per id; the later element's attributes are set over the earlier's
+        for (auto& [k, v] : d.attrs) it->second.attrs[k] = v;  // (NEMO's field_def repeats bn2 and sopstadv)
+      }
+    } else if (tag == "field_group") {
+      check_attrs(c, true);
+      const pugi::xml_node inc = included(c);
+      Attrs a = inherited;
+      if (inc) a = own_attrs(inc, a);
+      a = own_attrs(c, a);
+      a.erase("id");
+      auto sub = groups;
+      if (const pugi::xml_attribute id = c.attribute("id")) sub.push_back(&def_groups_[id.value()]);
+      if (inc) read_field_definition(inc, a, sub);
+      read_field_definition(c, a, sub);
+    } else if (tag == "variable" || tag == "variable_group") {
+      warn(c, "", "<" + tag + "> in a field definition: estuary writes no extra attributes");
+    } else {
+      fail(c, "", "unknown element <" + tag + "> in a field definition", "use <field> and <field_group>");
+    }
+  }
+}
+
+void XiosReader::read_file_definition(pugi::xml_node n, const Attrs& inherited) {
+  const Deeper guard(*this, n);
+  for (pugi::xml_node c : n.children()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string tag = c.name();
+    if (tag == "file" || tag == "file_group") {
+      check_attrs(c, false);
+      const pugi::xml_node inc = included(c);
+      Attrs a = inherited;
+      a.erase("id");
+      if (inc) a = own_attrs(inc, a);
+      a = own_attrs(c, a);
+      if (tag == "file") {
+        if (inc) fail(c, "src", "src= on a <file> is not supported", "include a file_group instead");
+        read_file(c, a);
+      } else {
+        if (inc) read_file_definition(inc, a);
+        read_file_definition(c, a);
+      }
+    } else if (tag == "variable" || tag == "variable_group") {
+      warn(c, "", "<" + tag + "> in a file definition: estuary writes no extra global attributes");
+    } else {
+      fail(c, "", "unknown element <" + tag + "> in a file definition", "use <file> and <file_group>");
+    }
+  }
+}
+
+// XIOS's calendar: <calendar type= start_date= time_origin=> (XIOS 2), or calendar_type= and
+// the dates on the <context> (XIOS 1). NEMO sets its calendar from Fortran instead.
+void XiosReader::read_calendar(pugi::xml_node e, bool context) {
+  static const std::map<std::string, std::string> cf = {
+      {"gregorian", "gregorian"}, {"julian", "julian"}, {"noleap", "noleap"},
+      {"allleap", "all_leap"},    {"d360", "360_day"},  {"proleptic_gregorian", "proleptic_gregorian"}};
+  bool read = false;
+  for (const pugi::xml_attribute a : e.attributes()) {
+    const std::string k = a.name();
+    if (context && (k == "id" || k == "src")) continue;
+    if (k == (context ? "calendar_type" : "type")) {
+      const auto it = cf.find(lower(trim(a.value())));
+      if (it == cf.end())
+        fail(e, k, "calendar '" + std::string(a.value()) + "' is not supported",
+             "use Gregorian, Julian, NoLeap, AllLeap or D360");
+      cfg_.calendar = it->second;
+      read = true;
+    } else if (k == "start_date") {
+      cfg_.reference_time = trim(a.value());
+      read = true;
+    } else if (k == "time_origin") {
+      if (trim(a.value()) != trim(e.attribute("start_date").value()))
+        warn(e, k, "estuary's time axis counts from start_date (the dates written are the same)");
+    } else {
+      warn(e, k,
+           context ? "context attribute not used by estuary (server deployment)"
+                   : "calendar attribute not used by estuary");
+    }
+  }
+  if (!read) return;
+  try {
+    CalendarClock check(cfg_.calendar, cfg_.reference_time);
+  } catch (const Error& err) {
+    fail(e, "start_date", err.fault(), err.fix());
+  }
+}
+
+void XiosReader::read_context(pugi::xml_node ctx) {
+  read_calendar(ctx, true);
+  Attrs no_attrs;
+  auto children = [&](pugi::xml_node c, auto&& self) -> void {
+    const Deeper guard(*this, c);
+    for (pugi::xml_node e : c.children()) {
+      if (e.type() != pugi::node_element) continue;
+      const std::string tag = e.name();
+      if (tag == "field_definition") {
+        check_attrs(e, true);
+        const pugi::xml_node inc = included(e);
+        Attrs a;
+        if (inc) {
+          check_attrs(inc, true);
+          a = own_attrs(inc, a);
+        }
+        a = own_attrs(e, a);
+        a.erase("id");
+        if (inc) read_field_definition(inc, a, {});
+        read_field_definition(e, a, {});
+      } else if (tag == "file_definition") {
+        check_attrs(e, false);
+        const pugi::xml_node inc = included(e);
+        Attrs a;
+        if (inc) {
+          check_attrs(inc, false);
+          a = own_attrs(inc, a);
+        }
+        a = own_attrs(e, a);
+        a.erase("id");
+        if (inc) read_file_definition(inc, a);
+        read_file_definition(e, a);
+      } else if (tag == "variable_definition" || tag == "variable_group") {
+        const pugi::xml_node inc = included(e);
+        if (inc) self(inc, self);
+        self(e, self);
+      } else if (tag == "variable") {
+        const pugi::xml_attribute id = e.attribute("id");
+        if (id) info_.variables[id.value()] = trim(e.text().get());
+      } else if (tag == "calendar") {
+        read_calendar(e, false);
+      } else if (tag == "axis_definition" || tag == "domain_definition" || tag == "grid_definition" ||
+                 tag == "scalar_definition" || tag == "pool_definition" || tag == "service_definition") {
+        // Grids are the model's (def_grid); fields record their references only. Not opened.
+      } else {
+        fail(e, "", "unknown element <" + tag + "> in a context");
+      }
+    }
+  };
+  children(ctx, children);
+}
+
+// The fields of a file, in order: its <field>s and those of its <field_group>s (their
+// attributes below the fields' own; group_ref="G" brings the fields of field_definition group G).
+void XiosReader::collect_file_fields(pugi::xml_node n, const Attrs& inherited, std::vector<DefField>& out) {
+  const Deeper guard(*this, n);
+  for (pugi::xml_node c : n.children()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string tag = c.name();
+    if (tag == "field") {
+      check_attrs(c, true);
+      out.push_back({c, own_attrs(c, inherited)});
+    } else if (tag == "field_group") {
+      check_attrs(c, true);
+      Attrs a = own_attrs(c, inherited);
+      a.erase("id");
+      a.erase("group_ref");
+      if (const pugi::xml_attribute g = c.attribute("group_ref")) {
+        const auto it = def_groups_.find(g.value());
+        if (it == def_groups_.end())
+          fail(c, "group_ref", "no field group '" + std::string(g.value()) + "' in the field definition",
+               "name a <field_group id=...> of the field_definition");
+        for (const DefField& d : it->second) {
+          DefField copy{d.node, {}};
+          if (d.node.attribute("id")) {  // a defined field: the file's field refers to it
+            copy.attrs = a;
+            copy.attrs["field_ref"] = Attr{d.node.attribute("id").value(), c};
+          } else {  // a field of the group that refers to another itself: its attributes over the group's
+            copy.attrs = d.attrs;
+            for (const auto& [k, v] : a)
+              if (!copy.attrs.count(k)) copy.attrs[k] = v;
+          }
+          out.push_back(std::move(copy));
+        }
+      }
+      collect_file_fields(c, a, out);
+    } else if (tag == "variable" || tag == "variable_group") {
+      warn(c, "", "<" + tag + "> in a file: estuary writes no extra attributes");
+    } else {
+      fail(c, "", "unknown element <" + tag + "> in a file", "use <field> and <field_group>");
+    }
+  }
+}
+
+void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
+  auto has = [&](const char* k) { return attrs.count(k) > 0; };
+  // Files that are not written: enabled="false", and XIOS's input files.
+  if (has("enabled") && !boolean(attrs.at("enabled"), "enabled")) return;
+  if (has("mode") && trim(attrs.at("mode").value) != "write") {
+    if (trim(attrs.at("mode").value) != "read")
+      fail(attrs.at("mode").at, "mode", "unknown mode '" + attrs.at("mode").value + "'");
+    warn(n, "mode", "a file XIOS reads: estuary writes output only (io::Reader reads files); left out");
+    return;
+  }
+  // The file's attributes: those estuary warns about or refuses, wherever they were set.
+  for (const auto& [k, v] : attrs) {
+    const AttrRule* r = file_rule(k);
+    if (r && r->use == Use::warn) warn(v.at, k, r->why);
+    if (r && r->use == Use::refuse) fail(v.at, k, r->why);
+  }
+  FileConfig fc;
+  fc.name = file_name(attrs, n);
+  fc.format = Format::netcdf4;  // XIOS writes HDF5 (netcdf4, or netcdf4_classic: the same data)
+  if (has("format")) {
+    const std::string f = trim(attrs.at("format").value);
+    if (f != "netcdf4" && f != "netcdf4_classic")
+      fail(attrs.at("format").at, "format", "unknown format '" + f + "'", "use netcdf4 or netcdf4_classic");
+  }
+  if (has("type")) {
+    const std::string t = trim(attrs.at("type").value);
+    if (t == "multiple_file")
+      warn(attrs.at("type").at, "type", "estuary writes one file (XIOS would write one per server)");
+    else if (t != "one_file")
+      fail(attrs.at("type").at, "type", "unknown type '" + t + "'", "use one_file or multiple_file");
+  }
+  if (!has("output_freq")) fail(n, "output_freq", "a file needs an output_freq", "set it on the file or its group");
+  fc.output_freq = duration(attrs.at("output_freq"), "output_freq", true);
+  if (has("split_freq")) {
+    fc.split_freq = duration(attrs.at("split_freq"), "split_freq", true);
+    if (!detail::holds_whole(fc.split_freq, fc.output_freq))
+      fail(attrs.at("split_freq").at, "split_freq", "split_freq is not a multiple of output_freq",
+           "make every split period hold whole output periods");
+    warn(attrs.at("split_freq").at, "split_freq",
+         "estuary names split files <name>_<start date>.nc (XIOS: <name>_<start>-<end>.nc)");
+  }
+  if (has("sync_freq")) duration(attrs.at("sync_freq"), "sync_freq", true);  // estuary commits every record
+  const int output_level =
+      has("output_level") ? integer(attrs.at("output_level"), "output_level", 0, 1000) : kDefaultOutputLevel;
+  std::vector<DefField> fields;
+  collect_file_fields(n, {}, fields);
+  std::set<std::string> names;
+  const Attr* compression = has("compression_level") ? &attrs.at("compression_level") : nullptr;
+  for (const DefField& f : fields) resolve_field(f, fc, output_level, compression, names);
+  if (fc.fields.empty()) {
+    warn(n, "", "no field to write: the file is left out");
+    return;
+  }
+  if (static_cast<long long>(fc.fields.size()) > estuary::detail::kMaxFieldsPerFile)
+    fail(n, "",
+         std::to_string(fc.fields.size()) + " fields, more than the " +
+             std::to_string(estuary::detail::kMaxFieldsPerFile) + " estuary writes to one file",
+         "split them over several files");
+  if (detail::mixes_time_axes(fc))
+    fail(n, "", "file mixes instant fields with averaged/min/max/accumulated ones",
+         "put them in two files (XIOS writes two time axes; estuary one)");
+  for (const FileConfig& other : cfg_.files)
+    if (other.name == fc.name)
+      fail(n, "name", "file name '" + fc.name + "' is used twice", "give the files different names (or name_suffix)");
+  if (static_cast<long long>(cfg_.files.size()) >= estuary::detail::kMaxOutputFiles)
+    fail(n, "",
+         "more than the " + std::to_string(estuary::detail::kMaxOutputFiles) +
+             " files estuary writes from one configuration");
+  cfg_.files.push_back(std::move(fc));
+}
+
+// One field of a file: follows field_ref to the model's field, taking the attributes the
+// field does not set from each referenced field in turn (XIOS's reference inheritance).
+// Returns false when the field is not written (disabled, above output_level, or skipped).
+bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_level, const Attr* file_compression,
+                               std::set<std::string>& names) {
+  Attrs a = f.attrs;
+  // The chain: this field, then each field it refers to; grids as each sets them.
+  struct Link {
+    pugi::xml_node node;
+    std::string grid;  // grid_ref|domain_ref|axis_ref|scalar_ref as set on it or its groups ("" none)
+    bool expr;
+  };
+  auto grid_of = [](const Attrs& x) {
+    std::string g;
+    for (const char* k : {"grid_ref", "domain_ref", "axis_ref", "scalar_ref"}) {
+      auto it = x.find(k);
+      g += (it == x.end() ? std::string() : trim(it->second.value)) + "|";
+    }
+    return g == "||||" ? std::string() : g;
+  };
+  auto has_expr = [](const DefField& d) { return d.attrs.count("expr") > 0 || !trim(d.node.text().get()).empty(); };
+  std::vector<Link> chain{{f.node, grid_of(f.attrs), has_expr(f)}};
+  std::string source;
+  std::set<std::string> seen;
+  std::string ref = f.attrs.count("field_ref") ? trim(f.attrs.at("field_ref").value) : "";
+  pugi::xml_node ref_at = f.attrs.count("field_ref") ? f.attrs.at("field_ref").at : f.node;
+  if (ref.empty()) {
+    if (!f.node.attribute("id"))
+      fail(f.node, "field_ref", "a file's field needs a field_ref or an id",
+           "refer to a field of the field_definition");
+    source = f.node.attribute("id").value();
+  }
+  while (!ref.empty()) {
+    if (!seen.insert(ref).second) fail(ref_at, "field_ref", "field_ref '" + ref + "' refers back to itself");
+    const auto it = defs_.find(ref);
+    if (it == defs_.end())
+      fail(ref_at, "field_ref", "no field '" + ref + "' in the field definition",
+           "define <field id=\"" + ref + "\"> in a field_definition, or correct the reference");
+    const DefField& d = it->second;
+    for (const auto& [k, v] : d.attrs)
+      if (k != "id" && k != "field_ref" && !a.count(k)) a[k] = v;
+    chain.push_back({d.node, grid_of(d.attrs), has_expr(d)});
+    source = ref;
+    ref = d.attrs.count("field_ref") ? trim(d.attrs.at("field_ref").value) : "";
+    ref_at = d.attrs.count("field_ref") ? d.attrs.at("field_ref").at : d.node;
+  }
+  // Disabled fields and fields above the file's output_level are not written (XIOS's rule).
+  if (a.count("enabled") && !boolean(a.at("enabled"), "enabled")) return false;
+  const int level = a.count("level") ? integer(a.at("level"), "level", 0, 1000) : kDefaultFieldLevel;
+  if (level > output_level) return false;
+
+  // The variable's name: `name` (the field's, or inherited through field_ref), else the id of
+  // the chain's root, the model's field (XIOS's nc4 output: name, else the base reference's id).
+  const std::string var = a.count("name") ? trim(a.at("name").value) : source;
+
+  // What estuary cannot do as XIOS does: an error, or with skip_unsupported, the field left out.
+  auto unsupported = [&](pugi::xml_node at, const std::string& attr, const std::string& why, const std::string& fix) {
+    if (!opt_.skip_unsupported) fail(at, attr, why, fix);
+    warn(at, attr, why + "; variable '" + var + "' of file " + fc.name + " left out");
+    return false;
+  };
+  for (const Link& l : chain)
+    if (l.expr) {
+      const bool attr = l.node.attribute("expr");
+      return unsupported(l.node, attr ? "expr" : "", "an expression (derived field) is not supported yet",
+                         "write the derived field from the model, or leave it out (skip_unsupported)");
+    }
+  // A field that sets another grid than the field it refers to asks XIOS for a transformation.
+  {
+    std::string g;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      if (it->grid.empty()) continue;
+      if (!g.empty() && it->grid != g) {
+        const std::string attr = it->node.attribute("grid_ref")     ? "grid_ref"
+                                 : it->node.attribute("domain_ref") ? "domain_ref"
+                                                                    : "axis_ref";
+        return unsupported(it->node, attr,
+                           "a grid other than the referenced field's (an XIOS grid transformation) is not supported",
+                           "output the field on the grid the model gives it");
+      }
+      g = it->grid;
+    }
+  }
+  for (const auto& [k, v] : a) {
+    const AttrRule* r = field_rule(k);
+    if (r && r->use == Use::refuse) return unsupported(v.at, k, r->why, "remove the attribute");
+  }
+  if (a.count("freq_offset")) {
+    const std::string o = trim(a.at("freq_offset").value);
+    if (o != "0ts" && o != "0s" && o != "0d" && o != "0h")
+      return unsupported(a.at("freq_offset").at, "freq_offset",
+                         "freq_offset is not supported (estuary samples from time 0)", "remove it");
+  }
+  if (a.count("detect_missing_value") && boolean(a.at("detect_missing_value"), "detect_missing_value"))
+    return unsupported(a.at("detect_missing_value").at, "detect_missing_value",
+                       "detect_missing_value is not supported (estuary's operations leave out masked points only)",
+                       "mask the points with the field's or the grid's mask instead");
+  if (a.count("grid_path"))
+    return unsupported(a.at("grid_path").at, "grid_path", "grid_path (chained grid transformations) is not supported",
+                       "remove it");
+
+  FieldConfig fd;
+  fd.name = source;
+  if (var != source) fd.output_name = var;
+  fd.origin = where(f.node);
+  if (!a.count("operation"))
+    fail(f.node, "operation", "no operation for field '" + var + "' (XIOS requires one too)",
+         "set operation on the field, its group or the field_definition");
+  {
+    const Attr& op = a.at("operation");
+    if (!detail::operation_from_name(trim(op.value), fd.operation))
+      fail(op.at, "operation", "unknown operation '" + op.value + "'",
+           "use instant, average, minimum, maximum, accumulate or once");
+  }
+  if (a.count("freq_op")) {
+    const Frequency s = duration(a.at("freq_op"), "freq_op", true);
+    if (s.months > 0) {
+      // Samples a month apart: the same as no sampling only for an instant value at each month's end.
+      const bool point = fd.operation == Operation::instant || fd.operation == Operation::once;
+      if (!(point && s == fc.output_freq))
+        return unsupported(a.at("freq_op").at, "freq_op",
+                           "freq_op in months is supported only as output_freq of an instant field",
+                           "give freq_op in d, h, mi, s or ts");
+    } else if (!(opt_.timestep_s > 0 && std::fabs(s.seconds - opt_.timestep_s) <= 1e-9 * s.seconds)) {
+      fd.sampling_freq_s = s.seconds;  // every time step (XIOS's default) is estuary's every write
+      Frequency sampling;
+      sampling.seconds = s.seconds;
+      if (!detail::holds_whole(fc.output_freq, sampling))
+        fail(a.at("freq_op").at, "freq_op", "output_freq is not a multiple of freq_op",
+             "make every output period hold whole freq_op periods");
+    }
+  }
+  if (a.count("prec")) {
+    const int p = integer(a.at("prec"), "prec", 1, 8);
+    if (p == 4) fd.precision = Precision::f32;
+    else if (p == 8) fd.precision = Precision::f64;
+    else
+      return unsupported(a.at("prec").at, "prec", "prec " + std::to_string(p) + " (integers) is not supported",
+                         "use prec 4 (float) or 8 (double)");
+  }
+  if (a.count("default_value")) {
+    const std::string v = trim(a.at("default_value").value);
+    double x = 0;
+    try {
+      x = std::stod(v);
+    } catch (const std::exception&) {
+      fail(a.at("default_value").at, "default_value", "'" + v + "' is not a number");
+    }
+    if (x != kFillValue)
+      return unsupported(a.at("default_value").at, "default_value",
+                         "default_value " + v + " differs from estuary's fill value 1e20", "use 1.e20");
+  }
+  // compression_level: the field's (own or through field_ref), else the file's, as XIOS's output does.
+  if (!a.count("compression_level") && file_compression) a["compression_level"] = *file_compression;
+  if (a.count("compression_level")) fd.deflate = integer(a.at("compression_level"), "compression_level", 0, 9);
+  if (a.count("unit")) fd.units = a.at("unit").value;
+  if (a.count("long_name")) fd.long_name = a.at("long_name").value;
+  if (a.count("standard_name")) fd.standard_name = a.at("standard_name").value;
+  for (const auto& [k, v] : a) {
+    const AttrRule* r = field_rule(k);
+    if (r && r->use == Use::warn) warn(v.at, k, r->why);
+  }
+  if (var.empty()) fail(f.node, "name", "the field's variable name is empty");
+  if (!names.insert(var).second)
+    fail(f.node, "name", "variable '" + var + "' is written twice to file " + fc.name, "give one of them another name");
+  XiosXmlInfo::Field rec;
+  rec.file = fc.name;
+  rec.variable = var;
+  rec.source = source;
+  if (a.count("grid_ref")) rec.grid_ref = trim(a.at("grid_ref").value);
+  if (a.count("domain_ref")) rec.domain_ref = trim(a.at("domain_ref").value);
+  if (a.count("axis_ref")) rec.axis_ref = trim(a.at("axis_ref").value);
+  rec.origin = fd.origin;
+  info_.fields.push_back(std::move(rec));
+  fc.fields.push_back(std::move(fd));
+  return true;
+}
+
+OutputConfig XiosReader::read(const std::string& path) {
+  cfg_.source = path;
+  const XmlFile& top = load(path, {}, nullptr);
+  pugi::xml_node root = top.doc.document_element();
+  std::vector<pugi::xml_node> contexts;
+  if (std::string(root.name()) == "context") {
+    contexts.push_back(root);
+  } else if (std::string(root.name()) == "simulation") {
+    for (pugi::xml_node c : root.children("context")) contexts.push_back(c);
+  } else {
+    fail(root, "", std::string("the root element is <") + root.name() + ">",
+         "give an iodef.xml (<simulation>) or a <context> file");
+  }
+  std::vector<std::string> ids;
+  for (pugi::xml_node c : contexts) ids.push_back(c.attribute("id").value());
+  std::string want = opt_.context;
+  if (want.empty()) {
+    if (std::find(ids.begin(), ids.end(), "nemo") != ids.end()) want = "nemo";
+    else if (ids.size() == 1) want = ids[0];
+    else {
+      std::string list;
+      for (const auto& i : ids) list += (list.empty() ? "" : ", ") + i;
+      fail(root, "", "the file has " + std::to_string(ids.size()) + " contexts (" + list + ")",
+           "say which to read (XiosXmlOptions::context; Python context=)");
+    }
+  }
+  const auto at = std::find(ids.begin(), ids.end(), want);
+  if (at == ids.end()) {
+    std::string list;
+    for (const auto& i : ids) list += (list.empty() ? "" : ", ") + i;
+    fail(root, "", "no context '" + want + "' (there are: " + list + ")", "name one of them");
+  }
+  pugi::xml_node ctx = contexts[static_cast<std::size_t>(at - ids.begin())];
+  info_.context = want;
+  if (const pugi::xml_node inc = included(ctx)) read_context(inc);
+  read_context(ctx);
+  if (cfg_.files.empty())
+    throw Error("no file to write in context '" + want + "'", path,
+                "enable a <file> with fields (enabled, level <= output_level)");
+  return cfg_;
+}
+
+}  // namespace
+
+OutputConfig OutputConfig::from_xios_xml(const std::string& path, const XiosXmlOptions& options, XiosXmlInfo* info) {
+  XiosXmlInfo local;
+  XiosXmlInfo& out = info ? *info : local;
+  out = XiosXmlInfo{};
+  XiosReader reader(options, out);
+  OutputConfig c = reader.read(path);
+  if (!info)
+    for (const std::string& w : out.warnings) std::cerr << "estuary: warning: " << w << "\n";
+  return c;
+}
+
+}  // namespace estuary::io

@@ -1,0 +1,463 @@
+// XIOS XML (OutputConfig::from_xios_xml): NEMO's own iodef.xml and the files it includes
+// (tests/data/xios, see its README), errors and warnings that name the file, the line, the
+// element and the attribute, and a day of output written from a set-up read from XML: the
+// renamed variables, one record per output period, the values of each period's operation
+// computed here. (python/tests/test_io_xios.py compares the NEMO set-up with an independent
+// reading of the XML by Python's xml.etree and checks the files' CF attributes.)
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "test_io_util.hpp"
+
+namespace io = estuary::io;
+using iotest::i64;
+
+namespace {
+
+const std::string kData = ESTUARY_XIOS_DATA_DIR;
+
+std::string tmp_dir(const std::string& name) {
+  const std::string d =
+      std::string(ESTUARY_IO_TEST_DIR) + "/xios/np" + std::to_string(etest::world_size()) + "/" + name;
+  if (etest::world_rank() == 0) std::filesystem::create_directories(d);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return d;
+}
+
+// Writes `text` to DIR/NAME on rank 0 (every rank reads it after the barrier).
+std::string write_file(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string p = dir + "/" + name;
+  if (etest::world_rank() == 0) std::ofstream(p) << text;
+  MPI_Barrier(MPI_COMM_WORLD);
+  return p;
+}
+
+std::string error_of(const std::string& path, const io::XiosXmlOptions& opt = {}) {
+  try {
+    io::XiosXmlInfo info;
+    io::OutputConfig::from_xios_xml(path, opt, &info);
+  } catch (const estuary::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const io::FieldConfig* find_var(const io::FileConfig& f, const std::string& var) {
+  for (const auto& x : f.fields)
+    if (x.variable() == var) return &x;
+  return nullptr;
+}
+
+// A context with a field definition (groups passing attributes down, a field_ref chain) and
+// a file definition with renamed fields; %FILE% and %FIELD% are filled in by the tests.
+const std::string kFieldDef =
+    R"(<field_definition level="1" prec="4" operation="average" enabled=".TRUE." default_value="1.e20">
+  <field_group id="grid_T" grid_ref="grid_T_2D">
+    <field id="sst" long_name="Bulk sea surface temperature" standard_name="sea_surface_temperature" unit="degC"/>
+    <field id="sstmax" long_name="max of sst" field_ref="sst" operation="maximum"/>
+    <field id="toce" long_name="temperature" unit="degC" grid_ref="grid_T_3D" prec="8" compression_level="3"/>
+    <field id="sst2" unit="degC2"> sst * sst </field>
+    <field id="off" enabled="false"/>
+    <field id="deep" level="7"/>
+  </field_group>
+</field_definition>
+)";
+
+std::string context(const std::string& files) {
+  return "<?xml version=\"1.0\"?>\n<simulation>\n <context id=\"xios\"><variable_definition>"
+         "<variable id=\"using_server\" type=\"bool\">true</variable></variable_definition></context>\n"
+         " <context id=\"nemo\">\n  <variable_definition><variable id=\"rho0\" type=\"float\"> 1026.0 </variable>"
+         "</variable_definition>\n  <field_definition src=\"./field_def.xml\"/>\n"
+         "  <file_definition type=\"one_file\" name=\"@expname@_@freq@\" sync_freq=\"1d\">\n" +
+         files + "  </file_definition>\n </context>\n</simulation>\n";
+}
+
+}  // namespace
+
+TEST(IoXios, NemoOrca2FilesRead) {
+  io::XiosXmlOptions opt;
+  opt.skip_unsupported = true;  // NEMO's file_def has expressions and zonal-mean grids
+  opt.substitutions = {{"expname", "ORCA2"}, {"startdate", "20000101"}, {"enddate", "20000105"}};
+  io::XiosXmlInfo info;
+  const io::OutputConfig c = io::OutputConfig::from_xios_xml(kData + "/iodef.xml", opt, &info);
+  EXPECT_EQ(info.context, "nemo");
+  EXPECT_EQ(info.variables.at("rho0"), "1026.0");  // the context's <variable>s, trimmed
+  // The 5d group's five files, named by NEMO's template with @freq@ from output_freq; the
+  // monthly zonal means (file16, file17) change grids, so with skip_unsupported they are left out.
+  std::vector<std::string> names;
+  for (const auto& f : c.files) names.push_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"ORCA2_5d_20000101_20000105_grid_T", "ORCA2_5d_20000101_20000105_grid_U",
+                                             "ORCA2_5d_20000101_20000105_grid_V", "ORCA2_5d_20000101_20000105_grid_W",
+                                             "ORCA2_5d_20000101_20000105_scalar", "ORCA2_5d_20000101_20000105_icemod",
+                                             "ORCA2_5d_20000101_20000105_SBC_scalar"}));
+  for (const auto& f : c.files) {
+    EXPECT_EQ(f.output_freq.seconds, 5 * 86400.0) << f.name;
+    EXPECT_EQ(f.format, io::Format::netcdf4) << f.name;
+  }
+  // <field field_ref="sst" name="tos"/>: data from the model's sst, written as tos, with the
+  // definition's operation (field_definition's average) and precision (prec 4).
+  const io::FieldConfig* tos = find_var(c.files[0], "tos");
+  ASSERT_NE(tos, nullptr);
+  EXPECT_EQ(tos->name, "sst");
+  EXPECT_EQ(tos->operation, io::Operation::average);
+  EXPECT_EQ(tos->precision, io::Precision::f32);
+  EXPECT_EQ(tos->units, "degC");
+  EXPECT_EQ(tos->long_name, "Bulk sea surface temperature");
+  // The expressions of file11 (thetao = @toce_e3t / @e3t, ...) are left out, each with a warning
+  // naming its line of file_def_nemo-oce.xml.
+  EXPECT_EQ(find_var(c.files[0], "thetao"), nullptr);
+  bool warned = false;
+  for (const auto& w : info.warnings)
+    if (w.find("file_def_nemo-oce.xml:16, <field field_ref=\"toce\">") != std::string::npos &&
+        w.find("expression") != std::string::npos)
+      warned = true;
+  EXPECT_TRUE(warned);
+  // NEMO's sea-ice temperatures average only where there is ice (detect_missing_value): estuary
+  // would average the fill values in, so they are left out, named where the field_def says so.
+  const io::FieldConfig* sitemp = find_var(c.files[5], "sitemp");
+  EXPECT_EQ(sitemp, nullptr);
+  ASSERT_NE(find_var(c.files[5], "siconc"), nullptr);
+  EXPECT_EQ(find_var(c.files[5], "siconc")->name, "iceconc");
+  bool dmv = false;
+  for (const auto& w : info.warnings)
+    if (w.find("field_def_nemo-ice.xml:42, <field id=\"icetemp\">, attribute detect_missing_value") !=
+        std::string::npos)
+      dmv = true;
+  EXPECT_TRUE(dmv);
+  // The same files without skip_unsupported: the first expression is the error.
+  opt.skip_unsupported = false;
+  const std::string e = error_of(kData + "/iodef.xml", opt);
+  EXPECT_NE(e.find("an expression (derived field) is not supported yet"), std::string::npos) << e;
+  EXPECT_NE(e.find("file_def_nemo-oce.xml:16, <field field_ref=\"toce\">"), std::string::npos) << e;
+}
+
+TEST(IoXios, ErrorsNameFileLineElementAttribute) {
+  const std::string d = tmp_dir("errors");
+  write_file(d, "field_def.xml", kFieldDef);
+  io::XiosXmlOptions opt;
+  opt.substitutions = {{"expname", "x"}};
+  auto file = [&](const std::string& name, const std::string& fields) {
+    return write_file(d, name, context("   <file id=\"f\" output_freq=\"6h\">\n" + fields + "   </file>\n"));
+  };
+  // Line 9 of each file below is the first field of the file (context() puts the file on line 8).
+  EXPECT_NE(error_of(file("a.xml", "    <field field_ref=\"sst\" add_offset=\"2\"/>\n"), opt)
+                .find("packed values (add_offset) are not written by estuary (" + d +
+                      "/a.xml:9, <field field_ref=\"sst\">, attribute add_offset)"),
+            std::string::npos);
+  EXPECT_NE(error_of(file("b.xml", "    <field field_ref=\"sst\" colour=\"red\"/>\n"), opt)
+                .find("unknown attribute of <field> (" + d + "/b.xml:9, <field field_ref=\"sst\">, attribute colour)"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(file("c.xml", "    <field field_ref=\"sst\"/>\n    <field field_ref=\"sss\" name=\"sos\"/>\n"), opt)
+          .find("no field 'sss' in the field definition (" + d +
+                "/c.xml:10, <field field_ref=\"sss\">, attribute field_ref)"),
+      std::string::npos);
+  EXPECT_NE(error_of(file("e.xml", "    <field field_ref=\"sst\" name=\"sq\">@sst2</field>\n"), opt)
+                .find("an expression (derived field) is not supported yet (" + d + "/e.xml:9"),
+            std::string::npos);
+  // An expression inherited through field_ref is named where it is written (field_def.xml:6).
+  EXPECT_NE(error_of(file("e2.xml", "    <field field_ref=\"sst2\"/>\n"), opt)
+                .find("(" + d + "/field_def.xml:6, <field id=\"sst2\">)"),
+            std::string::npos);
+  EXPECT_NE(error_of(file("g.xml", "    <field field_ref=\"sst\" grid_ref=\"grid_zonal\"/>\n"), opt)
+                .find("grid transformation) is not supported (" + d +
+                      "/g.xml:9, <field field_ref=\"sst\">, attribute grid_ref)"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(file("o.xml", "    <field field_ref=\"sst\" freq_offset=\"1d\"/>\n"), opt).find("attribute freq_offset"),
+      std::string::npos);
+  EXPECT_NE(error_of(file("mo.xml", "    <field field_ref=\"sst\" freq_op=\"1mo\"/>\n"), opt)
+                .find("freq_op in months is supported only as output_freq of an instant field (" + d +
+                      "/mo.xml:9, <field field_ref=\"sst\">, attribute freq_op)"),
+            std::string::npos);
+  EXPECT_NE(error_of(file("p.xml", "    <field field_ref=\"sst\" prec=\"2\"/>\n"), opt).find("prec 2 (integers)"),
+            std::string::npos);
+  EXPECT_NE(error_of(file("t.xml", "    <field field_ref=\"sst\" freq_op=\"2ts\"/>\n"), opt)
+                .find("counts model time steps and no time step is given (" + d +
+                      "/t.xml:9, <field field_ref=\"sst\">, attribute freq_op)"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(
+          file("m.xml",
+               "    <field field_ref=\"sst\" operation=\"instant\"/>\n    <field field_ref=\"sstmax\" name=\"mx\"/>\n"),
+          opt)
+          .find("file mixes instant fields"),
+      std::string::npos);
+  EXPECT_NE(error_of(file("n.xml",
+                          "    <field field_ref=\"sst\" name=\"a\"/>\n    <field field_ref=\"sstmax\" name=\"a\"/>\n"),
+                     opt)
+                .find("variable 'a' is written twice to file x_6h (" + d + "/n.xml:10"),
+            std::string::npos);
+  // File name templates without a value; a context that is not there.
+  EXPECT_NE(
+      error_of(file("s.xml", "    <field field_ref=\"sst\"/>\n"), {}).find("file name template @expname@ has no value"),
+      std::string::npos);
+  io::XiosXmlOptions other = opt;
+  other.context = "atmos";
+  EXPECT_NE(error_of(file("s2.xml", "    <field field_ref=\"sst\"/>\n"), other)
+                .find("no context 'atmos' (there are: xios, nemo)"),
+            std::string::npos);
+  // A missing src= file is named with the element that includes it.
+  write_file(d, "inc.xml",
+             "<simulation><context id=\"nemo\">\n<field_definition src=\"./nowhere.xml\"/></context></simulation>\n");
+  EXPECT_NE(error_of(d + "/inc.xml", opt)
+                .find("cannot open '" + d + "/nowhere.xml' (" + d + "/inc.xml:2, <field_definition>, attribute src)"),
+            std::string::npos);
+  // An include cycle (g.xml includes itself) and groups nested without end are errors, not a hang.
+  write_file(d, "g.xml", "<field_group id=\"g\">\n <field_group src=\"./g.xml\"/>\n</field_group>\n");
+  write_file(d, "cyc.xml",
+             "<simulation><context id=\"nemo\">\n<field_definition><field_group src=\"./g.xml\"/>"
+             "</field_definition></context></simulation>\n");
+  EXPECT_NE(error_of(d + "/cyc.xml", opt)
+                .find("'" + d + "/g.xml' includes itself (" + d + "/g.xml:2, <field_group>, attribute src)"),
+            std::string::npos)
+      << error_of(d + "/cyc.xml", opt);
+  std::string deep = "<simulation><context id=\"nemo\"><field_definition>\n";
+  for (int i = 0; i < 150; ++i) deep += "<field_group>";
+  for (int i = 0; i < 150; ++i) deep += "</field_group>";
+  write_file(d, "deep.xml", deep + "</field_definition></context></simulation>\n");
+  EXPECT_NE(error_of(d + "/deep.xml", opt)
+                .find("elements nested deeper than 100 levels (" + d + "/deep.xml:2, <field_group>)"),
+            std::string::npos)
+      << error_of(d + "/deep.xml", opt);
+  // XML syntax errors name the line.
+  write_file(d, "syntax.xml", "<simulation>\n<context id=\"nemo\">\n<field_definition>\n</simulation>\n");
+  EXPECT_NE(error_of(d + "/syntax.xml", opt).find("XML: "), std::string::npos);
+  EXPECT_NE(error_of(d + "/syntax.xml", opt).find(d + "/syntax.xml:4"), std::string::npos);
+}
+
+TEST(IoXios, InheritanceEnabledLevelAndWarnings) {
+  const std::string d = tmp_dir("inherit");
+  write_file(d, "field_def.xml", kFieldDef);
+  const std::string p =
+      write_file(d, "iodef.xml",
+                 context("   <file_group id=\"1d\" output_freq=\"1d\" output_level=\"5\" compression_level=\"2\">\n"
+                         "    <file id=\"f\" name_suffix=\"_T\" description=\"T grid\" split_freq=\"2d\">\n"
+                         "     <field field_ref=\"sstmax\" name=\"tosmax\"/>\n"
+                         "     <field field_ref=\"sst\" name=\"tos\" freq_op=\"1h\" compression_level=\"4\"/>\n"
+                         "     <field field_ref=\"toce\" name=\"thetao\" long_name=\"sea water temperature\"/>\n"
+                         "     <field field_ref=\"off\"/>\n"
+                         "     <field field_ref=\"deep\"/>\n"
+                         "     <field field_ref=\"sst\" name=\"tos_on\" enabled=\"false\"/>\n"
+                         "    </file>\n"
+                         "    <file id=\"g\" enabled=\".FALSE.\"><field field_ref=\"sst\"/></file>\n"
+                         "   </file_group>\n"));
+  io::XiosXmlOptions opt;
+  opt.substitutions = {{"expname", "run"}};
+  io::XiosXmlInfo info;
+  const io::OutputConfig c = io::OutputConfig::from_xios_xml(p, opt, &info);
+  ASSERT_EQ(c.files.size(), 1u);  // g is disabled
+  const io::FileConfig& f = c.files[0];
+  EXPECT_EQ(f.name, "run_1d_T");
+  EXPECT_EQ(f.output_freq.seconds, 86400.0);
+  EXPECT_EQ(f.split_freq.seconds, 2 * 86400.0);
+  // off is disabled, deep's level 7 is above output_level 5, tos_on is disabled in the file.
+  ASSERT_EQ(f.fields.size(), 3u);
+  const io::FieldConfig& mx = f.fields[0];
+  EXPECT_EQ(mx.name, "sst");  // sstmax takes its data from sst
+  EXPECT_EQ(mx.output_name, "tosmax");
+  EXPECT_EQ(mx.operation, io::Operation::maximum);
+  EXPECT_EQ(mx.long_name, "max of sst");
+  EXPECT_EQ(mx.units, "degC");  // from sst, through the reference
+  EXPECT_EQ(mx.deflate, 2);     // the file group's compression_level
+  EXPECT_EQ(f.fields[1].sampling_freq_s, 3600.0);
+  EXPECT_EQ(f.fields[1].deflate, 4);
+  EXPECT_EQ(f.fields[2].precision, io::Precision::f64);
+  EXPECT_EQ(f.fields[2].long_name, "sea water temperature");
+  EXPECT_EQ(f.fields[2].deflate, 3);  // the definition's compression_level over the file group's
+  ASSERT_EQ(info.fields.size(), 3u);
+  EXPECT_EQ(info.fields[2].grid_ref, "grid_T_3D");
+  EXPECT_EQ(info.fields[0].grid_ref, "grid_T_2D");
+  // description is metadata estuary does not write: a warning naming its line, not an error.
+  bool warned = false;
+  for (const auto& w : info.warnings)
+    if (w.find(d + "/iodef.xml:9, <file id=\"f\">, attribute description") != std::string::npos) warned = true;
+  EXPECT_TRUE(warned);
+  // A duration in time steps with the model's time step given: the time step is every write.
+  const std::string q =
+      write_file(d, "ts.xml",
+                 context("   <file id=\"f\" output_freq=\"4ts\"><field field_ref=\"sst\" freq_op=\"1ts\"/>"
+                         "<field field_ref=\"sstmax\" name=\"mx\" freq_op=\"2ts\"/></file>\n"));
+  opt.timestep_s = 900;
+  const io::OutputConfig t = io::OutputConfig::from_xios_xml(q, opt, &info);
+  EXPECT_EQ(t.files[0].name, "run_4ts");
+  EXPECT_EQ(t.files[0].output_freq.seconds, 3600.0);
+  EXPECT_EQ(t.files[0].fields[0].sampling_freq_s, 0.0);
+  EXPECT_EQ(t.files[0].fields[1].sampling_freq_s, 1800.0);
+  // Without a name, the variable is named after the chain's root, the model's field (XIOS's
+  // rule): <field field_ref="sstmax"/> writes sst's maximum as "sst".
+  const std::string u = write_file(
+      d, "noname.xml", context("   <file id=\"f\" output_freq=\"1d\"><field field_ref=\"sstmax\"/></file>\n"));
+  const io::OutputConfig n = io::OutputConfig::from_xios_xml(u, opt, &info);
+  EXPECT_EQ(n.files[0].fields[0].variable(), "sst");
+  EXPECT_EQ(n.files[0].fields[0].operation, io::Operation::maximum);
+  // XIOS 1's calendar on the context, XIOS 2's <calendar>: calendar and reference time.
+  const std::string v1 =
+      write_file(d, "cal1.xml",
+                 "<simulation><context id=\"test\" calendar_type=\"NoLeap\" start_date=\"2012-03-01 15:00:00\">\n"
+                 "<field_definition operation=\"average\"><field id=\"a\"/></field_definition>\n"
+                 "<file_definition><file id=\"o\" output_freq=\"6h\"><field field_ref=\"a\"/></file></file_definition>"
+                 "</context></simulation>\n");
+  const io::OutputConfig c1 = io::OutputConfig::from_xios_xml(v1, opt, &info);
+  EXPECT_EQ(c1.calendar, "noleap");
+  EXPECT_EQ(c1.reference_time, "2012-03-01 15:00:00");
+  EXPECT_EQ(info.context, "test");  // the only context
+  const std::string v2 =
+      write_file(d, "cal2.xml",
+                 "<context id=\"test\"><calendar type=\"D360\" start_date=\"1990-01-01 00:00:00\"/>\n"
+                 "<field_definition operation=\"average\"><field id=\"a\"/></field_definition>\n"
+                 "<file_definition><file id=\"o\" output_freq=\"6h\"><field field_ref=\"a\"/></file></file_definition>"
+                 "</context>\n");
+  const io::OutputConfig c2 = io::OutputConfig::from_xios_xml(v2, opt, &info);
+  EXPECT_EQ(c2.calendar, "360_day");
+  EXPECT_EQ(c2.reference_time, "1990-01-01 00:00:00");
+  write_file(d, "cal3.xml", "<context id=\"test\">\n<calendar type=\"Martian\"/></context>\n");
+  EXPECT_NE(error_of(d + "/cal3.xml")
+                .find("calendar 'Martian' is not supported (" + d + "/cal3.xml:2, <calendar>, attribute type)"),
+            std::string::npos);
+}
+
+// One day of a small NEMO-like model: hourly writes of sst (2-D) and toce (3 levels) from
+// decompositions that differ by rank count, files from XML; each record is checked against the
+// period's average / maximum / instant value computed here from global indices.
+TEST(IoXios, WritesOneDayFromXml) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const std::string d = tmp_dir("write");
+  write_file(d, "field_def.xml", kFieldDef);
+  const std::string path = write_file(d, "iodef.xml",
+                                      context("   <file_group id=\"6h\" output_freq=\"6h\">\n"
+                                              "    <file id=\"t\" name_suffix=\"_grid_T\">\n"
+                                              "     <field field_ref=\"sst\" name=\"tos\"/>\n"
+                                              "     <field field_ref=\"sstmax\" name=\"tosmax\"/>\n"
+                                              "     <field field_ref=\"toce\" name=\"thetao\"/>\n"
+                                              "    </file>\n"
+                                              "   </file_group>\n"
+                                              "   <file id=\"i\" output_freq=\"1d\" name=\"inst\"><field "
+                                              "field_ref=\"sst\" operation=\"instant\"/></file>\n"));
+  io::XiosXmlOptions opt;
+  opt.substitutions = {{"expname", "nemo"}};
+  io::XiosXmlInfo info;
+  io::OutputConfig c = io::OutputConfig::from_xios_xml(path, opt, &info);
+  c.directory = d + "/out";
+  ASSERT_EQ(c.files.size(), 2u);
+  ASSERT_EQ(c.files[0].name, "nemo_6h_grid_T");
+  const estuary::Decomp d2 = iotest::decomp_of("perm", 1, p, r);
+  const estuary::Decomp d3 = iotest::decomp_of("boxes", iotest::kNlev, p, r);
+  {
+    io::Output out(c, MPI_COMM_WORLD);
+    out.def_grid("atm", iotest::grid_part(p, r));
+    out.def_field(iotest::field("sst", false, d2));
+    out.def_field(iotest::field("toce", true, d3));
+    out.end_def();
+    for (i64 step = 1; step <= 24; ++step) {
+      const double t = 3600.0 * static_cast<double>(step);
+      out.write("sst", t, iotest::values(d2, step, false));
+      out.write("toce", t, iotest::values(d3, step, true));
+    }
+    out.close();
+  }
+  io::Reader rd(d + "/out/nemo_6h_grid_T.nc", MPI_COMM_WORLD);
+  EXPECT_EQ(rd.records(), 4);  // 6-hourly over one day
+  // Read back into other decompositions than written.
+  const estuary::Decomp r2 = iotest::decomp_of("cyclic", 1, p, r);
+  const estuary::Decomp r3 = iotest::decomp_of("block", iotest::kNlev, p, r);
+  std::vector<double> got2(static_cast<std::size_t>(r2.size())), got3(static_cast<std::size_t>(r3.size()));
+  int bad = 0;
+  for (i64 rec = 0; rec < 4; ++rec) {
+    rd.read_record("tos", rec, r2, got2);
+    const auto i2 = r2.to_indices();
+    for (std::size_t k = 0; k < i2.size(); ++k) {  // the mean of steps 6 rec + 1 .. 6 rec + 6, as float
+      double sum = 0;
+      for (i64 s = 6 * rec + 1; s <= 6 * rec + 6; ++s) sum += iotest::value2(i2[k], s);
+      if (got2[k] != static_cast<double>(static_cast<float>(sum / 6))) ++bad;
+    }
+    rd.read_record("tosmax", rec, r2, got2);
+    for (std::size_t k = 0; k < i2.size(); ++k) {
+      double mx = -std::numeric_limits<double>::infinity();
+      for (i64 s = 6 * rec + 1; s <= 6 * rec + 6; ++s) mx = std::max(mx, iotest::value2(i2[k], s));
+      if (got2[k] != static_cast<double>(static_cast<float>(mx))) ++bad;
+    }
+    rd.read_record("thetao", rec, r3, got3);  // prec="8": double
+    const auto i3 = r3.to_indices();
+    for (std::size_t k = 0; k < i3.size(); ++k) {
+      double sum = 0;
+      for (i64 s = 6 * rec + 1; s <= 6 * rec + 6; ++s) sum += iotest::value3(i3[k], s);
+      if (got3[k] != sum / 6) ++bad;
+    }
+  }
+  EXPECT_TRUE(etest::all_ok(bad == 0)) << bad << " values differ on rank " << r;
+  // The model's names are not in the file: only the renamed variables are.
+  bool threw = false;
+  try {
+    rd.read_record("sst", 0, r2, got2);
+  } catch (const estuary::Error&) {
+    threw = true;
+  }
+  EXPECT_TRUE(threw);
+  io::Reader inst(d + "/out/inst.nc", MPI_COMM_WORLD);
+  EXPECT_EQ(inst.records(), 1);
+  inst.read_record("sst", 0, r2, got2);
+  bad = 0;
+  const auto i2 = r2.to_indices();
+  for (std::size_t k = 0; k < i2.size(); ++k)
+    if (got2[k] != static_cast<double>(static_cast<float>(iotest::value2(i2[k], 24)))) ++bad;
+  EXPECT_TRUE(etest::all_ok(bad == 0));
+}
+
+// The YAML's output_name, as XIOS's name: one model field written as two variables.
+TEST(IoOutputName, YamlWritesOneFieldUnderTwoNames) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const std::string d = tmp_dir("yaml_output_name");
+  const std::string yaml = "output:\n  directory: " + d +
+                           "\n  files:\n    - name: day\n      output_freq: 6h\n      fields:\n"
+                           "        - {name: sst, output_name: tos, operation: average, precision: double}\n"
+                           "        - {name: sst, output_name: tosmax, operation: maximum, precision: double}\n";
+  const io::OutputConfig c = io::OutputConfig::from_yaml_string(yaml, "o.yaml");
+  ASSERT_EQ(c.files[0].fields[1].variable(), "tosmax");
+  const estuary::Decomp d2 = iotest::decomp_of("perm", 1, p, r);
+  {
+    io::Output out(c, MPI_COMM_WORLD);
+    out.def_grid("atm", iotest::grid_part(p, r));
+    out.def_field(iotest::field("sst", false, d2));
+    out.end_def();
+    for (i64 step = 1; step <= 12; ++step)
+      out.write("sst", 3600.0 * static_cast<double>(step), iotest::values(d2, step, false));
+    out.close();
+  }
+  io::Reader rd(d + "/day.nc", MPI_COMM_WORLD);
+  EXPECT_EQ(rd.records(), 2);
+  const estuary::Decomp r2 = iotest::decomp_of("block", 1, p, r);
+  const auto idx = r2.to_indices();
+  std::vector<double> avg(idx.size()), mx(idx.size());
+  int bad = 0;
+  for (i64 rec = 0; rec < 2; ++rec) {
+    rd.read_record("tos", rec, r2, avg);
+    rd.read_record("tosmax", rec, r2, mx);
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      double sum = 0, m = -std::numeric_limits<double>::infinity();
+      for (i64 s = 6 * rec + 1; s <= 6 * rec + 6; ++s) {
+        sum += iotest::value2(idx[k], s);
+        m = std::max(m, iotest::value2(idx[k], s));
+      }
+      if (avg[k] != sum / 6 || mx[k] != m) ++bad;
+    }
+  }
+  EXPECT_TRUE(etest::all_ok(bad == 0));
+  // Two variables of one name in a file: the second is named.
+  try {
+    io::OutputConfig::from_yaml_string(
+        "output:\n  files:\n    - name: f\n      output_freq: 6h\n      fields:\n"
+        "        - {name: sst, output_name: tos}\n        - {name: tos}\n",
+        "o.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const estuary::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "field listed twice (variable 'tos') (o.yaml:7, key output.files[0] (f).fields[1] (tos))"),
+              std::string::npos)
+        << e.what();
+  }
+}
