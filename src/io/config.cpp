@@ -167,9 +167,9 @@ OutputConfig parse(const YamlFile& doc) {
   const char* reference_key = own_reference ? "output.reference_time" : "start_date";
   if (const YAML::Node v = own_calendar ? o["calendar"] : root["calendar"]) {
     c.calendar = doc.scalar(v, calendar_key);
-    if (!detail::is_cf_calendar(c.calendar))
+    if (!estuary::detail::is_cf_calendar(c.calendar))
       doc.fail(v, calendar_key, "unknown calendar '" + c.calendar + "'",
-               std::string("use a CF calendar: ") + detail::cf_calendar_names());
+               std::string("use a CF calendar: ") + estuary::detail::cf_calendar_names());
   }
   const YAML::Node reference = own_reference ? o["reference_time"] : root["start_date"];
   if (reference) c.reference_time = doc.scalar(reference, reference_key);
