@@ -125,3 +125,16 @@ def test_expout_times_decode_as_dates(reference):
         want = [start + timedelta(seconds=float(t)) for t in seconds]
         assert got == want, (p.name, got[:3], want[:3])
         assert all(d.calendar == CALENDAR for d in got), p.name
+
+
+def test_expout_files_are_cf(reference):
+    """Every file the coupler wrote (EXPOUT records, restarts aside) passes an independent CF
+    checker at its strictest level."""
+    from cf_check import cf_problems
+
+    folder = TMP / "cpp_cpp"
+    expout = [p for p in sorted(folder.glob("*.nc")) if "time" in reference[p.name]]
+    assert expout, sorted(reference)
+    for p in expout:
+        problems = cf_problems(p)
+        assert not problems, f"{p.name}:\n{problems}"

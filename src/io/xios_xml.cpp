@@ -442,7 +442,8 @@ std::string XiosReader::file_name(const Attrs& a, pugi::xml_node file) {
     } else {
       const auto src = a.count("name") ? a.at("name").at : file;
       fail(src, "name", "file name template @" + key + "@ has no value",
-           "pass it in the substitutions (XiosXmlOptions::substitutions[\"" + key + "\"]; Python substitutions=)");
+           "give it a value: `estuary io check ... --set " + key + "=VALUE`, Python substitutions={\"" + key +
+               "\": ...}, C++ XiosXmlOptions::substitutions[\"" + key + "\"]");
     }
     i = end + 1;
   }
