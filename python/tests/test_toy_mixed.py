@@ -130,6 +130,7 @@ def test_expout_times_decode_as_dates(reference):
 def test_expout_files_are_cf(reference):
     """Every file the coupler wrote (EXPOUT records, restarts aside) passes an independent CF
     checker at its strictest level."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "io"))  # the I/O tests' CF helper
     from cf_check import cf_problems
 
     folder = TMP / "cpp_cpp"

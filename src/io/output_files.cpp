@@ -43,9 +43,10 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
     FileWriter& w = *fs.w;
     const int fi = static_cast<int>(&fs - files.data());
     w.put_att(-1, "Conventions", "CF-1.8");
-    for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"title", &cfg.title},
-                                     {"institution", &cfg.institution}, {"source", &cfg.source_attribute},
-                                     {"comment", &cfg.comment}})
+    // CF 2.6.2: a title, the configuration's or one naming the file.
+    w.put_att(-1, "title", cfg.title.empty() ? "estuary output " + fs.cfg.name : cfg.title);
+    for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"institution", &cfg.institution},
+                                     {"source", &cfg.source_attribute}, {"comment", &cfg.comment}})
       if (!text->empty()) w.put_att(-1, name, *text);
     w.put_att(-1, "history", history_line() + (cfg.history.empty() ? "" : "\n" + cfg.history));
     std::map<std::string, int> dims;
@@ -80,9 +81,9 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
       w.put_att(fs.time_var, "axis", "T");
       if (fs.has_bounds) {
         w.put_att(fs.time_var, "bounds", "time_bnds");
+        // CF 7.1: a boundary variable takes units and calendar from its parent; checkers warn
+        // on its own.
         fs.tb_var = w.def_var("time_bnds", true, {tdim, nvdim});
-        w.put_att(fs.tb_var, "units", tunits);
-        w.put_att(fs.tb_var, "calendar", cfg.calendar);
       }
     }
     std::vector<int> axis_vars;
@@ -113,8 +114,7 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
         if (!grid.axis_lon_bnds.empty()) {
           const std::string b = (lon ? "lon_bnds" : "lat_bnds") + sfx;
           w.put_att(av, "bounds", b);
-          const int bv = w.def_var(b, true, {dims[name], nvdim});
-          w.put_att(bv, "units", lon ? "degrees_east" : "degrees_north");
+          const int bv = w.def_var(b, true, {dims[name], nvdim});  // units: its parent's (CF 7.1)
           axis1d_values.push_back({bv, lon ? &grid.axis_lon_bnds : &grid.axis_lat_bnds, true});
         }
       }
@@ -146,14 +146,14 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
           w.put_att(v.ncvar, "units", is_lon ? "degrees_east" : "degrees_north");
           if (g.ncorner > 0)
             w.put_att(v.ncvar, "bounds", v.name.substr(0, 3) + "_bnds" + v.name.substr(3));
-        } else {
-          w.put_att(v.ncvar, "units", is_lon ? "degrees_east" : "degrees_north");
-        }
+        }  // the bounds (v.coord >= 2): units from their parent (CF 7.1)
         continue;
       }
       const FieldInfo& f = fields[static_cast<std::size_t>(v.field)];
       if (!v.standard_name.empty()) w.put_att(v.ncvar, "standard_name", v.standard_name);
+      // CF 3.3: a variable should have a standard_name or a long_name; without either, its name.
       if (!v.long_name.empty()) w.put_att(v.ncvar, "long_name", v.long_name);
+      else if (v.standard_name.empty()) w.put_att(v.ncvar, "long_name", v.name);
       if (!v.units.empty()) w.put_att(v.ncvar, "units", v.units);
       // Masked points and periods without a sample: CF's fill value, in the variable's type.
       w.put_att(v.ncvar, "_FillValue", {kFillValue}, !v.dbl);

@@ -325,6 +325,24 @@ def test_cf_metadata_from_the_configuration(io_env):
         assert ds.lon.attrs["units"] == "degrees_east" and ds.lev.attrs["positive"] == "down"
 
 
+@pytest.mark.parametrize("mode,writers,fmt", [("serverless", 1, "cdf5"), ("server", 2, "netcdf4")])
+def test_files_pass_a_cf_checker(io_env, mode, writers, fmt):
+    """Every file of the test set-up (instantaneous, averaged with time bounds, 3-D on levels,
+    masked points, 1-D lon/lat axes with bounds) passes an independent CF checker (IOOS
+    compliance-checker, CF 1.8, strict), with the configuration's metadata or without."""
+    from cf_check import cf_problems
+
+    config = CONFIG if fmt == "cdf5" else NC4_CONFIG
+    d, p = run(io_env, 3 if mode == "serverless" else 4, "boxes", mode, writers, config=config, name=f"cf_check_{mode}",
+               env={"ESTUARY_IO_MASK": "field"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    files = sorted(f for f in os.listdir(d) if f.endswith(".nc"))
+    assert len(files) >= 3, files
+    for f in files:
+        problems = cf_problems(os.path.join(d, f))
+        assert not problems, f"{f}:\n{problems}"
+
+
 # ---- lossy quantization and Zstandard (netCDF-4) ----
 def test_quantize_then_deflate(io_env):
     """BitRound on a double field zeroes the mantissa bits beyond the kept ones (checked on the
