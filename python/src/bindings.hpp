@@ -23,11 +23,13 @@
 #include <mpi.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/tuple.h>
 
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -126,12 +128,21 @@ E named(std::string_view name, const std::string& where) {
   }
 }
 
+// Results with their element types, so that the stubs say them (stubgen writes a plain nb::dict
+// or nb::tuple as a bare dict or tuple, which mypy --strict refuses): a dict of names to values,
+// a list of such dicts, and links as three 1-D numpy arrays.
+using PyDict = nb::typed<nb::dict, nb::str, nb::any>;
+using PyDictList = nb::typed<nb::list, PyDict>;
+template <class T>
+using NumpyVec = nb::ndarray<nb::numpy, T, nb::ndim<1>>;
+using PyLinks = std::tuple<NumpyVec<i64>, NumpyVec<i64>, NumpyVec<double>>;
+
 // Links <-> (rows, cols, weights) numpy arrays.
-nb::tuple links_to_py(estuary::Links&& l);
+PyLinks links_to_py(estuary::Links&& l);
 estuary::Links links_from(const IdxArray& rows, const IdxArray& cols, const InArray& w);
 
 // A rank's schedule counts as a dict (Redist.schedule_stats, Component.schedules).
-nb::dict schedule_stats_dict(const estuary::ScheduleStats& s);
+PyDict schedule_stats_dict(const estuary::ScheduleStats& s);
 
 // The parts of the module, registered by module.cpp in this order (a later part may add
 // methods to a class of an earlier one: grid_files to Component).

@@ -109,7 +109,7 @@ void bind_couple(nb::module_& m) {
           "Raises estuary.Error for an unknown partition or bundle < 1.")
       .def(
           "register_weights",
-          [](estuary::Component& c, const std::string& name, nb::callable fn) {
+          [](estuary::Component& c, const std::string& name, nb::typed<nb::callable, nb::object(PyDict)> fn) {
             // Called from enddef (GIL released there): the wrapper takes the GIL back, hands the
             // query over as numpy arrays (copies) and converts the returned (rows, cols, weights).
             c.register_weights(name, [fn](const estuary::WeightQuery& q) {
@@ -239,7 +239,7 @@ void bind_couple(nb::module_& m) {
               d["exchanges"] = exchanges;
               out.append(d);
             }
-            return out;
+            return PyDictList(std::move(out));
           },
           "After enddef, local: per configured coupling, its label and the exchanges its Remap runs (name, "
           "algorithm, this rank's schedule stats, and (stage, world peer, elements per value field) of every "
@@ -260,7 +260,7 @@ void bind_couple(nb::module_& m) {
               d["remap_s"] = t.remap_s;
               out.append(d);
             }
-            return out;
+            return PyDictList(std::move(out));
           },
           "Local: per field, a dict of field, puts, gets, exchanges (counts) and put_s, get_s, wait_s, remap_s "
           "(this rank's seconds).");

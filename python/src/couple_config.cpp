@@ -108,7 +108,7 @@ void bind_couple_config(nb::module_& m) {
             setup.timeline;  // timeline: the coupling timeline switch (as read; ESTUARY_TIMELINE applies at enddef)
         out["notes"] = setup.notes;
         out["couplings"] = couplings;
-        return out;
+        return PyDict(std::move(out));
       },
       "path"_a,
       "Local: reads the coupling configuration (namcouple or YAML) at `path` into a dict: path, runtime, nfields "

@@ -90,7 +90,7 @@ void bind_grid_files(nb::module_& m) {
           d["ncorner"] = i.ncorner;
           d["mask"] = i.mask;
           d["area"] = i.area;
-          return d;
+          return PyDict(std::move(d));
         },
         "path"_a, "grid"_a = "",
         "Local: a grid file's description.\n\n"

@@ -62,7 +62,7 @@ void open_output(PyOutput& p, eio::OutputConfig cfg, PyComm comm, const std::opt
   p.out = std::make_unique<eio::Output>(cfg, comm.comm);
 }
 
-nb::dict io_stats_dict(const eio::IoStats& s) {
+PyDict io_stats_dict(const eio::IoStats& s) {
   nb::dict d;
   d["records_handed_over"] = s.records_handed_over;
   d["records_written"] = s.records_written;
@@ -72,10 +72,10 @@ nb::dict io_stats_dict(const eio::IoStats& s) {
   d["transfer_s"] = s.transfer_s;
   d["model_io_s"] = s.model_io_s;
   d["setup_s"] = s.setup_s;
-  return d;
+  return PyDict(std::move(d));
 }
 
-nb::dict io_report_dict(const eio::IoReport& r) {
+PyDict io_report_dict(const eio::IoReport& r) {
   nb::dict d;
   d["ranks"] = r.ranks;
   d["model_ranks"] = r.model_ranks;
@@ -92,7 +92,7 @@ nb::dict io_report_dict(const eio::IoReport& r) {
   d["data_output_cost"] = r.data_output_cost;
   d["data_intensity"] = r.data_intensity;
   d["json"] = r.json();
-  return d;
+  return PyDict(std::move(d));
 }
 
 using CornerArray = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;

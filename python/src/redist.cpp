@@ -48,7 +48,7 @@ std::vector<std::pair<int, i64>> peer_counts(const std::vector<estuary::PeerSegm
 
 }  // namespace
 
-nb::dict schedule_stats_dict(const estuary::ScheduleStats& s) {
+PyDict schedule_stats_dict(const estuary::ScheduleStats& s) {
   nb::dict d;
   d["stages"] = s.stages;
   d["messages_sent"] = s.messages_sent;
@@ -58,7 +58,7 @@ nb::dict schedule_stats_dict(const estuary::ScheduleStats& s) {
   d["elements_copied"] = s.elements_copied;
   d["largest_message"] = s.largest_message;
   d["smallest_message"] = s.smallest_message;
-  return d;
+  return PyDict(std::move(d));
 }
 
 void bind_redist(nb::module_& m) {

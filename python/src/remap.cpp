@@ -14,8 +14,8 @@
 
 namespace estuary::py {
 
-nb::tuple links_to_py(estuary::Links&& l) {
-  return nb::make_tuple(to_numpy(std::move(l.row)), to_numpy(std::move(l.col)), to_numpy(std::move(l.weight)));
+PyLinks links_to_py(estuary::Links&& l) {
+  return {to_numpy(std::move(l.row)), to_numpy(std::move(l.col)), to_numpy(std::move(l.weight))};
 }
 estuary::Links links_from(const IdxArray& rows, const IdxArray& cols, const InArray& w) {
   if (rows.size() != cols.size() || rows.size() != w.size())
@@ -95,7 +95,7 @@ void bind_remap(nb::module_& m) {
         info["first"] = s.info.first;
         info["map_method"] = s.info.map_method;
         info["format"] = s.info.format == estuary::WeightFormat::scrip ? "scrip" : "esmf";
-        return nb::make_tuple(links_to_py(std::move(s.links)), info);
+        return std::make_tuple(links_to_py(std::move(s.links)), PyDict(std::move(info)));
       },
       "path"_a, "comm"_a = nb::none(),
       "Collective over comm: reads a SCRIP or ESMF weight file, each rank a contiguous slice of its links.\n\n"
@@ -177,7 +177,7 @@ void bind_remap(nb::module_& m) {
             d["gathered"] = s.gathered;
             d["partials"] = s.partials;
             d["exchanges"] = s.exchanges;
-            return d;
+            return PyDict(std::move(d));
           },
           "Local: this rank's counts, a dict of links (applied here), rows (rows or partial rows formed "
           "here), gathered (source values received before the product), partials (values received after "

@@ -193,7 +193,7 @@ void bind_weightgen(nb::module_& m) {
         auto* data = new std::vector<double>(std::move(flat));
         nb::capsule owner(data, [](void* q) noexcept { delete static_cast<std::vector<double>*>(q); });
         nb::ndarray<nb::numpy, double, nb::ndim<2>> cols(data->data(), {n, 4}, owner);
-        return nb::make_tuple(links_to_py(std::move(b.value)), cols, links_to_py(std::move(b.links)));
+        return std::make_tuple(links_to_py(std::move(b.value)), cols, links_to_py(std::move(b.links)));
       },
       "src"_a, "dst"_a, "comm"_a = nb::none(),
       "Collective over comm: bicubic weights (CDO genbic) for the dst points this rank holds.\n\n"
@@ -216,9 +216,9 @@ void bind_weightgen(nb::module_& m) {
           nb::gil_scoped_release release;
           w = estuary::conservative_weights(src, dst, comm.comm, o);
         }
-        return nb::make_tuple(to_numpy(std::move(w.links.row)), to_numpy(std::move(w.links.col)),
-                              to_numpy(std::move(w.links.weight)), to_numpy(std::move(w.dst_frac)),
-                              to_numpy(std::move(w.dst_area)));
+        return std::make_tuple(to_numpy(std::move(w.links.row)), to_numpy(std::move(w.links.col)),
+                               to_numpy(std::move(w.links.weight)), to_numpy(std::move(w.dst_frac)),
+                               to_numpy(std::move(w.dst_area)));
       },
       "src"_a, "dst"_a, "comm"_a = nb::none(), "order"_a = 1, "normalization"_a = "fracarea",
       "Collective over comm: conservative weights (CDO gencon) for the dst cells this rank holds.\n\n"
@@ -241,8 +241,8 @@ void bind_weightgen(nb::module_& m) {
           nb::gil_scoped_release release;
           w = estuary::stack_weights(src, dst, comm.comm, stages);
         }
-        nb::object fixed = w.has_fixed ? nb::cast(w.fixed_value) : nb::none();
-        return nb::make_tuple(links_to_py(std::move(w.links)), fixed, w.filled, estuary::describe(stages));
+        const std::optional<double> fixed = w.has_fixed ? std::optional<double>(w.fixed_value) : std::nullopt;
+        return std::make_tuple(links_to_py(std::move(w.links)), fixed, std::move(w.filled), estuary::describe(stages));
       },
       // stack with a default (an empty stack is refused by the core) so that the signature, and its
       // stub, keeps Python's rule: no parameter without a default after one with a default.
