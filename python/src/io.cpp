@@ -95,6 +95,10 @@ PyDict io_report_dict(const eio::IoReport& r) {
   return PyDict(std::move(d));
 }
 
+// Reader.read's result: `out` itself when given (the same object), else a new array; typed as a
+// float64 array for the stubs.
+using ReadResult = nb::typed<nb::object, NumpyVec<double>>;
+
 using CornerArray = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
 // Reader.read(..., out): `out` must be a contiguous float64 array already (TypeError otherwise).
@@ -370,7 +374,7 @@ void bind_io(nb::module_& m, nb::handle error) {
       .def(
           "read",
           [](PyReader& r, const std::string& var, double time, const estuary::Decomp& decomp,
-             nb::object out) -> nb::object {
+             nb::typed<nb::object, OutArray> out) -> ReadResult {
             eio::Reader& rd = r.get();
             if (out.is_none()) {
               std::vector<double> v(static_cast<std::size_t>(decomp.size()));
@@ -378,14 +382,14 @@ void bind_io(nb::module_& m, nb::handle error) {
                 nb::gil_scoped_release release;
                 rd.read(var, time, decomp, v);
               }
-              return nb::cast(to_numpy(std::move(v)), nb::rv_policy::move);
+              return ReadResult(nb::cast(to_numpy(std::move(v)), nb::rv_policy::move));
             }
             OutArray a = out_array(out);
             {
               nb::gil_scoped_release release;
               rd.read(var, time, decomp, span_of(a));
             }
-            return out;
+            return ReadResult(std::move(out));
           },
           "var"_a, "time"_a, "decomp"_a, "out"_a = nb::none(),
           "Collective over comm: a variable's record at a model time.\n\n"
@@ -399,7 +403,7 @@ void bind_io(nb::module_& m, nb::handle error) {
       .def(
           "read_record",
           [](PyReader& r, const std::string& var, i64 record, const estuary::Decomp& decomp,
-             nb::object out) -> nb::object {
+             nb::typed<nb::object, OutArray> out) -> ReadResult {
             eio::Reader& rd = r.get();
             if (out.is_none()) {
               std::vector<double> v(static_cast<std::size_t>(decomp.size()));
@@ -407,14 +411,14 @@ void bind_io(nb::module_& m, nb::handle error) {
                 nb::gil_scoped_release release;
                 rd.read_record(var, record, decomp, v);
               }
-              return nb::cast(to_numpy(std::move(v)), nb::rv_policy::move);
+              return ReadResult(nb::cast(to_numpy(std::move(v)), nb::rv_policy::move));
             }
             OutArray a = out_array(out);
             {
               nb::gil_scoped_release release;
               rd.read_record(var, record, decomp, span_of(a));
             }
-            return out;
+            return ReadResult(std::move(out));
           },
           "var"_a, "record"_a, "decomp"_a, "out"_a = nb::none(),
           "Collective over comm: record number `record` of a variable (-1: a variable without time "
