@@ -109,6 +109,26 @@ OutArray out_array(nb::handle out) {
   return a;
 }
 
+// Reader.read and read_record: into `out` when given (a contiguous float64 array, else
+// TypeError), else into a new array; `read(span)` runs without the GIL.
+template <class Read>
+ReadResult read_into(const estuary::Decomp& decomp, nb::typed<nb::object, OutArray> out, Read read) {
+  if (out.is_none()) {
+    std::vector<double> v(static_cast<std::size_t>(decomp.size()));
+    {
+      nb::gil_scoped_release release;
+      read(std::span<double>(v));
+    }
+    return ReadResult(nb::cast(to_numpy(std::move(v)), nb::rv_policy::move));
+  }
+  OutArray a = out_array(out);
+  {
+    nb::gil_scoped_release release;
+    read(span_of(a));
+  }
+  return ReadResult(std::move(out));
+}
+
 }  // namespace
 
 void bind_io(nb::module_& m, nb::handle error) {
@@ -376,20 +396,7 @@ void bind_io(nb::module_& m, nb::handle error) {
           [](PyReader& r, const std::string& var, double time, const estuary::Decomp& decomp,
              nb::typed<nb::object, OutArray> out) -> ReadResult {
             eio::Reader& rd = r.get();
-            if (out.is_none()) {
-              std::vector<double> v(static_cast<std::size_t>(decomp.size()));
-              {
-                nb::gil_scoped_release release;
-                rd.read(var, time, decomp, v);
-              }
-              return ReadResult(nb::cast(to_numpy(std::move(v)), nb::rv_policy::move));
-            }
-            OutArray a = out_array(out);
-            {
-              nb::gil_scoped_release release;
-              rd.read(var, time, decomp, span_of(a));
-            }
-            return ReadResult(std::move(out));
+            return read_into(decomp, std::move(out), [&](std::span<double> to) { rd.read(var, time, decomp, to); });
           },
           "var"_a, "time"_a, "decomp"_a, "out"_a = nb::none(),
           "Collective over comm: a variable's record at a model time.\n\n"
@@ -405,20 +412,8 @@ void bind_io(nb::module_& m, nb::handle error) {
           [](PyReader& r, const std::string& var, i64 record, const estuary::Decomp& decomp,
              nb::typed<nb::object, OutArray> out) -> ReadResult {
             eio::Reader& rd = r.get();
-            if (out.is_none()) {
-              std::vector<double> v(static_cast<std::size_t>(decomp.size()));
-              {
-                nb::gil_scoped_release release;
-                rd.read_record(var, record, decomp, v);
-              }
-              return ReadResult(nb::cast(to_numpy(std::move(v)), nb::rv_policy::move));
-            }
-            OutArray a = out_array(out);
-            {
-              nb::gil_scoped_release release;
-              rd.read_record(var, record, decomp, span_of(a));
-            }
-            return ReadResult(std::move(out));
+            return read_into(decomp, std::move(out),
+                             [&](std::span<double> to) { rd.read_record(var, record, decomp, to); });
           },
           "var"_a, "record"_a, "decomp"_a, "out"_a = nb::none(),
           "Collective over comm: record number `record` of a variable (-1: a variable without time "

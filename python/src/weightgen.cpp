@@ -34,6 +34,18 @@ estuary::Grid make_grid(const std::string& name, std::vector<i64> dims, i64 glob
   return g;
 }
 
+// A weight generator's links, computed without the GIL (collective: the other ranks' Python
+// threads may run meanwhile).
+template <class Generate>
+PyLinks released_links(Generate generate) {
+  estuary::Links l;
+  {
+    nb::gil_scoped_release release;
+    l = generate();
+  }
+  return links_to_py(std::move(l));
+}
+
 // distance_weights and bilinear_weights, for a source given by its recipe (GridGen: each rank
 // builds what it needs) or by each rank's share (Grid, e.g. read from a grid file).
 template <class Src>
@@ -43,12 +55,7 @@ void def_point_weights(nb::module_& m, const char* distance_doc, const char* bil
       [](const Src& src, const estuary::Grid& dst, PyComm comm, int neighbors) {
         estuary::DistanceWeightOptions o;
         o.neighbors = neighbors;
-        estuary::Links l;
-        {
-          nb::gil_scoped_release release;
-          l = estuary::distance_weights(src, dst, comm.comm, o);
-        }
-        return links_to_py(std::move(l));
+        return released_links([&] { return estuary::distance_weights(src, dst, comm.comm, o); });
       },
       "src"_a, "dst"_a, "comm"_a = nb::none(), "neighbors"_a = 4, distance_doc);
   m.def(
@@ -56,12 +63,7 @@ void def_point_weights(nb::module_& m, const char* distance_doc, const char* bil
       [](const Src& src, const estuary::Grid& dst, PyComm comm, bool extrapolate) {
         estuary::BilinearWeightOptions o;
         o.extrapolate = extrapolate;
-        estuary::Links l;
-        {
-          nb::gil_scoped_release release;
-          l = estuary::bilinear_weights(src, dst, comm.comm, o);
-        }
-        return links_to_py(std::move(l));
+        return released_links([&] { return estuary::bilinear_weights(src, dst, comm.comm, o); });
       },
       "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = true, bilinear_doc);
 }
