@@ -85,6 +85,8 @@ struct ScriprSpec {
   std::string callback;      // CALLBACK only (YAML `name`): the weight function the target
                              // component registers (Component::register_weights)
   bool operator==(const ScriprSpec&) const = default;
+  // Whether `neighbors` applies: DISTWGT, GAUSWGT and the LOCC* methods take a neighbour count.
+  bool takes_neighbors() const;
 };
 
 // CONSERV: a global correction after the mapping (estuary::Conserv).
@@ -137,6 +139,7 @@ struct CouplingConfig {
   std::string src_component, dst_component;
   // Where it was read (for messages); not part of the comparison.
   std::string origin;  // "namcouple:42"
+  int line() const;    // the line number at the end of `origin` (42); 0 when it has none
   bool operator==(const CouplingConfig& o) const;  // every member but `origin`
 };
 

@@ -18,11 +18,24 @@
 #include <vector>
 
 #include "estuary/decomp.hpp"
+#include "estuary/names.hpp"
 
 namespace estuary {
 
 enum class GridKind { lonlat, gaussian, reduced_gaussian, curvilinear, unstructured };
 const char* name_of(GridKind k);
+template <>
+GridKind from_name<GridKind>(std::string_view name);  // estuary/names.hpp
+
+// The dims (SCRIP grid_dims) of a grid of `kind` given by the sizes a caller passes: (nx, ny)
+// for the 2-D kinds (lonlat, gaussian, curvilinear), (n) for reduced_gaussian and unstructured,
+// which also take (nx, ny) and fold it to (nx * ny), as the C API passes every kind. Throws
+// estuary::Error (no place: the caller adds its own) for no size, more than 2, or one size for
+// a 2-D kind.
+std::vector<std::int64_t> grid_dims_of(GridKind kind, std::span<const std::int64_t> sizes);
+// The kind of a grid known by its dims alone (no recipe): curvilinear for (nx, ny), unstructured
+// otherwise.
+GridKind grid_kind_of_dims(std::size_t ndims);
 
 struct Grid {
   GridKind kind = GridKind::unstructured;

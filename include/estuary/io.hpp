@@ -34,12 +34,14 @@
 #include "estuary/decomp.hpp"
 #include "estuary/error.hpp"
 #include "estuary/grid.hpp"
+#include "estuary/names.hpp"
 
 namespace estuary::io {
 
 enum class Operation { instant, average, minimum, maximum, accumulate, once };
 enum class Precision { f32, f64 };
 enum class Mode { serverless, server };
+const char* name_of(Mode m);  // "serverless", "server"
 // cdf5: PnetCDF (D > 1) or serial netCDF (D = 1). netcdf4: HDF5, through netCDF-4 parallel
 // (nc_create_par, collective) when D > 1, serial netCDF-4 when D = 1; allows deflate.
 enum class Format { cdf5, netcdf4 };
@@ -308,3 +310,9 @@ class Reader {
 };
 
 }  // namespace estuary::io
+
+namespace estuary {
+// "server", "serverless" (estuary/names.hpp); unknown names throw estuary::Error.
+template <>
+io::Mode from_name<io::Mode>(std::string_view name);
+}  // namespace estuary

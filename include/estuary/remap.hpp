@@ -25,9 +25,11 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "estuary/decomp.hpp"
+#include "estuary/names.hpp"
 #include "estuary/weights.hpp"
 
 namespace estuary {
@@ -36,6 +38,14 @@ class Redist;
 
 enum class RemapLocation { src, dst };
 enum class RemapOrder { bfb, sum };
+// "src"/"dst" and "bfb"/"sum", and back (estuary/names.hpp; unknown names throw estuary::Error).
+// The configuration readers also take OASIS's "opt" for sum (couple/config_checks.hpp).
+const char* name_of(RemapLocation l);
+const char* name_of(RemapOrder o);
+template <>
+RemapLocation from_name<RemapLocation>(std::string_view name);
+template <>
+RemapOrder from_name<RemapOrder>(std::string_view name);
 
 struct RemapOptions {
   RemapLocation location = RemapLocation::dst;

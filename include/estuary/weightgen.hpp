@@ -172,6 +172,8 @@ void fill_nearest(const Grid& src, const Grid& dst, MPI_Comm comm, Links& links)
 // source index).
 enum class ConservNormalization { fracarea, destarea, none };
 const char* name_of(ConservNormalization n);
+template <>
+ConservNormalization from_name<ConservNormalization>(std::string_view name);  // estuary/names.hpp
 
 struct ConservativeOptions {
   int order = 1;  // 1 or 2

@@ -61,10 +61,13 @@ def _abort_job_hook(kind, value, tb):
     mpi.COMM_WORLD.Abort(1)
 
 
-def abort_on_exception(enabled=True):
-    """Whether an uncaught exception on one rank aborts every rank of the MPI job (default on).
+def abort_on_exception(enabled: bool = True) -> None:
+    """Sets whether an uncaught exception on one rank aborts every rank of the MPI job.
 
-    With it off, the other ranks wait for the failed one until their time-outs expire."""
+    enabled: True (the default, also at import unless $ESTUARY_ABORT_ON_EXCEPTION is 0, no,
+    false or off): the exception is printed, then MPI_Abort ends every rank (only when mpi4py
+    has initialised MPI with more than one rank). False: the other ranks wait for the failed
+    one until their time-outs expire."""
     if enabled:
         sys.excepthook = _abort_job_hook
     elif sys.excepthook is _abort_job_hook:

@@ -24,9 +24,14 @@ Output and Reader are the nanobind classes of the native module; failures raise
 :class:`estuary.Error` with estuary's message, and ``write`` raises :class:`Terminated` (an
 ``estuary.Error``) after SIGTERM, once every record handed over is written.
 """
-from . import _native
+from typing import TYPE_CHECKING
 
-_io = _native().io
+if TYPE_CHECKING:  # the stubs of the native module (nanobind stubgen), shipped in the package
+    from ._estuary import io as _io
+else:
+    from . import _native
+
+    _io = _native().io
 
 Output = _io.Output
 Reader = _io.Reader

@@ -1,5 +1,6 @@
 // The coupler's configuration: the format of a file (read_coupling_config picks the namcouple
 // reader, namcouple.cpp, or the YAML one, config_yaml.cpp) and the vocabulary's names.
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -46,6 +47,15 @@ const char* name_of(LocTrans t) {
     case LocTrans::t_max: return "T_MAX";
   }
   return "?";
+}
+
+bool ScriprSpec::takes_neighbors() const {
+  return method == "DISTWGT" || method == "GAUSWGT" || method.rfind("LOCC", 0) == 0;
+}
+
+int CouplingConfig::line() const {
+  const auto colon = origin.rfind(':');
+  return colon == std::string::npos ? 0 : std::atoi(origin.c_str() + colon + 1);
 }
 
 bool CouplingConfig::operator==(const CouplingConfig& o) const {

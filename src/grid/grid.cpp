@@ -115,6 +115,26 @@ const char* name_of(GridKind k) {
   return "?";
 }
 
+template <>
+GridKind from_name<GridKind>(std::string_view name) {
+  static constexpr GridKind all[] = {GridKind::lonlat, GridKind::gaussian, GridKind::reduced_gaussian,
+                                     GridKind::curvilinear, GridKind::unstructured};
+  return detail::enum_named(name, all, "grid kind");
+}
+
+std::vector<std::int64_t> grid_dims_of(GridKind kind, std::span<const std::int64_t> sizes) {
+  const bool two_d = kind != GridKind::reduced_gaussian && kind != GridKind::unstructured;
+  if (sizes.empty() || sizes.size() > 2 || (two_d && sizes.size() != 2))
+    throw Error("grid dims of " + std::to_string(sizes.size()) + " values for kind " + name_of(kind), "",
+                "give (nx, ny), longitude fastest, for 2-D kinds and (n,) otherwise");
+  if (two_d) return {sizes.begin(), sizes.end()};
+  std::int64_t n = 1;
+  for (std::int64_t s : sizes) n *= s;
+  return {n};
+}
+
+GridKind grid_kind_of_dims(std::size_t ndims) { return ndims == 2 ? GridKind::curvilinear : GridKind::unstructured; }
+
 double spherical_polygon_area(std::span<const double> lon, std::span<const double> lat) {
   const std::size_t n = std::min(lon.size(), lat.size());
   if (n < 3) return 0.0;

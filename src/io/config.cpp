@@ -28,6 +28,8 @@ const char* name_of(Operation op) {
   return "?";
 }
 
+const char* name_of(Mode m) { return m == Mode::server ? "server" : "serverless"; }
+
 double parse_duration(const std::string& text, const std::string& where) {
   std::size_t used = 0;
   double v = 0;
@@ -345,3 +347,11 @@ OutputConfig OutputConfig::from_yaml_file(const std::string& path) {
 }
 
 }  // namespace estuary::io
+
+namespace estuary {
+template <>
+io::Mode from_name<io::Mode>(std::string_view name) {
+  static constexpr io::Mode all[] = {io::Mode::serverless, io::Mode::server};
+  return detail::enum_named(name, all, "I/O mode");
+}
+}  // namespace estuary

@@ -35,6 +35,13 @@ const char* name_of(ConservNormalization n) {
   return "?";
 }
 
+template <>
+ConservNormalization from_name<ConservNormalization>(std::string_view name) {
+  static constexpr ConservNormalization all[] = {ConservNormalization::fracarea, ConservNormalization::destarea,
+                                                 ConservNormalization::none};
+  return detail::enum_named(name, all, "normalization");
+}
+
 namespace {
 
 constexpr const char* kWhere = "conservative_weights";

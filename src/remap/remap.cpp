@@ -15,6 +15,21 @@
 
 namespace estuary {
 
+const char* name_of(RemapLocation l) { return l == RemapLocation::src ? "src" : "dst"; }
+const char* name_of(RemapOrder o) { return o == RemapOrder::bfb ? "bfb" : "sum"; }
+
+template <>
+RemapLocation from_name<RemapLocation>(std::string_view name) {
+  static constexpr RemapLocation all[] = {RemapLocation::src, RemapLocation::dst};
+  return detail::enum_named(name, all, "remap location");
+}
+
+template <>
+RemapOrder from_name<RemapOrder>(std::string_view name) {
+  static constexpr RemapOrder all[] = {RemapOrder::bfb, RemapOrder::sum};
+  return detail::enum_named(name, all, "remap order");
+}
+
 using i64 = std::int64_t;
 using detail::KeyedItems;
 
