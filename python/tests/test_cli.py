@@ -19,6 +19,18 @@ def estuary_cli(*args, check=True, cwd=None):
     return out
 
 
+def weight_links(path):
+    """A SCRIP weight file's links sorted by (destination, source), 0-based: src, dst, first
+    weight, dst_grid_frac and the normalization (also test_wheel.py's, against CDO)."""
+    import netCDF4
+    with netCDF4.Dataset(path) as f:
+        s, d, w = f["src_address"][:] - 1, f["dst_address"][:] - 1, f["remap_matrix"][:, 0]
+        frac = f["dst_grid_frac"][:]
+        norm = f.normalization
+    order = np.lexsort((s, d))
+    return s[order], d[order], w[order], frac, norm
+
+
 def block_ref(n, r, p):
     return np.arange(r * n // p, (r + 1) * n // p)
 
@@ -107,23 +119,14 @@ def test_weights_distance_file(tmp_path, ranks):
 def test_weights_conservative_file_equals_cdo_gencon(tmp_path, ranks):
     # CDO's rNLONxNLAT grids with an even NLAT are estuary's lonlat:NLONxNLAT (with an odd one CDO
     # puts rows on the poles); CDO generates its own weights here.
-    import netCDF4
     path, ref = tmp_path / "w.nc", tmp_path / "cdo.nc"
     rec = json.loads(estuary_cli("weights", "--src", "lonlat:12x6", "--dst", "lonlat:7x4", "--method", "conservative",
                                  "--out", str(path), "--ranks", str(ranks), "--json").stdout)
     assert rec["links"] > 28
     subprocess.run(["cdo", "-s", "-O", "gencon,r7x4", "-const,1,r12x6", str(ref)], check=True)
 
-    def links(p):
-        with netCDF4.Dataset(p) as f:
-            s, d, w = f["src_address"][:] - 1, f["dst_address"][:] - 1, f["remap_matrix"][:, 0]
-            frac = f["dst_grid_frac"][:]
-            norm = f.normalization
-        order = np.lexsort((s, d))
-        return s[order], d[order], w[order], frac, norm
-
-    s1, d1, w1, f1, n1 = links(path)
-    s2, d2, w2, f2, n2 = links(ref)
+    s1, d1, w1, f1, n1 = weight_links(path)
+    s2, d2, w2, f2, n2 = weight_links(ref)
     assert n1 == n2 == "fracarea"
     np.testing.assert_array_equal(s1, s2)
     np.testing.assert_array_equal(d1, d2)

@@ -81,3 +81,22 @@ def test_make_lib_options_exist():
     lib = lib[: lib.index("\n\n")]
     names = re.findall(r"-D(ESTUARY_\w+)=", lib)
     assert names and not [n for n in names if n not in cmake_options()]
+
+
+def test_python_folder_alone_fails_with_a_message(tmp_path):
+    """python/ copied out of the checkout (an sdist, or a pip before 21.3, which copied the folder
+    before building) has none of the library's sources: pip's build stops at configure, naming
+    what is missing and the ways that work, not on some missing file later."""
+    import shutil
+    import subprocess
+    copy = tmp_path / "python"
+    shutil.copytree(ROOT / "python", copy, ignore=shutil.ignore_patterns("__pycache__", "tests"))
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+                          "-w", str(tmp_path / "dist"), str(copy)], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    text = " ".join((out.stdout + out.stderr).split())  # CMake wraps its message's lines
+    assert out.returncode != 0
+    assert "has no repository around it" in text, text[-3000:]
+    assert f"missing: {tmp_path}/CMakeLists.txt" in text, text[-3000:]
+    assert "pip install ./python" in text
+    assert not list((tmp_path / "dist").glob("*.whl"))

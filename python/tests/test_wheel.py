@@ -2,8 +2,10 @@
 folder, away from the checkout and with none of the test environment's hints (PYTHONPATH,
 ESTUARY_TOY_ATM_OCN, ESTUARY_BENCH_DIR, ESTUARY_SIM_BENCH): `estuary --version`, every
 sub-command's --help, and real runs — `inspect plan` on 2 ranks (the compiled module under
-mpirun) checked against the bytes counted here, `demo` on 2 ranks (the toy and its configuration
-from the wheel) and `bench redist` (a benchmark program from the wheel) — plus the typing files.
+mpirun) checked against the bytes counted here, `inspect schedule`'s matrix against the same
+count, `weights` against CDO's gencon, `demo` on 2 ranks (the toy and its configuration from the
+wheel), `bench redist` (a benchmark program from the wheel) and `simulate` (the wheel's bench/sim)
+against the alpha-beta model — plus the typing files and each shared library once.
 
 The venv sees the system's site-packages for the runtime dependencies (numpy, mpi4py, tqdm:
 installing them from a registry in a test would be slow and need the network); the estuary it
@@ -18,23 +20,19 @@ import venv
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
+from test_cli import weight_links
+from test_simulate import ALPHA, BW, close
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = os.environ.get("ESTUARY_BUILD_DIR")
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    if not BUILD:
-        pytest.fail("ESTUARY_BUILD_DIR (the CMake build folder) not set: run through ctest, which sets it")
-    tmp = tmp_path_factory.mktemp("wheel")
-    t0 = time.time()
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "wheel"), BUILD, str(tmp / "dist")],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
-    whl = Path(out.stdout.strip().splitlines()[-1])
-    print(f"wheel {whl.name}: {whl.stat().st_size / 1e6:.1f} MB, built in {time.time() - t0:.1f} s")
+def venv_install(whl: Path, tmp: Path) -> dict:
+    """Installs the wheel `whl` into a fresh venv under `tmp`; returns what the checks need: the
+    wheel, the venv's python and estuary, an environment without the test's hints, and an empty
+    working folder. test_pip_wheel.py runs this file's checks on the wheel pip builds."""
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(tmp / "venv")
     py = tmp / "venv" / "bin" / "python"
     # pip of this interpreter, installing into the venv (--prefix would miss its scripts' shebang)
@@ -48,6 +46,20 @@ def installed(tmp_path_factory):
     work = tmp / "work"
     work.mkdir()
     return {"whl": whl, "py": py, "exe": tmp / "venv" / "bin" / "estuary", "env": env, "cwd": work}
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    if not BUILD:
+        pytest.fail("ESTUARY_BUILD_DIR (the CMake build folder) not set: run through ctest, which sets it")
+    tmp = tmp_path_factory.mktemp("wheel")
+    t0 = time.time()
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "wheel"), BUILD, str(tmp / "dist")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    whl = Path(out.stdout.strip().splitlines()[-1])
+    print(f"wheel {whl.name}: {whl.stat().st_size / 1e6:.1f} MB, built in {time.time() - t0:.1f} s")
+    return venv_install(whl, tmp)
 
 
 def run(inst, *args, timeout=120, check=True):
@@ -65,7 +77,10 @@ def test_wheel_holds_the_module_programs_and_types(installed):
                  "estuary/_bin/toy_atm_ocn.py", "estuary/_bin/redist"):
         assert want in names, want
     assert any(n.startswith("estuary/_estuary") and n.endswith(".so") for n in names)
-    assert any(n.startswith("estuary/_lib/libestuary.so") for n in names)
+    # each shared library once, under its SONAME (a wheel has no symbolic links: wheel_fixup.cmake)
+    libs = sorted(n for n in names if n.startswith("estuary/_lib/"))
+    assert "estuary/_lib/libestuary.so.0" in libs and "estuary/_lib/libestuary_sim.so.0" in libs, libs
+    assert all(n.endswith(".so.0") for n in libs), libs
     # the stub declares the bindings IDEs and mypy need (signatures, not just names)
     z = zipfile.ZipFile(installed["whl"])
     for n in names:  # every stub is valid Python (a type checker reads it as such)
@@ -80,6 +95,23 @@ def test_wheel_holds_the_module_programs_and_types(installed):
     assert {"Redist", "Decomp", "GridGen", "Component"} <= set(classes)
     assert {"oasis_partition", "oasis_partition_global_size", "write_weights"} <= funcs
     assert "from_name" in {n.name for n in classes["GridGen"].body if isinstance(n, ast.FunctionDef)}
+
+
+def test_runpaths_relative_to_origin(installed):
+    """The module, libraries and programs find each other through $ORIGIN only: no RUNPATH into
+    the build folder (scripts/wheel's, or the temporary one pip deleted)."""
+    site = Path(subprocess.run([str(installed["py"]), "-c", "import sysconfig; print(sysconfig.get_path('platlib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip()) / "estuary"
+    elves = [f for f in [*site.glob("_estuary*.so"), *(site / "_lib").iterdir(), *(site / "_bin").iterdir()]
+             if f.is_file() and f.read_bytes()[:4] == b"\x7fELF"]
+    assert len(elves) >= 5, elves
+    for f in elves:
+        dyn = subprocess.run(["readelf", "-d", str(f)], capture_output=True, text=True, check=True).stdout
+        paths = [p for line in dyn.splitlines() if "RUNPATH" in line or "RPATH" in line
+                 for p in line.split("[", 1)[1].rstrip("]").split(":")]
+        assert all(p.startswith("$ORIGIN") for p in paths), (f.name, paths)
+        # the module and the programs need libestuary from _lib (libestuary needs system libraries only)
+        assert paths or f.parent.name == "_lib", f.name
 
 
 def test_imported_from_the_venv_not_the_checkout(installed):
@@ -124,3 +156,35 @@ def test_demo_and_bench_use_the_wheels_programs(installed):
                          "--n", "1000", "--iterations", "1").stdout)
     assert rec["ok"] and rec["program"].startswith(str(installed["py"].parent.parent))
     assert (installed["cwd"] / "b.jsonl").is_file()
+
+
+def test_inspect_schedule_and_weights(installed):
+    n = 64
+    rec = json.loads(run(installed, "inspect", "schedule", "--src", "block", "--dst", "cyclic", "--n", str(n),
+                         "--ranks", "2", "--json").stdout)
+    m = np.zeros((2, 2), int)  # independently: bytes from the block owner to the cyclic owner
+    for i in range(n):
+        m[(i * 2) // n, i % 2] += 8
+    assert rec["matrix_bytes"] == (m - np.diag(np.diag(m))).tolist()
+    # weights on 2 ranks, equal to the ones CDO generates for the same grids (test_cli.py's check)
+    rec = json.loads(run(installed, "weights", "--src", "lonlat:12x6", "--dst", "lonlat:7x4", "--method",
+                         "conservative", "--out", "w.nc", "--ranks", "2", "--json").stdout)
+    assert rec["links"] > 28
+    subprocess.run(["cdo", "-s", "-O", "gencon,r7x4", "-const,1,r12x6", "cdo.nc"], check=True, cwd=installed["cwd"])
+    s1, d1, w1, f1, _ = weight_links(installed["cwd"] / "w.nc")
+    s2, d2, w2, f2, _ = weight_links(installed["cwd"] / "cdo.nc")
+    np.testing.assert_array_equal(s1, s2)
+    np.testing.assert_array_equal(d1, d2)
+    np.testing.assert_allclose(w1, w2, rtol=0, atol=1e-10)
+
+
+def test_simulate_uses_the_wheels_sim(installed):
+    # recursive doubling on one switch: log2 p contention-free stages (test_simulate.py's model)
+    repeat, doubles, p = 2, 3, 8
+    out = run(installed, "simulate", "allreduce", "--ranks", str(p), "--topology", "switch", "--algorithm",
+              "recursive-doubling", "--doubles", str(doubles), "--repeat", str(repeat), "--json", timeout=180)
+    recs = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    assert len(recs) == 1 and "error" not in recs[0], out.stdout + out.stderr
+    stages = repeat * 3
+    assert recs[0]["messages"] == stages * p
+    assert close(recs[0]["simulated_s"], stages * (ALPHA + 8 * doubles / BW)), recs[0]
