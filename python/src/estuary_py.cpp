@@ -278,6 +278,7 @@ nb::dict io_stats_dict(const eio::IoStats& s) {
   d["write_s"] = s.write_s;
   d["transfer_s"] = s.transfer_s;
   d["model_io_s"] = s.model_io_s;
+  d["derived_s"] = s.derived_s;  // part of model_io_s: derived fields (expr: in the configuration)
   d["setup_s"] = s.setup_s;
   return d;
 }
