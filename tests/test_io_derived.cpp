@@ -34,13 +34,24 @@ bool vo_masked(i64 g) { return g % 7 == 2; }
 // end_def's error on every rank ("no error" when it passes), for fields uo, vo (2-D, boxes) and
 // t3 (3-D) declared as the test's model declares them, plus `extra` (a 2-D field "w", on a
 // permuted block: other points than uo's on some rank).
-std::string end_def_error(const std::string& fields_yaml, bool extra = false) {
-  const std::string yaml = "output:\n  directory: " + out_dir("errors") +
+// In server mode the servers' serve() must fail alike (the same check on the catalog), not hang.
+std::string end_def_error(const std::string& fields_yaml, bool extra = false, bool server = false) {
+  const std::string yaml = "output:\n  directory: " + out_dir("errors") + (server ? "\n  mode: server" : "") +
                            "\n  files:\n    - name: f\n      output_freq: 1h\n      fields:\n" + fields_yaml;
   const io::OutputConfig cfg = io::OutputConfig::from_yaml_string(yaml, "e.yaml");
   std::string msg = "no error";
   io::Output out(cfg, MPI_COMM_WORLD);
-  const int p = etest::world_size(), r = etest::world_rank();
+  if (out.is_server()) {
+    try {
+      out.serve();
+    } catch (const estuary::Error& e) {
+      msg = e.what();
+    }
+    return msg;
+  }
+  int p = 1, r = 0;
+  MPI_Comm_size(out.model_comm(), &p);
+  MPI_Comm_rank(out.model_comm(), &r);
   out.def_grid("atm", iotest::grid_part(p, r));
   const auto d2 = iotest::decomp_of("boxes", 1, p, r);
   out.def_field(iotest::field("uo", false, d2));
@@ -117,6 +128,12 @@ TEST(IoDerived, EndDefErrorsNameTheExpression) {
       << m;
   EXPECT_NE(m.find("(e.yaml:8, key output.files[0] (f).fields[1] (x).expr)"), std::string::npos) << m;
   EXPECT_EQ(end_def_error(w + "        - {name: x, expr: \"uo - vo\"}\n"), "no error");
+  if (etest::world_size() >= 2) {  // server mode: servers and model ranks fail alike
+    m = end_def_error(w + "        - {name: speed, expr: \"sqrt(uo*uo + wo*wo)\"}\n", false, true);
+    EXPECT_NE(m.find("unknown variable 'wo' in expression 'sqrt(uo*uo + wo*wo)'"), std::string::npos) << m;
+    m = end_def_error(w + "        - {name: x, expr: \"uo - w\"}\n", true, true);
+    EXPECT_NE(m.find("have different decompositions on rank"), std::string::npos) << m;
+  }
 }
 
 // Instant values of two expressions and a derived field of a derived one; the average of an
