@@ -277,3 +277,49 @@ TEST(IoDerived, WritingADerivedFieldIsRefused) {
   EXPECT_NE(msg.find("write of a derived field"), std::string::npos) << msg;
   out.close();
 }
+
+// An input written every other step: the derived field exists only at the steps where every
+// input has been written with the same time (never from a stale value of the other input).
+TEST(IoDerived, EvaluatedOnlyAtStepsWithEveryInput) {
+  const std::string dir = out_dir("sparse");
+  const std::string yaml = "output:\n  directory: " + dir +
+                           "\n  files:\n    - {name: s, output_freq: 1h, fields: [{name: sum, expr: \"uo + 10 * vo\", "
+                           "precision: double}]}\n";
+  {
+    io::Output out(io::OutputConfig::from_yaml_string(yaml, "s.yaml"), MPI_COMM_WORLD);
+    const int p = etest::world_size(), r = etest::world_rank();
+    const auto d2 = iotest::decomp_of("cyclic", 1, p, r);
+    const auto idx = d2.to_indices();
+    out.def_grid("atm", iotest::grid_part(p, r));
+    out.def_field(iotest::field("uo", false, d2));
+    out.def_field(iotest::field("vo", false, d2));
+    out.end_def();
+    for (i64 k = 1; k <= 6; ++k) {
+      std::vector<double> u, v;
+      for (i64 g : idx) {
+        u.push_back(uo(g, k));
+        v.push_back(vo(g, k));
+      }
+      if (k % 2 == 0) out.write("vo", 3600.0 * static_cast<double>(k), v);
+      out.write("uo", 3600.0 * static_cast<double>(k), u);
+    }
+    out.close();
+  }
+  io::Reader rd(dir + "/s.nc", MPI_COMM_WORLD);
+  ASSERT_EQ(rd.records(), 3);
+  EXPECT_EQ(rd.times(), (std::vector<double>{7200.0, 14400.0, 21600.0}));
+  const int p = etest::world_size(), r = etest::world_rank();
+  const auto d = etest::permuted_block(iotest::kNh, p, r, 9);
+  const auto idx = d.to_indices();
+  int bad = 0;
+  for (i64 rec = 0; rec < 3; ++rec) {
+    std::vector<double> got(idx.size());
+    rd.read_record("sum", rec, d, got);
+    const i64 k = 2 * (rec + 1);
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      const double want = uo(idx[i], k) + 10 * vo(idx[i], k);
+      bad += std::abs(got[i] - want) <= 1e-14 * std::max(1.0, std::abs(want)) ? 0 : 1;
+    }
+  }
+  EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << r;
+}
