@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cfenv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -321,5 +322,45 @@ TEST(IoDerived, EvaluatedOnlyAtStepsWithEveryInput) {
       bad += std::abs(got[i] - want) <= 1e-14 * std::max(1.0, std::abs(want)) ? 0 : 1;
     }
   }
+  EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << r;
+}
+
+// Masked points are not evaluated: 1 / vo where the model leaves 0 on land raises no division
+// by zero (a model that traps floating-point exceptions would stop there), and the land is the
+// fill value in the file.
+TEST(IoDerived, MaskedPointsAreNotEvaluated) {
+  const std::string dir = out_dir("fpe");
+  const std::string yaml = "output:\n  directory: " + dir +
+                           "\n  files:\n    - {name: q, output_freq: 1h, fields: [{name: inv, expr: \"1 / vo\", "
+                           "precision: double}]}\n";
+  bool raised = false;
+  {
+    io::Output out(io::OutputConfig::from_yaml_string(yaml, "q.yaml"), MPI_COMM_WORLD);
+    const int p = etest::world_size(), r = etest::world_rank();
+    const auto d2 = iotest::decomp_of("block", 1, p, r);
+    out.def_grid("atm", iotest::grid_part(p, r));
+    io::FieldDef fv = iotest::field("vo", false, d2);
+    std::vector<double> v;
+    for (i64 g : d2.to_indices()) {
+      fv.mask.push_back(vo_masked(g) ? 0 : 1);
+      v.push_back(vo_masked(g) ? 0.0 : 2.0 + vo(g, 1));  // 2 + cos(...) - 0.3 > 0 at sea
+    }
+    out.def_field(fv);
+    out.end_def();
+    std::feclearexcept(FE_DIVBYZERO);
+    out.write("vo", 3600.0, v);
+    raised = std::fetestexcept(FE_DIVBYZERO) != 0;
+    out.close();
+  }
+  EXPECT_TRUE(all_ok(!raised)) << "a masked point was evaluated on rank " << etest::world_rank();
+  io::Reader rd(dir + "/q.nc", MPI_COMM_WORLD);
+  const int p = etest::world_size(), r = etest::world_rank();
+  const auto d = etest::permuted_block(iotest::kNh, p, r, 4);
+  const auto idx = d.to_indices();
+  std::vector<double> got(idx.size());
+  rd.read_record("inv", 0, d, got);
+  int bad = 0;
+  for (std::size_t i = 0; i < idx.size(); ++i)
+    bad += got[i] == (vo_masked(idx[i]) ? io::kFillValue : 1.0 / (2.0 + vo(idx[i], 1))) ? 0 : 1;
   EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << r;
 }

@@ -147,6 +147,7 @@ struct Expr {
   std::vector<std::size_t> inputs;  // indices into DerivedFields::Impl::inputs
   std::vector<double> slot;        // the values of the inputs at the point evaluated
   std::vector<double> result;
+  std::vector<char> skip;          // per local value: masked in an input, so not evaluated
   double last = std::numeric_limits<double>::quiet_NaN();  // the time last evaluated
 #ifdef ESTUARY_HAVE_MUPARSER
   std::unique_ptr<mu::Parser> parser;
@@ -265,9 +266,15 @@ void DerivedFields::prepare(std::vector<FieldInfo>& fields, const std::string& r
       x.inputs[it->second].users.push_back(x.exprs.size());
       ex.inputs.push_back(it->second);
     }
+    // Masked points are not evaluated: what the model leaves there (0 on land, garbage) must not
+    // divide by zero or overflow in a model that traps floating-point exceptions.
+    if (!masked.empty()) {
+      ex.skip.assign(points.size(), 0);
+      for (std::size_t i : masked) ex.skip[i] = 1;
+    }
     out.masked = std::move(masked);
     ex.slot.assign(ex.inputs.size(), 0.0);  // (sized before the parser takes their addresses)
-    ex.result.assign(points.size(), 0.0);
+    ex.result.assign(points.size(), kFillValue);
 #ifdef ESTUARY_HAVE_MUPARSER
     try {
       ex.parser = std::make_unique<mu::Parser>();
@@ -300,7 +307,9 @@ bool DerivedFields::written(int f, double time, std::span<const double> data,
     std::vector<const double*> src;
     for (std::size_t k : ex.inputs) src.push_back(x.inputs[k].value.data());
     const std::size_t m = src.size(), n = ex.result.size();
+    const char* skip = ex.skip.empty() ? nullptr : ex.skip.data();
     for (std::size_t i = 0; i < n; ++i) {
+      if (skip && skip[i]) continue;  // stays the fill value
       for (std::size_t k = 0; k < m; ++k) ex.slot[k] = src[k][i];
       ex.result[i] = ex.parser->Eval();
     }
