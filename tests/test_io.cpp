@@ -128,7 +128,7 @@ TEST(IoConfig, MalformedConfigsNameFileAndKey) {
       "  files: [{name: f, output_freq: 1d, fields: [a]}]\n");
   EXPECT_EQ(own.calendar, "360_day");
   EXPECT_EQ(own.reference_time, "2001-02-30");
-  EXPECT_NE(expect_error("calendar: noleap\nstart_date: 2000-02-29\n" + files).find("2, key start_date"), std::string::npos);
+  EXPECT_NE(config_error("calendar: noleap\nstart_date: 2000-02-29\n" + files).find("2, key start_date"), std::string::npos);
 }
 
 // Day numbers of an independent reckoning: C++20's std::chrono civil calendar (proleptic
