@@ -110,6 +110,27 @@ void model_work(std::vector<std::vector<double>>& fields, int sweeps) {
     }
 }
 
+// The model ranks' definitions: the grid part and `nfields` 3-D fields f<k> on this rank's box
+// of p model ranks (grid "g", levels 0..nlev-1). Returns the fields' values.
+std::vector<std::vector<double>> define_model(estuary::io::Output& out, i64 nx, i64 ny, i64 nlev, int nfields, int p,
+                                              int r) {
+  const Layout l = layout(nx, ny, nlev, p, r);
+  out.def_grid("g", estuary::GridGen::lonlat(nx, ny).make(
+                        estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0})));
+  std::vector<std::vector<double>> f;
+  for (int k = 0; k < nfields; ++k) {
+    estuary::io::FieldDef fd;
+    fd.name = field_name(k);
+    fd.grid = std::string(1, 'g');  // (GCC 12's -Wrestrict misfires on literals)
+    fd.levels.resize(static_cast<std::size_t>(nlev));
+    for (i64 z = 0; z < nlev; ++z) fd.levels[static_cast<std::size_t>(z)] = static_cast<double>(z);
+    fd.decomp = l.decomp();
+    out.def_field(fd);
+    f.push_back(field_values(fd.decomp, k, 1));
+  }
+  return f;
+}
+
 double dd_seconds(const std::string& dir, i64 bytes) {
   const std::string cmd = "dd if=/dev/zero of=" + dir + "/dd.bin bs=1M count=" +
                           std::to_string(std::max<i64>(1, bytes >> 20)) + " conv=fdatasync 2>/dev/null";
@@ -377,20 +398,7 @@ int main(int argc, char** argv) {
             int p = 1, r = 0;
             MPI_Comm_size(out.model_comm(), &p);
             MPI_Comm_rank(out.model_comm(), &r);
-            const Layout l = layout(nx, ny, nlev, p, r);
-            out.def_grid("g", estuary::GridGen::lonlat(nx, ny).make(
-                                  estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0})));
-            std::vector<std::vector<double>> f;
-            for (int k = 0; k < nfields; ++k) {
-              estuary::io::FieldDef fd;
-              fd.name = field_name(k);
-              fd.grid = std::string(1, 'g');
-              fd.levels.resize(static_cast<std::size_t>(nlev));
-              for (i64 z = 0; z < nlev; ++z) fd.levels[static_cast<std::size_t>(z)] = static_cast<double>(z);
-              fd.decomp = l.decomp();
-              out.def_field(fd);
-              f.push_back(field_values(fd.decomp, k, 1));
-            }
+            std::vector<std::vector<double>> f = define_model(out, nx, ny, nlev, nfields, p, r);
             out.end_def();
             MPI_Barrier(out.model_comm());
             t0 = MPI_Wtime();
@@ -449,21 +457,8 @@ int main(int argc, char** argv) {
         i64 local = 0;
         {
           estuary::io::Output out(cfg, MPI_COMM_WORLD);
-          const Layout l = layout(nx, ny, nlev, ranks, rank);
-          out.def_grid("g", estuary::GridGen::lonlat(nx, ny).make(
-                                estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0})));
-          std::vector<std::vector<double>> f;
-          for (int k = 0; k < nfields; ++k) {
-            estuary::io::FieldDef fd;
-            fd.name = field_name(k);
-            fd.grid = std::string(1, 'g');
-            fd.levels.resize(static_cast<std::size_t>(nlev));
-            for (i64 z = 0; z < nlev; ++z) fd.levels[static_cast<std::size_t>(z)] = static_cast<double>(z);
-            fd.decomp = l.decomp();
-            out.def_field(fd);
-            f.push_back(field_values(fd.decomp, k, 1));
-          }
-          local = l.decomp().size();
+          const std::vector<std::vector<double>> f = define_model(out, nx, ny, nlev, nfields, ranks, rank);
+          local = static_cast<i64>(f[0].size());
           out.end_def();
           MPI_Barrier(MPI_COMM_WORLD);
           const double m0 = out.stats().model_io_s, d0 = out.stats().derived_s;
