@@ -14,9 +14,16 @@
 //                output: the CPMIP Data Output Cost and Data Intensity (paper 002, Table 7), and a
 //                dd conv=fdatasync of each frequency's volume
 //
+//   derived      the model ranks' cost of one derived field (expr: sqrt(f0*f0 + f1*f1)) per step
+//                against a plain field's, in the same run (IoStats::derived_s against the rest of
+//                model_io_s), serverless D = 1, for an averaged output (per step: accumulate) and
+//                an instant one (per step: the hand-over and the write); the derived field in a
+//                file of its own, so that each field's time holds its own variable's write
+//
 //   mpirun -n P build/bench/io [--nx 720] [--ny 360] [--nlev 5] [--fields 2] [--steps 3]
 //                              [--dir /tmp/estuary_bench_io] [--repeat 2] [--format cdf5|netcdf4]
 //                              [--bandwidth 1] [--cpmip 1] [--days 1] [--dt 1800] [--work 20]
+//                              [--derived 1]
 // One JSON object per method: bytes, seconds (min and median of repeats), MB/s, ratio to dd.
 #include <fcntl.h>
 #include <mpi.h>
@@ -103,6 +110,27 @@ void model_work(std::vector<std::vector<double>>& fields, int sweeps) {
     }
 }
 
+// The model ranks' definitions: the grid part and `nfields` 3-D fields f<k> on this rank's box
+// of p model ranks (grid "g", levels 0..nlev-1). Returns the fields' values.
+std::vector<std::vector<double>> define_model(estuary::io::Output& out, i64 nx, i64 ny, i64 nlev, int nfields, int p,
+                                              int r) {
+  const Layout l = layout(nx, ny, nlev, p, r);
+  out.def_grid("g", estuary::GridGen::lonlat(nx, ny).make(
+                        estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0})));
+  std::vector<std::vector<double>> f;
+  for (int k = 0; k < nfields; ++k) {
+    estuary::io::FieldDef fd;
+    fd.name = field_name(k);
+    fd.grid = std::string(1, 'g');  // (GCC 12's -Wrestrict misfires on literals)
+    fd.levels.resize(static_cast<std::size_t>(nlev));
+    for (i64 z = 0; z < nlev; ++z) fd.levels[static_cast<std::size_t>(z)] = static_cast<double>(z);
+    fd.decomp = l.decomp();
+    out.def_field(fd);
+    f.push_back(field_values(fd.decomp, k, 1));
+  }
+  return f;
+}
+
 double dd_seconds(const std::string& dir, i64 bytes) {
   const std::string cmd = "dd if=/dev/zero of=" + dir + "/dd.bin bs=1M count=" +
                           std::to_string(std::max<i64>(1, bytes >> 20)) + " conv=fdatasync 2>/dev/null";
@@ -123,7 +151,7 @@ int main(int argc, char** argv) {
   i64 nx = 720, ny = 360, nlev = 5, steps = 3, days = 1, dt = 1800;
   int nfields = 2, repeat = 2, work = 20;
   std::string dir = "/tmp/estuary_bench_io", format = "cdf5";
-  bool bandwidth = true, cpmip = true;
+  bool bandwidth = true, cpmip = true, derived = true;
   bench::Cli cli("bench/io: output bandwidth of the ways to get 3-D fields into one netCDF file, one JSON line per method");
   cli.opt("nx", nx, "grid points along longitude")->check(CLI::PositiveNumber);
   cli.opt("ny", ny, "grid points along latitude")->check(CLI::PositiveNumber);
@@ -135,6 +163,7 @@ int main(int argc, char** argv) {
   cli.opt("format", format, "the output files' format (the YAML key format: cdf5, netcdf4, ...)");
   cli.flag("bandwidth", bandwidth, "run the bandwidth methods (dd, gather, remap_dD, server_d1)");
   cli.flag("cpmip", cpmip, "run the CPMIP toy-model loop");
+  cli.flag("derived", derived, "measure a derived field's cost per step against a plain field's");
   cli.opt("days", days, "cpmip: simulated days")->check(CLI::PositiveNumber);
   cli.opt("dt", dt, "cpmip: time step in seconds")->check(CLI::PositiveNumber);
   cli.opt("work", work, "cpmip: stencil sweeps per field and step")->check(CLI::NonNegativeNumber);
@@ -369,20 +398,7 @@ int main(int argc, char** argv) {
             int p = 1, r = 0;
             MPI_Comm_size(out.model_comm(), &p);
             MPI_Comm_rank(out.model_comm(), &r);
-            const Layout l = layout(nx, ny, nlev, p, r);
-            out.def_grid("g", estuary::GridGen::lonlat(nx, ny).make(
-                                  estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0})));
-            std::vector<std::vector<double>> f;
-            for (int k = 0; k < nfields; ++k) {
-              estuary::io::FieldDef fd;
-              fd.name = field_name(k);
-              fd.grid = std::string(1, 'g');
-              fd.levels.resize(static_cast<std::size_t>(nlev));
-              for (i64 z = 0; z < nlev; ++z) fd.levels[static_cast<std::size_t>(z)] = static_cast<double>(z);
-              fd.decomp = l.decomp();
-              out.def_field(fd);
-              f.push_back(field_values(fd.decomp, k, 1));
-            }
+            std::vector<std::vector<double>> f = define_model(out, nx, ny, nlev, nfields, p, r);
             out.end_def();
             MPI_Barrier(out.model_comm());
             t0 = MPI_Wtime();
@@ -421,6 +437,50 @@ int main(int argc, char** argv) {
           }
         }
         MPI_Comm_free(&mcomm);
+      }
+    }
+    if (derived) {
+      // ---- a derived field against the plain ones it is computed from, in one run ----
+      const std::string expr = nfields >= 2 ? "sqrt(f0*f0 + f1*f1)" : "2 * f0 + 1";
+      for (const std::string op : {"average", "instant"}) {
+        const std::string sub = dir + "/derived_" + op;
+        // average: one record at the end, so a step costs the accumulation; instant: a record
+        // every step, so a step costs the hand-over (rearrangement and write, serverless D = 1).
+        // The derived field has a file of its own: a file's record is written by the write that
+        // completes it, which would otherwise charge the plain fields' write to the derived one.
+        const std::string freq = op == "average" ? std::to_string(steps) + "h" : "1h";
+        std::string y = yaml_for(sub, "serverless", 1, nfields, format, freq, op);
+        y += "    - name: derived\n      output_freq: " + freq + "\n      fields:\n        - {name: speed, expr: \"" +
+             expr + "\", operation: " + op + ", precision: double}\n";
+        const auto cfg = estuary::io::OutputConfig::from_yaml_string(y, "bench derived");
+        double mio = 0, der = 0;
+        i64 local = 0;
+        {
+          estuary::io::Output out(cfg, MPI_COMM_WORLD);
+          const std::vector<std::vector<double>> f = define_model(out, nx, ny, nlev, nfields, ranks, rank);
+          local = static_cast<i64>(f[0].size());
+          out.end_def();
+          MPI_Barrier(MPI_COMM_WORLD);
+          const double m0 = out.stats().model_io_s, d0 = out.stats().derived_s;
+          for (i64 s = 1; s <= steps; ++s)
+            for (int k = 0; k < nfields; ++k) out.write(field_name(k), 3600.0 * static_cast<double>(s), f[static_cast<std::size_t>(k)]);
+          mio = out.stats().model_io_s - m0;
+          der = out.stats().derived_s - d0;
+          out.close();
+        }
+        // The slowest model rank of each: per step, one plain field and the derived field.
+        const double plain_s = bench::max_over_ranks((mio - der) / static_cast<double>(nfields * steps), MPI_COMM_WORLD);
+        const double derived_s = bench::max_over_ranks(der / static_cast<double>(steps), MPI_COMM_WORLD);
+        if (rank == 0) {
+          bench::Json j;
+          j.add("bench", "io").add("method", "derived_" + op).add("ranks", ranks).add("writers", 1);
+          j.add("nx", nx).add("ny", ny).add("nlev", nlev).add("fields", nfields).add("steps", steps);
+          j.add("expr", expr).add("local_values_rank0", local);
+          j.add("plain_field_s_per_step", plain_s).add("derived_field_s_per_step", derived_s);
+          j.add("derived_over_plain", plain_s > 0 ? derived_s / plain_s : 0.0);
+          j.add("derived_ns_per_value", 1e9 * derived_s / static_cast<double>(local));
+          std::cout << j.str() << std::endl;
+        }
       }
     }
   } catch (const std::exception& e) {

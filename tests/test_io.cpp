@@ -21,9 +21,7 @@ using iotest::i64;
 
 namespace {
 
-std::string out_dir(const std::string& name) {
-  return std::string(ESTUARY_IO_TEST_DIR) + "/np" + std::to_string(etest::world_size()) + "/" + name;
-}
+std::string out_dir(const std::string& name) { return iotest::out_dir("", name); }
 
 io::OutputConfig make_config(const std::string& dir, io::Mode mode, int writers, const std::string& ops_yaml) {
   std::string y = "output:\n  mode: " + std::string(mode == io::Mode::server ? "server" : "serverless") +
@@ -31,14 +29,7 @@ io::OutputConfig make_config(const std::string& dir, io::Mode mode, int writers,
   return io::OutputConfig::from_yaml_string(y, "test");
 }
 
-std::string expect_error(const std::string& yaml) {
-  try {
-    io::OutputConfig::from_yaml_string(yaml, "bad.yaml");
-  } catch (const estuary::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using iotest::config_error;
 
 // Reads `var` record `rec` into a permuted decomposition (not the one written) and compares
 // with `expect(g)`; returns the number of mismatches on this rank.
@@ -59,27 +50,27 @@ int check_var(io::Reader& rd, const std::string& var, i64 rec, i64 nlev, F expec
 
 TEST(IoConfig, MalformedConfigsNameFileAndKey) {
   const std::string head = "output:\n  files:\n    - name: f\n";
-  EXPECT_NE(expect_error("output: {mode: fast, files: [{name: f, output_freq: 1h, fields: [a]}]}")
+  EXPECT_NE(config_error("output: {mode: fast, files: [{name: f, output_freq: 1h, fields: [a]}]}")
                 .find("unknown mode 'fast' (bad.yaml:1, key output.mode)"),
             std::string::npos);
-  EXPECT_NE(expect_error(head + "      output_freq: 6 weeks\n      fields: [a]\n").find("bad duration '6 weeks'"),
+  EXPECT_NE(config_error(head + "      output_freq: 6 weeks\n      fields: [a]\n").find("bad duration '6 weeks'"),
             std::string::npos);
-  EXPECT_NE(expect_error(head + "      output_freq: 6h\n      fields: [{name: a, operation: median}]\n")
+  EXPECT_NE(config_error(head + "      output_freq: 6h\n      fields: [{name: a, operation: median}]\n")
                 .find("unknown operation 'median' (bad.yaml:5, key output.files[0] (f).fields[0] (a).operation)"),
             std::string::npos);
-  EXPECT_NE(expect_error(head + "      output_freq: 6h\n      fields: [{name: a, precision: half}]\n")
+  EXPECT_NE(config_error(head + "      output_freq: 6h\n      fields: [{name: a, precision: half}]\n")
                 .find("unknown precision 'half'"),
             std::string::npos);
-  EXPECT_NE(expect_error(head + "      output_freq: 6h\n      colour: red\n      fields: [a]\n")
+  EXPECT_NE(config_error(head + "      output_freq: 6h\n      colour: red\n      fields: [a]\n")
                 .find("unknown key 'colour' in output.files[0] (f) (bad.yaml:5, key output.files[0] (f).colour)"),
             std::string::npos);
-  EXPECT_NE(expect_error(head + "      fields: [a]\n").find("a file needs an output_freq"), std::string::npos);
-  EXPECT_NE(expect_error(head + "      output_freq: 1h\n      fields: [{name: a, operation: average}, b]\n")
+  EXPECT_NE(config_error(head + "      fields: [a]\n").find("a file needs an output_freq"), std::string::npos);
+  EXPECT_NE(config_error(head + "      output_freq: 1h\n      fields: [{name: a, operation: average}, b]\n")
                 .find("mixes instant fields"),
             std::string::npos);
-  EXPECT_NE(expect_error("output:\n  writers: -2\n  files: []\n").find("key output.writers"), std::string::npos);
-  EXPECT_NE(expect_error("output: [unclosed\n").find("YAML syntax"), std::string::npos);
-  EXPECT_NE(expect_error("coupling: {}\n").find("no `output:` section"), std::string::npos);
+  EXPECT_NE(config_error("output:\n  writers: -2\n  files: []\n").find("key output.writers"), std::string::npos);
+  EXPECT_NE(config_error("output: [unclosed\n").find("YAML syntax"), std::string::npos);
+  EXPECT_NE(config_error("coupling: {}\n").find("no `output:` section"), std::string::npos);
   EXPECT_DOUBLE_EQ(io::parse_duration("6h", "x"), 21600.0);
   EXPECT_DOUBLE_EQ(io::parse_duration("30min", "x"), 1800.0);
   EXPECT_DOUBLE_EQ(io::parse_duration("1d", "x"), 86400.0);
@@ -106,23 +97,23 @@ TEST(IoConfig, MalformedConfigsNameFileAndKey) {
            {"{name: a, precision: double, quantize: bitround, significant_bits: 53}",
             "53 significant bits for a double variable, more than its 52"},
            {"{name: a, zstd: 23}", "zstd level 23 is not 1..22"}})
-    EXPECT_NE(expect_error(nc4 + "      fields: [" + field + "]\n").find(want), std::string::npos) << field;
-  EXPECT_NE(expect_error(head + "      output_freq: 1h\n      fields: [{name: a, quantize: bitround, significant_bits: 8}]\n")
+    EXPECT_NE(config_error(nc4 + "      fields: [" + field + "]\n").find(want), std::string::npos) << field;
+  EXPECT_NE(config_error(head + "      output_freq: 1h\n      fields: [{name: a, quantize: bitround, significant_bits: 8}]\n")
                 .find("quantize needs a netCDF-4 file"),
             std::string::npos);
-  EXPECT_NE(expect_error(head + "      output_freq: 1h\n      fields: [{name: a, zstd: 3}]\n").find("zstd needs a netCDF-4 file"),
+  EXPECT_NE(config_error(head + "      output_freq: 1h\n      fields: [{name: a, zstd: 3}]\n").find("zstd needs a netCDF-4 file"),
             std::string::npos);
   // split and sampling must fit the calendar periods
-  EXPECT_NE(expect_error(head + "      output_freq: 1mo\n      split_freq: 10d\n      fields: [a]\n")
+  EXPECT_NE(config_error(head + "      output_freq: 1mo\n      split_freq: 10d\n      fields: [a]\n")
                 .find("split_freq is not a multiple of output_freq"),
             std::string::npos);
-  EXPECT_NE(expect_error(head + "      output_freq: 2mo\n      split_freq: 3mo\n      fields: [a]\n")
+  EXPECT_NE(config_error(head + "      output_freq: 2mo\n      split_freq: 3mo\n      fields: [a]\n")
                 .find("split_freq is not a multiple of output_freq"),
             std::string::npos);
-  EXPECT_NE(expect_error(head + "      output_freq: 1mo\n      fields: [{name: a, operation: average, sampling_freq: 7h}]\n")
+  EXPECT_NE(config_error(head + "      output_freq: 1mo\n      fields: [{name: a, operation: average, sampling_freq: 7h}]\n")
                 .find("output_freq is not a multiple of sampling_freq"),
             std::string::npos);
-  EXPECT_NE(expect_error("output:\n  calendar: 360_day\n  reference_time: \"2001-02-31\"\n"
+  EXPECT_NE(config_error("output:\n  calendar: 360_day\n  reference_time: \"2001-02-31\"\n"
                          "  files: [{name: f, output_freq: 1d, fields: [a]}]\n")
                 .find("key output.reference_time"),
             std::string::npos);
@@ -137,7 +128,7 @@ TEST(IoConfig, MalformedConfigsNameFileAndKey) {
       "  files: [{name: f, output_freq: 1d, fields: [a]}]\n");
   EXPECT_EQ(own.calendar, "360_day");
   EXPECT_EQ(own.reference_time, "2001-02-30");
-  EXPECT_NE(expect_error("calendar: noleap\nstart_date: 2000-02-29\n" + files).find("2, key start_date"), std::string::npos);
+  EXPECT_NE(config_error("calendar: noleap\nstart_date: 2000-02-29\n" + files).find("2, key start_date"), std::string::npos);
 }
 
 // Day numbers of an independent reckoning: C++20's std::chrono civil calendar (proleptic

@@ -52,6 +52,24 @@ inline estuary::Grid grid_part(int p, int r) {
   return estuary::GridGen::lonlat(kNx, kNy).make(etest::cyclic(kNh, p, r));
 }
 
+// The message of the Error that reading `yaml` (named "bad.yaml") throws, or "no error".
+inline std::string config_error(const std::string& yaml) {
+  try {
+    estuary::io::OutputConfig::from_yaml_string(yaml, "bad.yaml");
+  } catch (const estuary::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+#ifdef ESTUARY_IO_TEST_DIR
+// A test's own output folder: <test dir>/<prefix>np<ranks>/<name> (runs on several rank counts
+// at once do not share files).
+inline std::string out_dir(const std::string& prefix, const std::string& name) {
+  return std::string(ESTUARY_IO_TEST_DIR) + "/" + prefix + "np" + std::to_string(etest::world_size()) + "/" + name;
+}
+#endif
+
 inline estuary::io::FieldDef field(const std::string& name, bool three_d, const Decomp& d) {
   estuary::io::FieldDef f;
   f.name = name;

@@ -77,8 +77,13 @@ struct FieldConfig {
   double sampling_freq_s = 0;    // > 0: only samples at multiples of it enter the operation
   // CF attributes of the variable; empty: those of the model's FieldDef.
   std::string standard_name, long_name, units;
-  // Where the configuration file gives the field ("PATH:LINE, key output.files[0] (f).fields[1]"),
-  // for errors found after reading (end_def); empty for a configuration built in code.
+  // A derived field: an arithmetic expression of the model's fields (muParser syntax,
+  // "sqrt(uo*uo + vo*vo)"), evaluated on the model ranks once per step when its last input of
+  // the step is written; `operation` then applies to its values. Empty: a model field.
+  std::string expr;
+  // Where the configuration file gives the field ("PATH:LINE, key output.files[0] (f).fields[1]";
+  // a derived field's: its `expr` key), for errors found after reading (end_def); empty for a
+  // configuration built in code.
   std::string origin;
 };
 
@@ -216,6 +221,8 @@ struct IoStats {
                                          // space and committing its record count (atomic records)
   double transfer_s = 0;                 // time in rearrangement (both sides)
   double model_io_s = 0;                 // model side: time inside write/flush/close
+  double derived_s = 0;                  // model side, part of model_io_s: derived fields (copying
+                                         // their inputs, evaluating, handing them over)
   double setup_s = 0;                    // end_def: plans, file creation, coordinates
   std::int64_t files_created = 0;        // writer side: files opened (split files count each)
 };

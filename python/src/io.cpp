@@ -73,6 +73,7 @@ PyDict io_stats_dict(const eio::IoStats& s) {
   d["write_s"] = s.write_s;
   d["transfer_s"] = s.transfer_s;
   d["model_io_s"] = s.model_io_s;
+  d["derived_s"] = s.derived_s;  // part of model_io_s: derived fields (expr: in the configuration)
   d["setup_s"] = s.setup_s;
   return PyDict(std::move(d));
 }
@@ -435,7 +436,8 @@ void bind_io(nb::module_& m, nb::handle error) {
       .def(
           "stats", [](PyOutput& o) { return io_stats_dict(o.get().stats()); },
           "Local: this rank's counters, a dict of records_handed_over, records_written, bytes_written, "
-          "files_created and write_s, transfer_s, model_io_s, setup_s (seconds).")
+          "files_created and write_s, transfer_s, model_io_s, derived_s (the part of model_io_s spent on derived "
+          "fields), setup_s (seconds).")
       .def(
           "report",
           [](PyOutput& o, std::optional<double> run_s, double run_without_io_s) {

@@ -13,6 +13,7 @@
 #include "config/yaml_file.hpp"
 #include "io/config_checks.hpp"
 #include "estuary/io.hpp"
+#include "io/derived.hpp"
 
 namespace estuary::io {
 
@@ -233,9 +234,16 @@ OutputConfig parse(const YamlFile& doc) {
         if (!v["name"]) doc.fail(v, q + ".name", "a field needs a name");
         fd.name = doc.scalar(v["name"], q + ".name");
         q += " (" + fd.name + ")";
-        doc.keys(v, q, {"name", "output_name", "operation", "precision", "deflate", "sampling_freq", "standard_name", "long_name",
-                        "units", "quantize", "significant_digits", "significant_bits", "zstd"});
+        doc.keys(v, q, {"name", "output_name", "operation", "precision", "deflate", "sampling_freq", "standard_name",
+                        "long_name", "units", "quantize", "significant_digits", "significant_bits", "zstd", "expr"});
         auto key = [&](const char* k) { return q + "." + k; };
+        if (const YAML::Node x = v["expr"]) {
+          // A derived field (io/derived.hpp): its syntax is checked now, its variables against
+          // the model's fields at end_def, where errors name this place.
+          fd.expr = doc.scalar(x, key("expr"));
+          fd.origin = doc.where(x, key("expr"));
+          expression_variables(fd.expr, fd.origin);
+        }
         if (v["output_name"]) {
           fd.output_name = doc.scalar(v["output_name"], key("output_name"));
           if (fd.output_name.empty()) doc.fail(v["output_name"], key("output_name"), "output_name is empty");
@@ -322,6 +330,7 @@ OutputConfig parse(const YamlFile& doc) {
                "put them in two files");
     c.files.push_back(std::move(fc));
   }
+  derived_fields(c);  // one expression a derived name, no cycles among them
   return c;
 }
 

@@ -240,7 +240,7 @@ void Output::def_field(const FieldDef& field) {
   if (!x.model || x.defined) throw Error("def_field outside the definition phase", "field " + field.name);
   for (const FieldInfo& f : x.fields)
     if (f.def.name == field.name) throw Error("field defined twice", "field " + field.name);
-  x.fields.push_back({field, -1, {}});
+  x.fields.push_back({field, -1, {}, false});
 }
 
 void Output::end_def() {
@@ -254,6 +254,8 @@ void Output::end_def() {
                         "MPI_Send");
   }
   // Every rank checks the same catalog against the same config: all fail alike, none hangs.
+  // The derived fields join the catalog's fields here, on every rank alike.
+  x.derived.add(x.cfg, x.fields);
   x.plan_vars();
   estuary::detail::agree(x.xcomm, [&] {
     if (x.model) x.resolve_masks();
@@ -275,6 +277,7 @@ void Output::serve() {
   std::vector<char> cat(static_cast<std::size_t>(n));
   estuary::detail::check_mpi(MPI_Recv(cat.data(), n, MPI_BYTE, 0, kTagCatalog, x.ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
   x.unpack_catalog(cat);
+  x.derived.add(x.cfg, x.fields);
   x.plan_vars();
   estuary::detail::agree(x.xcomm, [&] {
     if (x.model) x.resolve_masks();
@@ -294,15 +297,46 @@ void Output::write(const std::string& field, double time, std::span<const double
   const double t0 = MPI_Wtime();
   x.check_not_failed("write of field " + field);
   if (!x.defined || x.closed) throw Error("write outside the output phase", "field " + field, "call end_def first");
-  auto it = x.vars_of_field.find(field);
   auto fit = std::find_if(x.fields.begin(), x.fields.end(), [&](const FieldInfo& f) { return f.def.name == field; });
   if (fit == x.fields.end())
     throw Error("write of an undeclared field", "field " + field + ", " + x.where_rank(), "declare it with def_field");
+  if (fit->derived)
+    throw Error("write of a derived field: the configuration computes it from other fields", "field " + field + ", " +
+                x.where_rank(), "write the fields its expression uses");
   const i64 n = fit->def.decomp.size();
   if (static_cast<i64>(data.size()) != n)
     throw Error("write of " + std::to_string(data.size()) + " values, the decomposition holds " + std::to_string(n),
                 "field " + field + ", " + x.where_rank());
-  if (it == x.vars_of_field.end()) return;  // declared but in no file
+  const int f = static_cast<int>(fit - x.fields.begin());
+  bool terminate = x.write_field(f, time, data);
+  if (!terminate && !x.derived.empty()) {
+    // The derived fields this write completes for `time`, evaluated here on the model ranks.
+    const double d0 = MPI_Wtime();
+    terminate = x.derived.written(f, time, data, [&](int d, std::span<const double> values) {
+      return x.write_field(d, time, values);
+    });
+    x.stats.derived_s += MPI_Wtime() - d0;
+  }
+  if (x.server_mode) {
+    // Lets MPI progress the transfers in flight while the model computes.
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, x.ctrl, &flag, MPI_STATUS_IGNORE);
+  }
+  x.stats.model_io_s += MPI_Wtime() - t0;
+  if (terminate) {
+    x.do_close(true);
+    throw Terminated("SIGTERM received: every record handed over is written and the files are closed",
+                     x.where_rank(), "end the run");
+  }
+}
+
+bool Output::Impl::write_field(int f, double time, std::span<const double> data) {
+  Impl& x = *this;
+  const FieldInfo& info = x.fields[static_cast<std::size_t>(f)];
+  const std::string& field = info.def.name;
+  const i64 n = info.def.decomp.size();
+  auto it = x.vars_of_field.find(field);
+  if (it == x.vars_of_field.end()) return false;  // declared but in no file
   std::vector<int> due;
   for (int vi : it->second) {
     Var& v = x.vars[static_cast<std::size_t>(vi)];
@@ -348,7 +382,7 @@ void Output::write(const std::string& field, double time, std::span<const double
   }
   // Masked points go out as the fill value, whatever the model gave there (a copy: the model's
   // array is not touched).
-  const std::vector<std::size_t>& masked = fit->masked;
+  const std::vector<std::size_t>& masked = info.masked;
   auto with_mask = [&](const double* values) {
     if (masked.empty()) return values;
     x.masked_copy.assign(values, values + n);
@@ -376,17 +410,7 @@ void Output::write(const std::string& field, double time, std::span<const double
     v.nsamples = 0;
     while (v.next_out <= time + 1e-9 * (tb1 - tb0)) v.next_out = x.clock.boundary(F, ++v.next_k);
   }
-  if (x.server_mode) {
-    // Lets MPI progress the transfers in flight while the model computes.
-    int flag = 0;
-    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, x.ctrl, &flag, MPI_STATUS_IGNORE);
-  }
-  x.stats.model_io_s += MPI_Wtime() - t0;
-  if (terminate) {
-    x.do_close(true);
-    throw Terminated("SIGTERM received: every record handed over is written and the files are closed",
-                     x.where_rank(), "end the run");
-  }
+  return terminate;
 }
 
 void Output::flush() {

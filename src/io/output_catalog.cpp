@@ -113,6 +113,7 @@ void Output::Impl::compute_axes() {
 
 void Output::Impl::resolve_masks() {
   for (FieldInfo& f : fields) {
+    if (f.derived) continue;  // masked where any input is (below)
     const std::size_t n = static_cast<std::size_t>(f.def.decomp.size());
     f.masked.clear();
     if (!f.def.mask.empty()) {
@@ -140,6 +141,7 @@ void Output::Impl::resolve_masks() {
       if (it->second == 0) f.masked.push_back(i);
     }
   }
+  derived.prepare(fields, where_rank());
 }
 
 void Output::Impl::plan_vars() {

@@ -32,6 +32,7 @@
 #include "common/time_accumulator.hpp"
 #include "estuary/io.hpp"
 #include "estuary/redist.hpp"
+#include "io/derived.hpp"
 #include "io/io_detail.hpp"
 
 namespace estuary::io {
@@ -119,7 +120,7 @@ inline std::string describe(const OutputConfig& c) {
     for (const FieldConfig& x : f.fields)
       o << ' ' << x.name << '>' << x.variable() << '/' << static_cast<int>(x.operation) << '/' << static_cast<int>(x.precision) << '/'
         << x.deflate << '/' << x.sampling_freq_s << '/' << static_cast<int>(x.quantize) << '/' << x.significant << '/'
-        << x.zstd;
+        << x.zstd << '/' << x.expr;
     o << '\n';
   }
   return o.str();
@@ -158,6 +159,7 @@ struct FieldInfo {
   FieldDef def;
   int grid = -1;
   std::vector<std::size_t> masked;  // model side: local values written as the fill value
+  bool derived = false;             // an expression of other fields (io/derived.hpp)
 };
 
 // One Redist from a source decomposition to the writers' slabs, shared by every variable fed
@@ -238,6 +240,7 @@ struct Output::Impl {
   std::vector<Transfer> transfers;
   std::vector<Var> vars;
   std::vector<FileState> files;
+  DerivedFields derived;  // the configuration's expressions, appended to `fields` at end_def
   bool defined = false, closed = false;
   // Model ranks: the output's failure, the same text on every rank once agreed; every later
   // call throws it again. Servers: their first (agreed) write error. Model rank 0: the text a
@@ -321,6 +324,11 @@ struct Output::Impl {
   void poll_server_error(bool block);
 
   // ---- model side ----
+
+  // One sample of field f (a model field or a derived one) at `time`: the temporal operations,
+  // and the records it completes handed to the writers. True when the ranks agreed to stop
+  // (SIGTERM): the caller closes and throws Terminated.
+  bool write_field(int f, double time, std::span<const double> data);
 
   // Hands the values of variable `v` (local layout of its transfer) to the writers.
   void emit(Var& v, const double* values, double time, double tb0, double tb1);

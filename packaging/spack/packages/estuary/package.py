@@ -1,7 +1,7 @@
 # Spack recipe for estuary (docs/building.md, "Spack"). Use it from this repository:
 #
 #   spack repo add packaging/spack          # this folder is a Spack package repository
-#   spack install estuary@main ~simgrid     # variants: +netcdf +yaml +pnetcdf +simgrid +fortran
+#   spack install estuary@main ~simgrid     # variants: +netcdf +yaml +pnetcdf +muparser +simgrid +fortran
 #
 # Every variant maps onto one CMake option of CMakeLists.txt; python/tests/test_packaging.py checks
 # that the options named here exist there.
@@ -27,6 +27,7 @@ class Estuary(CMakePackage):
     variant("netcdf", default=True, description="netCDF: weight, grid, restart and output files; the remap, couple and io parts")
     variant("yaml", default=True, description="yaml-cpp (and pugixml): the YAML (and XIOS XML) configuration of the couple and io parts")
     variant("pnetcdf", default=True, description="PnetCDF: CDF-5 files written by several I/O ranks")
+    variant("muparser", default=True, description="muParser: derived output fields (expressions of fields in the io configuration)")
     variant("simgrid", default=False, description="SimGrid: the communication simulator (estuary_sim)")
     variant("fortran", default=True, description="the Fortran module estuary_fortran and the OASIS-shaped port")
     variant("shared", default=True, description="libestuary as a shared library")
@@ -42,6 +43,7 @@ class Estuary(CMakePackage):
     depends_on("yaml-cpp", when="+yaml")
     depends_on("pugixml", when="+yaml")  # the I/O server's XIOS XML (iodef.xml)
     depends_on("parallel-netcdf", when="+pnetcdf")
+    depends_on("muparser", when="+muparser")
     depends_on("simgrid", when="+simgrid")
     depends_on("googletest", type="test")
 
@@ -57,6 +59,7 @@ class Estuary(CMakePackage):
             self.define_from_variant("ESTUARY_WITH_NETCDF", "netcdf"),
             self.define_from_variant("ESTUARY_WITH_YAML", "yaml"),
             self.define_from_variant("ESTUARY_WITH_PNETCDF", "pnetcdf"),
+            self.define_from_variant("ESTUARY_WITH_MUPARSER", "muparser"),
             self.define_from_variant("ESTUARY_WITH_SIMGRID", "simgrid"),
             self.define_from_variant("ESTUARY_FORTRAN", "fortran"),
             self.define_from_variant("BUILD_SHARED_LIBS", "shared"),
