@@ -346,10 +346,11 @@ TEST_F(ConfigTest, StartDateAndCalendar) {
   EXPECT_EQ(odd.calendar, "standard");
   EXPECT_TRUE(noted(odd, "$INIDATE '2001-01-01' is not a date YYYYMMDD")) << ::testing::PrintToString(odd.notes);
   EXPECT_TRUE(noted(odd, "$CALTYPE '28' has no CF calendar"));
-  // A public OASIS3 namcouple (tests/data/namcouples): $INIDATE 10000101, $CALTYPE 30.
-  const CouplingSetup pingpong = read_namcouple(kData + "/../data/namcouples/oasis3-pingpong__oasis3_nointerp.namcouple");
-  EXPECT_EQ(pingpong.start_date, "1000-01-01 00:00:00");
-  EXPECT_EQ(pingpong.calendar, "360_day");
+  // A public OASIS namcouple (tests/data/namcouples, OASIS's test case tc3a): $INIDATE 20000101,
+  // $CALTYPE 30.
+  const CouplingSetup tc3a = read_namcouple(kData + "/../data/namcouples/oasis-examples__tc3a.namcouple");
+  EXPECT_EQ(tc3a.start_date, "2000-01-01 00:00:00");
+  EXPECT_EQ(tc3a.calendar, "360_day");
 }
 
 TEST_F(ConfigTest, ReadCouplingConfigPicksTheFormat) {

@@ -51,7 +51,7 @@ int check_var(io::Reader& rd, const std::string& var, i64 rec, i64 nlev, F expec
 TEST(IoConfig, MalformedConfigsNameFileAndKey) {
   const std::string head = "output:\n  files:\n    - name: f\n";
   EXPECT_NE(config_error("output: {mode: fast, files: [{name: f, output_freq: 1h, fields: [a]}]}")
-                .find("unknown mode 'fast' (bad.yaml:1, key output.mode)"),
+                .find("unknown I/O mode \"fast\" (bad.yaml:1, key output.mode)"),
             std::string::npos);
   EXPECT_NE(config_error(head + "      output_freq: 6 weeks\n      fields: [a]\n").find("bad duration '6 weeks'"),
             std::string::npos);

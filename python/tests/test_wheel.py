@@ -1,11 +1,13 @@
 """The self-contained wheel (scripts/wheel) installed into a fresh venv and used from a temporary
 folder, away from the checkout and with none of the test environment's hints (PYTHONPATH,
 ESTUARY_TOY_ATM_OCN, ESTUARY_BENCH_DIR, ESTUARY_SIM_BENCH): `estuary --version`, every
-sub-command's --help, and real runs — `inspect plan` on 2 ranks (the compiled module under
+sub-command's --help (the list read from the CLI's own usage, so a new command is covered), and
+real runs — `inspect plan` on 2 ranks (the compiled module under
 mpirun) checked against the bytes counted here, `inspect schedule`'s matrix against the same
 count, `weights` against CDO's gencon, `demo` on 2 ranks (the toy and its configuration from the
-wheel), `bench redist` (a benchmark program from the wheel) and `simulate` (the wheel's bench/sim)
-against the alpha-beta model — plus the typing files and each shared library once.
+wheel) and `timeline` on its run folder against the events its files hold, `bench redist` (a
+benchmark program from the wheel), `simulate` (the wheel's bench/sim) against the alpha-beta
+model and `io check` on an iodef.xml written here — plus the typing files and each shared library once.
 
 The venv sees the system's site-packages for the runtime dependencies (numpy, mpi4py, tqdm:
 installing them from a registry in a test would be slow and need the network); the estuary it
@@ -13,6 +15,7 @@ imports is the wheel's, which the test checks. Needs a build folder: $ESTUARY_BU
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -124,12 +127,22 @@ def test_imported_from_the_venv_not_the_checkout(installed):
         assert line.startswith(venv_dir), line
 
 
+def subcommands(installed, *cmd):
+    """The sub-commands `estuary CMD... --help` offers (its usage's {a,b,...}), so that a command
+    added later is covered without this list being edited."""
+    usage = run(installed, *cmd, "--help").stdout.split("\n\n")[0]
+    m = re.search(r"\{([a-z0-9_,-]+)\}", usage)
+    return m.group(1).split(",") if m else []
+
+
 def test_version_and_every_help(installed):
     assert run(installed, "--version").stdout.strip().startswith("estuary ")
-    top = run(installed, "--help").stdout
-    for cmd in ("demo", "weights", "inspect plan", "inspect schedule", "bench", "simulate", "timeline"):
-        assert cmd.split()[0] in top
-        assert run(installed, *cmd.split(), "--help").stdout.startswith("usage:"), cmd
+    top = subcommands(installed)
+    assert {"demo", "weights", "inspect", "bench", "simulate", "timeline", "io"} <= set(top), top
+    for cmd in top:
+        assert run(installed, cmd, "--help").stdout.startswith("usage:"), cmd
+        for sub in subcommands(installed, cmd):
+            assert run(installed, cmd, sub, "--help").stdout.startswith("usage:"), (cmd, sub)
 
 
 def test_inspect_plan_on_two_ranks(installed):
@@ -147,6 +160,13 @@ def test_demo_and_bench_use_the_wheels_programs(installed):
     out = run(installed, "demo", "--ranks", "2", "--dir", "run", timeout=180)
     assert "done" in out.stdout
     assert (installed["cwd"] / "run" / "estuary.yaml").is_file()
+    # the demo's coupling timeline (timeline: true in its YAML), analysed by the wheel's CLI: as
+    # many events per component as its file holds rows (an independent count)
+    rec = json.loads(run(installed, "timeline", "run", "--json", "--no-png", "--no-trace").stdout)
+    for comp in rec["components"]:
+        rows = (installed["cwd"] / "run" / f"timeline_{comp['component']}.jsonl").read_text().splitlines()
+        assert comp["events"] == sum(1 for line in rows if line.startswith("[")), comp["component"]
+    assert sorted(c["component"] for c in rec["components"]) == ["atmos", "ocean"]
     # the Python toy (the wheel's, importing the wheel's estuary) with the Fortran one (its library
     # found through libestuary_fortran's own RUNPATH)
     out = run(installed, "demo", "--ranks", "2", "--atmos", "python", "--ocean", "fortran", "--dir", "mixed",
@@ -188,3 +208,32 @@ def test_simulate_uses_the_wheels_sim(installed):
     stages = repeat * 3
     assert recs[0]["messages"] == stages * p
     assert close(recs[0]["simulated_s"], stages * (ALPHA + 8 * doubles / BW)), recs[0]
+
+
+def test_io_check_reads_xios_xml(installed):
+    """`estuary io check` on an iodef.xml written here: the files and variables it prints are the
+    ones the XML defines (field_ref renames, inherited operations, a disabled file left out)."""
+    (installed["cwd"] / "iodef.xml").write_text("""<?xml version="1.0"?>
+<simulation>
+  <context id="nemo">
+    <field_definition operation="average" prec="4">
+      <field id="sst" long_name="sea surface temperature" unit="degC"/>
+      <field id="ssh" unit="m" operation="maximum"/>
+    </field_definition>
+    <file_definition type="one_file" format="netcdf4">
+      <file id="f1" name="@expname@_1d" output_freq="1d">
+        <field field_ref="sst" name="tos"/>
+        <field field_ref="ssh"/>
+      </file>
+      <file id="f2" name="off" output_freq="1mo" enabled="false">
+        <field field_ref="sst"/>
+      </file>
+    </file_definition>
+  </context>
+</simulation>
+""")
+    rec = json.loads(run(installed, "io", "check", "iodef.xml", "--set", "expname=EXP", "--json").stdout)
+    files = {f["name"]: f for f in rec["files"]}
+    assert list(files) == ["EXP_1d"], files
+    got = {(v["variable"], v["source"], v["operation"]) for v in files["EXP_1d"]["fields"]}
+    assert got == {("tos", "sst", "average"), ("ssh", "ssh", "maximum")}, got

@@ -86,17 +86,10 @@ int est_io_def_grid(est_io io, const char* name, const char* kind, int64_t nx, i
     }
     if (nx <= 0 || ny <= 0) throw std::invalid_argument("nx and ny must be positive");
     estuary::Grid g;
-    bool found = false;
-    for (auto k : {estuary::GridKind::lonlat, estuary::GridKind::gaussian, estuary::GridKind::reduced_gaussian,
-                   estuary::GridKind::curvilinear, estuary::GridKind::unstructured})
-      if (std::string(kind) == estuary::name_of(k)) {
-        g.kind = k;
-        found = true;
-      }
-    if (!found) throw std::invalid_argument(std::string("unknown grid kind \"") + kind + "\"");
+    g.kind = estuary::from_name<estuary::GridKind>(kind);  // the core's names and their error
     g.name = name;
-    const bool two_d = g.kind != estuary::GridKind::reduced_gaussian && g.kind != estuary::GridKind::unstructured;
-    g.dims = two_d ? std::vector<std::int64_t>{nx, ny} : std::vector<std::int64_t>{nx * ny};
+    const std::int64_t sizes[2] = {nx, ny};
+    g.dims = estuary::grid_dims_of(g.kind, sizes);  // (nx, ny) for 2-D kinds, (nx * ny) otherwise
     g.global_size = nx * ny;
     const auto un = static_cast<std::size_t>(n);
     if (n > 0) {

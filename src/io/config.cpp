@@ -156,9 +156,11 @@ OutputConfig parse(const YamlFile& doc) {
   text(o, "history", c.history);
   if (const YAML::Node v = o["mode"]) {
     const std::string m = doc.scalar(v, "output.mode");
-    if (m == "server") c.mode = Mode::server;
-    else if (m == "serverless") c.mode = Mode::serverless;
-    else doc.fail(v, "output.mode", "unknown mode '" + m + "'", "use server or serverless");
+    try {
+      c.mode = from_name<Mode>(m);  // the core's names (estuary/names.hpp)
+    } catch (const Error& e) {
+      doc.fail(v, "output.mode", e.fault(), e.fix());
+    }
   }
   if (const YAML::Node v = o["writers"]) c.writers = positive_int(doc, v, "output.writers");
   if (const YAML::Node v = o["buffer_records"]) c.buffer_records = positive_int(doc, v, "output.buffer_records");
