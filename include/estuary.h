@@ -263,7 +263,16 @@ int est_comp_terminate_grids_writing(est_comp c);
  * -> model ranks, over est_io_model_comm: est_io_def_grid -> est_io_def_field -> est_io_enddef
  * -> est_io_write ... [est_io_flush] -> est_io_close -> est_io_free. */
 typedef struct est_io_s* est_io;
-int est_io_open(const char* config, MPI_Comm comm, est_io* out);
+int est_io_open(const char* config, MPI_Comm comm, est_io* out); /* a *.xml config: est_io_open_xios's defaults */
+/* est_io_open from an XIOS iodef.xml (docs/io.md, "XIOS XML"): context NULL = "nemo" or the
+ * only one; timestep_s: the model step, for durations in "ts" (0: none); substitutions: NEMO's
+ * file-name templates as "expname=ORCA2,startdate=20000101" (NULL or "": none); mode
+ * ("server", "serverless"), writers (> 0) and directory override the defaults (serverless, 1,
+ * "."), NULL/0 keep them; skip_unsupported != 0 leaves out what estuary would write differently
+ * from XIOS instead of failing. Warnings go to stderr on rank 0 of comm. */
+int est_io_open_xios(const char* iodef, const char* context, double timestep_s, const char* substitutions,
+                     const char* mode, int writers, const char* directory, int skip_unsupported, MPI_Comm comm,
+                     est_io* out);
 int est_io_is_server(est_io io, int* is_server);
 int est_io_model_comm(est_io io, MPI_Comm* model_comm); /* MPI_COMM_NULL on server ranks */
 int est_io_serve(est_io io);                            /* server ranks: returns at the model's close */

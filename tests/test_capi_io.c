@@ -2,7 +2,9 @@
  * two fields, write, flush, close; read back with est_io_read into another decomposition and
  * compare with values computed here from global indices; errors and their messages.
  *
- *   mpirun -n P test_capi_io DIR MODE WRITERS     (MODE: serverless or server)
+ *   mpirun -n P test_capi_io DIR MODE WRITERS [xml]     (MODE: serverless or server)
+ * With `xml`, the same output set-up comes from an XIOS iodef.xml (est_io_open_xios) instead of
+ * the YAML: every check below then holds for the set-up read from XIOS XML.
  * Rank 0 prints "test_capi_io: N passed, M failed"; every rank exits non-zero on a failure. */
 #include <mpi.h>
 #include <stdint.h>
@@ -44,10 +46,26 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: test_capi_io DIR serverless|server WRITERS\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  const int xml = argc > 4 && strcmp(argv[4], "xml") == 0;
   char dir[512], cfg[600];
-  snprintf(dir, sizeof dir, "%s/capi_%s_w%s", argv[1], argv[2], argv[3]);
-  snprintf(cfg, sizeof cfg, "%s.yaml", dir);
-  if (rank == 0) {
+  snprintf(dir, sizeof dir, "%s/capi_%s_w%s%s", argv[1], argv[2], argv[3], xml ? "_xml" : "");
+  snprintf(cfg, sizeof cfg, "%s.%s", dir, xml ? "xml" : "yaml");
+  if (rank == 0 && xml) {
+    mkdir(argv[1], 0755); /* may exist */
+    FILE* f = fopen(cfg, "w");
+    fprintf(f,
+            "<?xml version=\"1.0\"?>\n<simulation>\n  <context id=\"capi\">\n"
+            "    <field_definition prec=\"8\" operation=\"instant\">\n"
+            "      <field id=\"t\"/>\n      <field id=\"s\"/>\n    </field_definition>\n"
+            "    <file_definition type=\"one_file\">\n"
+            "      <file id=\"c_inst\" name=\"@prefix@inst\" output_freq=\"1h\">\n"
+            "        <field field_ref=\"t\" compression_level=\"1\"/>\n        <field field_ref=\"s\"/>\n"
+            "      </file>\n"
+            "      <file id=\"c_avg\" name=\"@prefix@avg\" output_freq=\"2h\">\n"
+            "        <field field_ref=\"t\" operation=\"average\"/>\n      </file>\n"
+            "    </file_definition>\n  </context>\n</simulation>\n");
+    fclose(f);
+  } else if (rank == 0) {
     mkdir(argv[1], 0755); /* may exist */
     FILE* f = fopen(cfg, "w");
     fprintf(f,
@@ -69,7 +87,29 @@ int main(int argc, char** argv) {
   CHECK(est_io_enddef(NULL) == EST_ERR_ARGUMENT, "%s", est_last_error());
 
   est_io io = NULL;
-  CHECK_OK(est_io_open(cfg, MPI_COMM_WORLD, &io));
+  if (xml) {
+    /* A *.xml path to est_io_open is XIOS XML too; a bad substitution list is refused. */
+    CHECK(est_io_open("/nonexistent/iodef.xml", MPI_COMM_WORLD, &bad) == EST_ERR_IO && bad == NULL, "%s",
+          est_last_error());
+    CHECK(strstr(est_last_error(), "/nonexistent/iodef.xml") != NULL, "%s", est_last_error());
+    char odd[640];
+    snprintf(odd, sizeof odd, "%s_odd.xml", dir);
+    if (rank == 0) {
+      FILE* f = fopen(odd, "w");
+      fprintf(f, "<simulation>\n  <context id=\"c\">\n    <bogus/>\n  </context>\n</simulation>\n");
+      fclose(f);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(est_io_open(odd, MPI_COMM_WORLD, &bad) == EST_ERR_IO && bad == NULL, "%s", est_last_error());
+    CHECK(strstr(est_last_error(), "_odd.xml:3") != NULL && strstr(est_last_error(), "bogus") != NULL,
+          "est_io_open of a *.xml does not read it as XIOS XML: %s", est_last_error());
+    CHECK(est_io_open_xios(cfg, NULL, 0.0, "prefix", argv[2], atoi(argv[3]), dir, 0, MPI_COMM_WORLD, &bad) ==
+              EST_ERR_ARGUMENT && strstr(est_last_error(), "KEY=VALUE") != NULL,
+          "%s", est_last_error());
+    CHECK_OK(est_io_open_xios(cfg, "capi", 0.0, "prefix=c_", argv[2], atoi(argv[3]), dir, 0, MPI_COMM_WORLD, &io));
+  } else {
+    CHECK_OK(est_io_open(cfg, MPI_COMM_WORLD, &io));
+  }
   int server = 0;
   CHECK_OK(est_io_is_server(io, &server));
   if (server) {

@@ -3,8 +3,10 @@
 #include "estuary.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,12 +42,49 @@ std::string opt_str(const char* s) { return s ? s : ""; }
 extern "C" {
 
 int est_io_open(const char* config, MPI_Comm comm, est_io* out) {
+  if (config && std::string_view(config).ends_with(".xml"))  // an XIOS iodef.xml
+    return est_io_open_xios(config, nullptr, 0.0, nullptr, nullptr, 0, nullptr, 0, comm, out);
   clear_out(out);
   return guarded("est_io_open", EST_ERR_IO, [&] {
     require(config, "config");
     require(out, "out");
     auto o = std::make_unique<estuary::io::Output>(estuary::io::OutputConfig::from_yaml_file(config), comm);
     *out = new est_io_s{std::move(o)};
+  });
+}
+
+int est_io_open_xios(const char* iodef, const char* context, double timestep_s, const char* substitutions,
+                     const char* mode, int writers, const char* directory, int skip_unsupported, MPI_Comm comm,
+                     est_io* out) {
+  clear_out(out);
+  return guarded("est_io_open_xios", EST_ERR_IO, [&] {
+    require(iodef, "iodef");
+    require(out, "out");
+    estuary::io::XiosXmlOptions opt;
+    opt.context = opt_str(context);
+    opt.timestep_s = timestep_s;
+    opt.skip_unsupported = skip_unsupported != 0;
+    // "KEY=VALUE,KEY=VALUE": NEMO's @KEY@ file-name templates
+    std::string_view rest = substitutions ? substitutions : "";
+    while (!rest.empty()) {
+      const std::string_view item = rest.substr(0, rest.find(','));
+      rest = item.size() < rest.size() ? rest.substr(item.size() + 1) : std::string_view{};
+      const std::size_t eq = item.find('=');
+      if (eq == 0 || eq == std::string_view::npos)
+        throw std::invalid_argument("substitutions: '" + std::string(item) + "' is not KEY=VALUE");
+      opt.substitutions[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+    }
+    estuary::io::XiosXmlInfo info;
+    estuary::io::OutputConfig cfg = estuary::io::OutputConfig::from_xios_xml(iodef, opt, &info);
+    if (mode) cfg.mode = estuary::from_name<estuary::io::Mode>(mode);
+    if (writers < 0) throw std::invalid_argument("writers must be positive (0 keeps the default)");
+    if (writers > 0) cfg.writers = writers;
+    if (directory) cfg.directory = directory;
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0)
+      for (const std::string& w : info.warnings) std::fprintf(stderr, "estuary: warning: %s\n", w.c_str());
+    *out = new est_io_s{std::make_unique<estuary::io::Output>(cfg, comm)};
   });
 }
 
