@@ -20,10 +20,18 @@
 //                an instant one (per step: the hand-over and the write); the derived field in a
 //                file of its own, so that each field's time holds its own variable's write
 //
+//   cmip         a CMIP-style output set (issue 21): --cmip-3d 3-D fields (nx x ny x nlev) as monthly
+//                means and --cmip-2d 2-D fields as daily means, float, over --cmip-days days of
+//                --cmip-dt s steps on a noleap calendar, serverless (D = 1) and in server mode (the
+//                last rank writes), against the same loop without output and a dd of the same
+//                volume in the same run: the writers' throughput as a fraction of dd's, and the
+//                model ranks' slow-down. Off unless --cmip 1.
+//
 //   mpirun -n P build/bench/io [--nx 720] [--ny 360] [--nlev 5] [--fields 2] [--steps 3]
 //                              [--dir /tmp/estuary_bench_io] [--repeat 2] [--format cdf5|netcdf4]
 //                              [--bandwidth 1] [--cpmip 1] [--days 1] [--dt 1800] [--work 20]
-//                              [--derived 1]
+//                              [--derived 1] [--cmip 0] [--cmip-days 365] [--cmip-dt 21600]
+//                              [--cmip-3d 10] [--cmip-2d 20]
 // One JSON object per method: bytes, seconds (min and median of repeats), MB/s, ratio to dd.
 #include <fcntl.h>
 #include <mpi.h>
@@ -36,6 +44,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench_util.hpp"
@@ -151,7 +160,9 @@ int main(int argc, char** argv) {
   i64 nx = 720, ny = 360, nlev = 5, steps = 3, days = 1, dt = 1800;
   int nfields = 2, repeat = 2, work = 20;
   std::string dir = "/tmp/estuary_bench_io", format = "cdf5";
-  bool bandwidth = true, cpmip = true, derived = true;
+  bool bandwidth = true, cpmip = true, derived = true, cmip = false;
+  i64 cmip_days = 365, cmip_dt = 21600;
+  int cmip_3d = 10, cmip_2d = 20;
   bench::Cli cli("bench/io: output bandwidth of the ways to get 3-D fields into one netCDF file, one JSON line per method");
   cli.opt("nx", nx, "grid points along longitude")->check(CLI::PositiveNumber);
   cli.opt("ny", ny, "grid points along latitude")->check(CLI::PositiveNumber);
@@ -167,6 +178,11 @@ int main(int argc, char** argv) {
   cli.opt("days", days, "cpmip: simulated days")->check(CLI::PositiveNumber);
   cli.opt("dt", dt, "cpmip: time step in seconds")->check(CLI::PositiveNumber);
   cli.opt("work", work, "cpmip: stencil sweeps per field and step")->check(CLI::NonNegativeNumber);
+  cli.flag("cmip", cmip, "run the CMIP-style set (monthly 3-D means, daily 2-D means, noleap year)");
+  cli.opt("cmip-days", cmip_days, "cmip: simulated days")->check(CLI::PositiveNumber);
+  cli.opt("cmip-dt", cmip_dt, "cmip: time step in seconds (a divisor of a day)")->check(CLI::PositiveNumber);
+  cli.opt("cmip-3d", cmip_3d, "cmip: 3-D fields, monthly means")->check(CLI::NonNegativeNumber);
+  cli.opt("cmip-2d", cmip_2d, "cmip: 2-D fields, daily means")->check(CLI::NonNegativeNumber);
   cli.parse(argc, argv);
   const i64 n = nx * ny * nlev;
   const i64 bytes = n * 8 * nfields * steps;
@@ -437,6 +453,102 @@ int main(int argc, char** argv) {
           }
         }
         MPI_Comm_free(&mcomm);
+      }
+    }
+    if (cmip) {
+      // ---- a CMIP-style set: monthly 3-D means and daily 2-D means over a noleap year ----
+      const i64 nsteps = cmip_days * 86400 / cmip_dt;
+      auto yaml = [&](const std::string& sub, const std::string& mode) {
+        std::string y = "output:\n  mode: " + mode + "\n  writers: 1\n  directory: " + sub +
+                        "\n  catch_sigterm: false\n  format: " + format +
+                        "\n  calendar: noleap\n  reference_time: 2000-01-01\n  files:\n";
+        for (const auto& [name, freq, prefix, count] :
+             {std::tuple{"cmip_mon", "1mo", 't', cmip_3d}, std::tuple{"cmip_day", "1d", 's', cmip_2d}}) {
+          if (count == 0) continue;
+          y += std::string("    - name: ") + name + "\n      output_freq: " + freq + "\n      fields:\n";
+          for (int k = 0; k < count; ++k)
+            y += std::string("        - {name: ") + prefix + std::to_string(k) + ", operation: average, precision: float}\n";
+        }
+        return y;
+      };
+      std::vector<std::string> modes{"serverless"};
+      if (ranks >= 2) modes.push_back("server");
+      for (const std::string& mode : modes) {
+        const int model_ranks = mode == "server" ? ranks - 1 : ranks;
+        const bool is_model = rank < model_ranks;
+        const Layout l = layout(nx, ny, nlev, model_ranks, is_model ? rank : 0);
+        const estuary::Decomp d3 = l.decomp();
+        const estuary::Decomp d2 = estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0});
+        std::vector<std::vector<double>> f;  // the 3-D fields, then the 2-D ones
+        if (is_model) {
+          for (int k = 0; k < cmip_3d; ++k) f.push_back(field_values(d3, k, 1));
+          for (int k = 0; k < cmip_2d; ++k) f.push_back(field_values(d2, k, 1));
+        }
+        // The same loop without output, on the same model ranks (the server idles).
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        if (is_model)
+          for (i64 s = 1; s <= nsteps; ++s) model_work(f, work);
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double base = MPI_Wtime() - t0;
+
+        const std::string sub = dir + "/cmip_" + mode;
+        const auto cfg = estuary::io::OutputConfig::from_yaml_string(yaml(sub, mode), "bench cmip");
+        double t1 = 0;
+        t0 = 0;
+        estuary::io::Output out(cfg, MPI_COMM_WORLD);
+        if (out.is_server()) {
+          out.serve();
+        } else {
+          out.def_grid("g", estuary::GridGen::lonlat(nx, ny).make(d2));
+          std::vector<std::string> names;
+          for (int k = 0; k < cmip_3d + cmip_2d; ++k) {
+            estuary::io::FieldDef fd;
+            const bool three_d = k < cmip_3d;
+            fd.name = (three_d ? "t" : "s") + std::to_string(three_d ? k : k - cmip_3d);
+            fd.grid = std::string(1, 'g');
+            if (three_d)
+              for (i64 z = 0; z < nlev; ++z) fd.levels.push_back(10.0 * static_cast<double>(z + 1));
+            fd.decomp = three_d ? d3 : d2;
+            out.def_field(fd);
+            names.push_back(fd.name);
+          }
+          out.end_def();
+          MPI_Barrier(out.model_comm());
+          t0 = MPI_Wtime();
+          for (i64 s = 1; s <= nsteps; ++s) {
+            model_work(f, work);
+            for (std::size_t k = 0; k < f.size(); ++k) out.write(names[k], static_cast<double>(cmip_dt * s), f[k]);
+          }
+          out.close();
+          int r = 0;
+          MPI_Comm_rank(out.model_comm(), &r);
+          if (r == 0)
+            for (const char* file : {"/cmip_mon.nc", "/cmip_day.nc"}) fdatasync_path(sub + file);
+          MPI_Barrier(out.model_comm());
+          t1 = MPI_Wtime();
+        }
+        const double run_s = bench::max_over_ranks(t1 - t0, MPI_COMM_WORLD);
+        const estuary::io::IoReport rep = out.report(run_s, base);
+        double dd_s = 0;
+        if (rank == 0) dd_s = dd_seconds(dir, rep.bytes_written);
+        if (rank == 0) {
+          const double dd_mbs = static_cast<double>(rep.bytes_written) / 1e6 / dd_s;
+          bench::Json j;
+          j.add("bench", "io_cmip").add("mode", mode).add("writers", 1).add("ranks", ranks);
+          j.add("model_ranks", rep.model_ranks).add("format", format).add("calendar", "noleap");
+          j.add("nx", nx).add("ny", ny).add("nlev", nlev).add("fields_3d_monthly", cmip_3d).add("fields_2d_daily", cmip_2d);
+          j.add("days", cmip_days).add("dt_s", cmip_dt).add("steps", nsteps).add("work", work);
+          j.add("bytes", rep.bytes_written).add("files", rep.files_created).add("records", rep.records_written);
+          j.add("run_s", run_s).add("run_without_io_s", base).add("model_io_s", rep.model_io_s);
+          j.add("model_time_increase", base > 0 ? run_s / base - 1 : 0.0);
+          // The writers' throughput (bytes over their time in writes and closes) and the whole
+          // run's (bytes over the model loop), each against dd's for the same volume.
+          j.add("write_s", rep.write_s).add("write_mb_per_s", rep.write_mb_per_s);
+          j.add("dd_s", dd_s).add("dd_mb_per_s", dd_mbs).add("write_fraction_of_dd", rep.write_mb_per_s / dd_mbs);
+          j.add("run_mb_per_s", static_cast<double>(rep.bytes_written) / 1e6 / run_s);
+          std::cout << j.str() << std::endl;
+        }
       }
     }
     if (derived) {
