@@ -140,7 +140,7 @@ module estuary
     real(c_double) :: data_output_cost = 0     ! CPMIP, a fraction: (core-hours with output - without) / without
     real(c_double) :: data_intensity = 0       ! CPMIP: GB written per core-hour
   end type estuary_io_report_type
-  public :: estuary_io_open, estuary_io_is_server, estuary_io_model_comm, estuary_io_serve, &
+  public :: estuary_io_open, estuary_io_open_xios, estuary_io_is_server, estuary_io_model_comm, estuary_io_serve, &
             estuary_io_def_grid, estuary_io_def_field, estuary_io_enddef, estuary_io_write, &
             estuary_io_flush, estuary_io_close, estuary_io_free, estuary_io_reader_open, &
             estuary_io_reader_set_period, estuary_io_read, estuary_io_reader_free, estuary_io_report
@@ -429,6 +429,15 @@ module estuary
       type(c_ptr), intent(out) :: out
       integer(c_int) :: rc
     end function est_f_io_open
+    function est_f_io_open_xios(iodef, context, timestep, substitutions, mode, writers, directory, skip, comm, out) &
+        bind(c, name='est_f_io_open_xios') result(rc)
+      import :: c_int, c_char, c_ptr, c_double
+      character(kind=c_char), intent(in) :: iodef(*), context(*), substitutions(*), mode(*), directory(*)
+      real(c_double), value :: timestep
+      integer(c_int), value :: writers, skip, comm
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: rc
+    end function est_f_io_open_xios
     function est_io_is_server(io, is_server) bind(c, name='est_io_is_server') result(rc)
       import :: c_int, c_ptr
       type(c_ptr), value :: io
@@ -1871,6 +1880,50 @@ contains
     call system_clock(io%opened)
     ierror = c_result(est_f_io_open(c_str(config), fcomm, io%ptr))
   end subroutine estuary_io_open
+
+  !> estuary_io_open from an XIOS iodef.xml (docs/io.md, "XIOS XML"); estuary_io_open also takes
+  !> one, with the defaults. context: the <context> id (default "nemo" or the only one);
+  !> timestep: the model step in seconds, for durations in "ts"; substitutions: NEMO's file-name
+  !> templates, 'expname=ORCA2,startdate=20000101'; mode ('server', 'serverless'), writers and
+  !> directory: instead of the defaults (serverless, 1, '.'); skip_unsupported: leave out, with a
+  !> warning, what estuary would write differently from XIOS instead of failing.
+  subroutine estuary_io_open_xios(io, iodef, ierror, comm, context, timestep, substitutions, mode, writers, &
+                                  directory, skip_unsupported)
+    type(estuary_io), intent(inout) :: io
+    character(len=*), intent(in) :: iodef
+    integer, intent(out) :: ierror
+    integer, intent(in), optional :: comm, writers
+    character(len=*), intent(in), optional :: context, substitutions, mode, directory
+    real(real64), intent(in), optional :: timestep
+    logical, intent(in), optional :: skip_unsupported
+    integer(c_int) :: fcomm, nw, skip
+    real(c_double) :: ts
+    ierror = c_result(est_f_mpi_init())
+    if (ierror /= 0) then
+      ierror = fail(ierror, 'estuary_io_open_xios: MPI is finalised or MPI_Init failed')
+      return
+    end if
+    fcomm = -1  ! the shim's MPI_COMM_WORLD
+    if (present(comm)) fcomm = int(comm, c_int)
+    nw = 0
+    if (present(writers)) nw = int(writers, c_int)
+    ts = 0
+    if (present(timestep)) ts = real(timestep, c_double)
+    skip = 0
+    if (present(skip_unsupported)) then
+      if (skip_unsupported) skip = 1
+    end if
+    call system_clock(io%opened)
+    ierror = c_result(est_f_io_open_xios(c_str(iodef), c_str(opt_text(context)), ts, c_str(opt_text(substitutions)), &
+                                         c_str(opt_text(mode)), nw, c_str(opt_text(directory)), skip, fcomm, io%ptr))
+  contains
+    pure function opt_text(s) result(t)  ! an absent optional string as '' (the default)
+      character(len=*), intent(in), optional :: s
+      character(len=:), allocatable :: t
+      t = ''
+      if (present(s)) t = s
+    end function opt_text
+  end subroutine estuary_io_open_xios
 
   subroutine estuary_io_is_server(io, is_server, ierror)
     type(estuary_io), intent(in) :: io

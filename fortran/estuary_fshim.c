@@ -91,6 +91,15 @@ int est_f_io_open(const char* config, MPI_Fint comm, est_io* out) {
   return est_io_open(config, comm == -1 ? MPI_COMM_WORLD : MPI_Comm_f2c(comm), out);
 }
 
+/* est_io_open_xios with a Fortran communicator; "" for a string means NULL (the default). */
+int est_f_io_open_xios(const char* iodef, const char* context, double timestep_s, const char* substitutions,
+                       const char* mode, int writers, const char* directory, int skip_unsupported, MPI_Fint comm,
+                       est_io* out) {
+  return est_io_open_xios(iodef, context[0] ? context : NULL, timestep_s, substitutions[0] ? substitutions : NULL,
+                          mode[0] ? mode : NULL, writers, directory[0] ? directory : NULL, skip_unsupported,
+                          comm == -1 ? MPI_COMM_WORLD : MPI_Comm_f2c(comm), out);
+}
+
 /* est_io_model_comm, giving a Fortran handle (MPI_COMM_NULL's on server ranks). */
 int est_f_io_model_comm(est_io io, MPI_Fint* comm) {
   MPI_Comm c = MPI_COMM_NULL;

@@ -8,7 +8,9 @@
 ! function of the global index computed here; the errors of an unknown variable and a missing
 ! configuration.
 !
-!   mpirun -n P test_fortran_io DIR MODE WRITERS     (MODE: serverless or server)
+!   mpirun -n P test_fortran_io DIR MODE WRITERS [xml]     (MODE: serverless or server)
+! With `xml`, the same output set-up comes from an XIOS iodef.xml (estuary_io_open_xios): every
+! check below then holds for the set-up read from XIOS XML.
 program test_fortran_io
   use mpi
   use estuary
@@ -30,7 +32,7 @@ program test_fortran_io
   type(estuary_decomp) :: tdec, bdec, d2, d3
   type(estuary_io_report_type) :: rep, rep0
   logical :: server
-  character(len=512) :: dir, mode, writers, cfg
+  character(len=512) :: dir, mode, writers, cfg, kind
   character(len=1024) :: msg
 
   call MPI_Init(ierr)
@@ -44,9 +46,31 @@ program test_fortran_io
   call get_command_argument(2, mode)
   call get_command_argument(3, writers)
   read (writers, *) nw
+  kind = ''
+  if (command_argument_count() > 3) call get_command_argument(4, kind)
   dir = trim(dir) // '/fortran_' // trim(mode) // '_w' // trim(writers)
+  if (kind == 'xml') dir = trim(dir) // '_xml'
   cfg = trim(dir) // '.yaml'
-  if (rank == 0) then
+  if (kind == 'xml') cfg = trim(dir) // '.xml'
+  if (rank == 0 .and. kind == 'xml') then
+    call execute_command_line('mkdir -p ' // trim(dir))
+    open (newunit=u, file=trim(cfg), status='replace', action='write')
+    write (u, '(a)') '<?xml version="1.0"?>'
+    write (u, '(a)') '<simulation>'
+    write (u, '(a)') '  <context id="fortran">'
+    write (u, '(a)') '    <field_definition operation="instant" prec="8">'
+    write (u, '(a)') '      <field id="t"/> <field id="u"/> <field id="w"/> <field id="r"/> <field id="v" prec="4"/>'
+    write (u, '(a)') '    </field_definition>'
+    write (u, '(a)') '    <file_definition>'
+    write (u, '(a)') '      <file id="f_inst" name="@prefix@inst" output_freq="1h">'
+    write (u, '(a)') '        <field field_ref="t"/> <field field_ref="u"/> <field field_ref="w"/>'
+    write (u, '(a)') '        <field field_ref="r"/> <field field_ref="v"/>'
+    write (u, '(a)') '      </file>'
+    write (u, '(a)') '    </file_definition>'
+    write (u, '(a)') '  </context>'
+    write (u, '(a)') '</simulation>'
+    close (u)
+  else if (rank == 0) then
     call execute_command_line('mkdir -p ' // trim(dir))
     open (newunit=u, file=trim(cfg), status='replace', action='write')
     write (u, '(a)') 'output:'
@@ -68,7 +92,12 @@ program test_fortran_io
   call estuary_error_message(msg)
   call check(index(msg, 'cannot read the configuration') > 0, 'message of a missing configuration: ' // trim(msg))
 
-  call estuary_io_open(io, trim(cfg), ierr, comm=MPI_COMM_WORLD)
+  if (kind == 'xml') then
+    call estuary_io_open_xios(io, trim(cfg), ierr, comm=MPI_COMM_WORLD, substitutions='prefix=f_', &
+                              mode=trim(mode), writers=nw, directory=trim(dir))
+  else
+    call estuary_io_open(io, trim(cfg), ierr, comm=MPI_COMM_WORLD)
+  end if
   call ok(ierr, 'io_open')
   call estuary_io_is_server(io, server, ierr)
   call ok(ierr, 'io_is_server')
