@@ -1870,16 +1870,29 @@ contains
     integer, intent(out) :: ierror
     integer, intent(in), optional :: comm
     integer(c_int) :: fcomm
-    ierror = c_result(est_f_mpi_init())
-    if (ierror /= 0) then
-      ierror = fail(ierror, 'estuary_io_open: MPI is finalised or MPI_Init failed')
-      return
-    end if
-    fcomm = -1  ! the shim's MPI_COMM_WORLD
-    if (present(comm)) fcomm = int(comm, c_int)
-    call system_clock(io%opened)
+    call io_open_start(io, 'estuary_io_open', comm, fcomm, ierror)
+    if (ierror /= 0) return
     ierror = c_result(est_f_io_open(c_str(config), fcomm, io%ptr))
   end subroutine estuary_io_open
+
+  ! What both opens do first: MPI initialised (as OASIS's init does), the communicator's Fortran
+  ! handle for the shim (-1: MPI_COMM_WORLD), the clock estuary_io_report's default run time
+  ! counts from.
+  subroutine io_open_start(io, who, comm, fcomm, ierror)
+    type(estuary_io), intent(inout) :: io
+    character(len=*), intent(in) :: who
+    integer, intent(in), optional :: comm
+    integer(c_int), intent(out) :: fcomm
+    integer, intent(out) :: ierror
+    fcomm = -1
+    ierror = c_result(est_f_mpi_init())
+    if (ierror /= 0) then
+      ierror = fail(ierror, who // ': MPI is finalised or MPI_Init failed')
+      return
+    end if
+    if (present(comm)) fcomm = int(comm, c_int)
+    call system_clock(io%opened)
+  end subroutine io_open_start
 
   !> estuary_io_open from an XIOS iodef.xml (docs/io.md, "XIOS XML"); estuary_io_open also takes
   !> one, with the defaults. context: the <context> id (default "nemo" or the only one);
@@ -1898,13 +1911,8 @@ contains
     logical, intent(in), optional :: skip_unsupported
     integer(c_int) :: fcomm, nw, skip
     real(c_double) :: ts
-    ierror = c_result(est_f_mpi_init())
-    if (ierror /= 0) then
-      ierror = fail(ierror, 'estuary_io_open_xios: MPI is finalised or MPI_Init failed')
-      return
-    end if
-    fcomm = -1  ! the shim's MPI_COMM_WORLD
-    if (present(comm)) fcomm = int(comm, c_int)
+    call io_open_start(io, 'estuary_io_open_xios', comm, fcomm, ierror)
+    if (ierror /= 0) return
     nw = 0
     if (present(writers)) nw = int(writers, c_int)
     ts = 0
@@ -1913,7 +1921,6 @@ contains
     if (present(skip_unsupported)) then
       if (skip_unsupported) skip = 1
     end if
-    call system_clock(io%opened)
     ierror = c_result(est_f_io_open_xios(c_str(iodef), c_str(opt_text(context)), ts, c_str(opt_text(substitutions)), &
                                          c_str(opt_text(mode)), nw, c_str(opt_text(directory)), skip, fcomm, io%ptr))
   contains
