@@ -276,11 +276,12 @@ def test_derived_fields(comm, shared_dir, mode):
     either input masked; the expression is the long_name when the YAML gives none."""
     if mode == "server" and comm.size < 2:
         pytest.skip("server mode needs a model rank and a server rank")
-    try:  # a build without muParser refuses every expr (ESTUARY_WITH_MUPARSER)
+    try:  # a build without muParser must refuse every expr (ESTUARY_WITH_MUPARSER), naming its key
         estuary.Output.from_yaml(DERIVED.format(mode="serverless", dir=shared_dir), comm).free()
     except estuary.Error as e:
         if "built without muParser" in str(e):
-            pytest.skip("this estuary has no muParser")
+            assert "expr" in str(e), str(e)
+            return  # the refusal is this build's right answer; nothing is written
         raise
     d = shared_dir
     u_land = np.arange(NH) % 5 == 1
