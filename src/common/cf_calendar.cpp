@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <set>
 
 #include "estuary/error.hpp"
@@ -70,6 +71,15 @@ CfDate parse_cf_date(const std::string& text, const std::string& calendar, const
                 "write it as YYYY-MM-DD or YYYY-MM-DD hh:mm:ss, a day of that calendar");
   if (got < 6) d.hour = d.minute = 0, d.second = 0;
   return d;
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace estuary::detail

@@ -27,4 +27,7 @@ struct CfDate {
 // Throws estuary::Error naming `where` otherwise.
 CfDate parse_cf_date(const std::string& text, const std::string& calendar, const std::string& where);
 
+// Now, UTC, as "YYYY-MM-DDThh:mm:ssZ": the date of a file's CF `history` line.
+std::string utc_timestamp();
+
 }  // namespace estuary::detail

@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <tuple>
 
+#include "common/cf_calendar.hpp"
 #include "common/checked.hpp"
 #include "estuary/error.hpp"
 #include "ncfile/ncfile.hpp"
@@ -35,15 +35,6 @@ std::string join_names(const std::vector<std::string>& names) {
   return out;
 }
 
-// "YYYY-MM-DDThh:mm:ssZ": when the file was made (CF's history line).
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 }  // namespace
 
@@ -134,7 +125,7 @@ void append_records(const std::string& path, const std::vector<std::string>& nam
     f.put_att("Conventions", "CF-1.8");
     f.put_att("title", "coupling fields " + join_names(names) + " (EXPOUT/OUTPUT)");
     f.put_att("source", "estuary coupler");
-    f.put_att("history", utc_now() + " estuary coupler: written");
+    f.put_att("history", utc_timestamp() + " estuary coupler: written");
     f.enddef();
     if (coords) {
       f.put(f.var("lon"), grid->lon.data());

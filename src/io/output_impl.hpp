@@ -30,6 +30,7 @@
 
 #include "common/mpi_util.hpp"
 #include "common/time_accumulator.hpp"
+#include "common/cf_calendar.hpp"
 #include "estuary/io.hpp"
 #include "estuary/redist.hpp"
 #include "io/derived.hpp"
@@ -99,15 +100,12 @@ struct Unpacker {
   }
 };
 
-// Every setting of `c` that shapes the ranks' collectives, as text (for agree_same).
 // The line this run adds to a file's `history` (CF): when and by what it was written.
 inline std::string history_line() {
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return std::string(date) + " estuary " ESTUARY_VERSION_STRING ": written by estuary::io::Output";
+  return estuary::detail::utc_timestamp() + " estuary " ESTUARY_VERSION_STRING ": written by estuary::io::Output";
 }
 
+// Every setting of `c` that shapes the ranks' collectives, as text (for agree_same).
 inline std::string describe(const OutputConfig& c) {
   std::ostringstream o;
   o.precision(17);
