@@ -146,34 +146,45 @@ SourcePoints gather_source(const Grid& src, MPI_Comm comm, const char* where) {
 
 // CDO's gridIsCircular for the first row: one more step of the first longitude increment
 // after the last point comes back to the first point.
-bool is_cyclic(const std::vector<double>& lon_deg, i64 nx) {
+bool is_cyclic(double lon0, double lon1, double lon_last, i64 nx) {
   if (nx < 2) return false;
-  const double d1 = lon_deg[1] - lon_deg[0];
-  double span = lon_deg[static_cast<std::size_t>(nx - 1)] - lon_deg[0] + d1;
+  const double d1 = lon1 - lon0;
+  double span = lon_last - lon0 + d1;
   span = std::fmod(std::fabs(span), 360.0);
   return std::fabs(d1) > 0 && std::min(span, 360.0 - span) < 1e-3 * std::fabs(d1);
 }
 
+bool is_cyclic(const std::vector<double>& lon_deg, i64 nx) {
+  return nx >= 2 && is_cyclic(lon_deg[0], lon_deg[1], lon_deg[static_cast<std::size_t>(nx - 1)], nx);
+}
 
-QuadSearch::QuadSearch(const SourcePoints& s, i64 nx, i64 ny) : s_(s), nx_(nx), ny_(ny) {
-  const std::size_t ng = s.xyz.size();
-  clon_.resize(ng);
-  clat_.resize(ng);
-  for (std::size_t u = 0; u < ng; ++u) {
-    clon_[u] = cdo_lon(s.lon[u]);
-    clat_[u] = cdo_lat(s.lat[u]);
+QuadSearch::QuadSearch(const Grid& src, const Grid& dst, MPI_Comm comm, const char* where)
+    : nx_(src.dims.at(0)), ny_(src.dims.at(1)) {
+  agree(comm, [&] { s_ = gather_near(src, queries_of(dst), 1, false, comm, where); });
+  tree_ = std::make_unique<KdTree>(tree_of(s_, false));
+  // The 3 x 3 block around each destination point's nearest centre (every quad find tries has
+  // its corners there), and the three points the cyclic test reads.
+  const i64 ng = src.global_size;
+  std::vector<i64> cand, addr, need{0, std::min<i64>(1, ng - 1), nx_ - 1};
+  std::vector<double> dist;
+  for (i64 k = 0; k < dst.size() && ng > 0; ++k) {
+    if (!dst.valid(k)) continue;
+    const auto u = static_cast<std::size_t>(k);
+    nearest(*tree_, s_, unit_vector(dst.lon[u], dst.lat[u]), 1, cand, addr, dist);
+    const i64 g = s_.index[static_cast<std::size_t>(addr[0])], j = g / nx_, i = g - j * nx_;
+    for (i64 jj = std::max<i64>(0, j - 1); jj <= std::min(ny_ - 1, j + 1); ++jj)
+      for (i64 di = -1; di <= 1; ++di) need.push_back(jj * nx_ + ((i + di) % nx_ + nx_) % nx_);
   }
-  cyclic_ = is_cyclic(s.lon, nx);
-  std::vector<i64> all(ng);
-  std::iota(all.begin(), all.end(), i64{0});
-  tree_ = std::make_unique<KdTree>(s.xyz, std::move(all));
+  agree(comm, [&] { fetch_by_index(src, s_, need, comm); });
+  s_.reindex(nx_, ny_);
+  if (ng >= 2) cyclic_ = is_cyclic(s_.lon[s_.position(0)], s_.lon[s_.position(1)], s_.lon[s_.position(nx_ - 1)], nx_);
 }
 
 QuadSearch::~QuadSearch() = default;
 
 bool QuadSearch::find(double lon_deg, double lat_deg, i64 (&idx)[4], double (&qlon)[4], double (&qlat)[4],
                       std::vector<i64>& cand, std::vector<i64>& addr, std::vector<double>& dist) const {
-  if (s_.xyz.empty()) return false;
+  if (tree_->empty()) return false;
   const double plon = cdo_lon(lon_deg), plat = cdo_lat(lat_deg);
   // point_in_quad: the quad with lower-left corner (i, j), if it holds the point.
   auto point_in_quad = [&](i64 i, i64 j) {
@@ -185,15 +196,17 @@ bool QuadSearch::find(double lon_deg, double lat_deg, i64 (&idx)[4], double (&ql
     idx[2] = jp1 * nx_ + ip1;
     idx[3] = jp1 * nx_ + i;
     for (int k = 0; k < 4; ++k) {
-      qlon[k] = clon_[static_cast<std::size_t>(idx[k])];
-      qlat[k] = clat_[static_cast<std::size_t>(idx[k])];
+      const std::size_t at = s_.position(idx[k]);
+      qlon[k] = cdo_lon(s_.lon[at]);
+      qlat[k] = cdo_lat(s_.lat[at]);
     }
     return quad_cross_products(plon, plat, qlon, qlat);
   };
   // gridSearchSquareCurv2d: the quads around the nearest source point.
-  nearest(*tree_, s_.xyz, unit_vector(lon_deg, lat_deg), 1, cand, addr, dist);
+  nearest(*tree_, s_, unit_vector(lon_deg, lat_deg), 1, cand, addr, dist);
+  const i64 g = s_.index[static_cast<std::size_t>(addr[0])];
   for (int kk = 0; kk < 4; ++kk) {
-    i64 j = addr[0] / nx_, i = addr[0] - j * nx_;
+    i64 j = g / nx_, i = g - j * nx_;
     if (kk == 0 || kk == 2) i = i > 0 ? i - 1 : cyclic_ ? nx_ - 1 : 0;
     if (kk == 0 || kk == 1) j = j > 0 ? j - 1 : 0;
     if (point_in_quad(i, j)) return true;

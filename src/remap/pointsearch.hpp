@@ -12,6 +12,7 @@
 
 #include "estuary/grid.hpp"
 #include "kdtree.hpp"
+#include "search.hpp"
 #include "sphere.hpp"
 
 namespace estuary::detail {
@@ -65,25 +66,30 @@ void nearest(const KdTree& tree, const std::vector<sphere::Vec3>& xyz, const sph
 // CDO's gridIsCircular for the first row of an nx-wide grid (longitudes in degrees, by global
 // index): one more step of the first longitude increment after the last point comes back to
 // the first point.
+bool is_cyclic(double lon0, double lon1, double lon_last, std::int64_t nx);
 bool is_cyclic(const std::vector<double>& lon_deg, std::int64_t nx);
 
 // CDO's quad search over a logically rectangular source of nx x ny centres (bilinear_weights):
 // the quad (i,j),(i+1,j),(i+1,j+1),(i,j+1) of centres holding a point, tried around the nearest
 // centre with SCRIP's cross-product test in lon/lat, cyclic in i when the grid wraps.
+// The constructor is collective: it holds only the source points near the destination's valid
+// points (search.hpp) and the 3 x 3 block of grid neighbours around each one's nearest centre,
+// fetched by index, so no rank holds the whole source grid.
 class QuadSearch {
  public:
-  QuadSearch(const SourcePoints& s, std::int64_t nx, std::int64_t ny);
+  QuadSearch(const Grid& src, const Grid& dst, MPI_Comm comm, const char* where);
   ~QuadSearch();
-  // True with the quad's indices and CDO's radian coordinates of its corners when one holds the point.
+  // True with the quad's global indices and CDO's radian coordinates of its corners when one
+  // holds the point (a destination point of the constructor's grid).
   bool find(double lon_deg, double lat_deg, std::int64_t (&idx)[4], double (&qlon)[4], double (&qlat)[4],
             std::vector<std::int64_t>& cand, std::vector<std::int64_t>& addr, std::vector<double>& dist) const;
-  const KdTree& tree() const { return *tree_; }
+  // The source points held; find's indices are found with source().position(g).
+  const LocalSource& source() const { return s_; }
 
  private:
-  const SourcePoints& s_;
+  LocalSource s_;
   std::int64_t nx_, ny_;
   bool cyclic_ = false;
-  std::vector<double> clon_, clat_;
   std::unique_ptr<KdTree> tree_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cfloat>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -10,6 +11,7 @@
 #include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
 #include "estuary/redist.hpp"
+#include "remap/pointsearch.hpp"
 
 namespace estuary::detail {
 
@@ -308,6 +310,38 @@ void fetch_by_index(const Grid& src, LocalSource& s, std::vector<i64> need, MPI_
     s.xyz.push_back(sphere::unit_vector(lon[k], lat[k]));
   }
   s.reindex(s.nx, static_cast<i64>(s.row_start.empty() ? 0 : s.row_start.size() - 1));
+}
+
+std::vector<Vec3> queries_of(const Grid& dst, const std::vector<char>* want) {
+  std::vector<Vec3> q;
+  q.reserve(static_cast<std::size_t>(dst.size()));
+  for (i64 k = 0; k < dst.size(); ++k) {
+    const auto u = static_cast<std::size_t>(k);
+    if (dst.valid(k) && (!want || (*want)[u])) q.push_back(sphere::unit_vector(dst.lon[u], dst.lat[u]));
+  }
+  return q;
+}
+
+KdTree tree_of(const LocalSource& s, bool unmasked_only) {
+  std::vector<i64> subset;
+  subset.reserve(s.size());
+  for (std::size_t u = 0; u < s.size(); ++u)
+    if (!unmasked_only || s.valid[u]) subset.push_back(static_cast<i64>(u));
+  return KdTree(s.xyz, subset);
+}
+
+void nearest(const KdTree& tree, const LocalSource& s, const Vec3& q, std::size_t nn, std::vector<i64>& cand,
+             std::vector<i64>& addr, std::vector<double>& dist) {
+  // Everything that may be among the nn nearest under CDO's tolerant order.
+  // (float rounding of the squared distance moves it by at most 2^-24 relative.)
+  cand.clear();
+  tree.near_candidates(q, nn, 1e-6, 2 * kCmpTol, cand);
+  auto global = [&](i64 c) { return c == INT64_MAX ? INT64_MAX : s.index[static_cast<std::size_t>(c)]; };
+  if (cand.size() > 1) std::sort(cand.begin(), cand.end(), [&](i64 a, i64 b) { return global(a) < global(b); });
+  addr.assign(nn, INT64_MAX);
+  dist.assign(nn, DBL_MAX);
+  for (i64 c : cand)  // in increasing global index
+    store_nearest(c, cdo_distance(sq_dist(q, s.xyz[static_cast<std::size_t>(c)])), global, addr, dist);
 }
 
 }  // namespace estuary::detail

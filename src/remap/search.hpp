@@ -19,6 +19,7 @@
 
 #include "estuary/grid.hpp"
 #include "estuary/redist.hpp"
+#include "kdtree.hpp"
 #include "sphere.hpp"
 
 namespace estuary::detail {
@@ -51,6 +52,19 @@ struct LocalSource {
 // relative 1e-6 of the k-th distance included.
 LocalSource gather_near(const Grid& src, const std::vector<sphere::Vec3>& queries, std::size_t k, bool unmasked_only,
                         MPI_Comm comm, const char* where);
+
+// The unit vectors of the destination points to search for (the valid ones, or those `want`
+// selects), in local order.
+std::vector<sphere::Vec3> queries_of(const Grid& dst, const std::vector<char>* want = nullptr);
+
+// A k-d tree over the positions of s (those unmasked only when asked).
+KdTree tree_of(const LocalSource& s, bool unmasked_only);
+
+// The nn nearest points of `tree` (built over positions of s) to q in CDO's order (addr[i]
+// INT64_MAX, dist[i] DBL_MAX when the tree has fewer): CDO's distance, ties within 1e-12 in
+// increasing global index. addr holds positions in s.
+void nearest(const KdTree& tree, const LocalSource& s, const sphere::Vec3& q, std::size_t nn,
+             std::vector<std::int64_t>& cand, std::vector<std::int64_t>& addr, std::vector<double>& dist);
 
 // Collective: the transfer of source points from the ranks that hold them (a point held by
 // several ranks comes from the lowest) to those that need them (`need`: global indices).

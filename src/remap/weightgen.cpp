@@ -32,6 +32,10 @@ using detail::cdo_distance;
 using detail::distance_is_less;
 using detail::kCmpTol;
 using detail::KdTree;
+using detail::is_cyclic;
+using detail::nearest;
+using detail::queries_of;
+using detail::tree_of;
 using detail::sq_dist;
 using sphere::unit_vector;
 using sphere::Vec3;
@@ -61,45 +65,6 @@ void bicubic_set_weights(double x, double y, double (&w)[4][4]) {
   w[3][3] = y1 * x2;
 }
 
-
-// The nn nearest points of `tree` (built over positions of s) to q in CDO's order (addr[i]
-// INT64_MAX, dist[i] DBL_MAX when the tree has fewer): CDO's distance, ties within 1e-12 in
-// increasing global index. addr holds positions in s.
-void nearest(const KdTree& tree, const detail::LocalSource& s, const Vec3& q, std::size_t nn, std::vector<i64>& cand,
-             std::vector<i64>& addr, std::vector<double>& dist) {
-  // Everything that may be among the nn nearest under CDO's tolerant order.
-  // (float rounding of the squared distance moves it by at most 2^-24 relative.)
-  cand.clear();
-  tree.near_candidates(q, nn, 1e-6, 2 * kCmpTol, cand);
-  auto global = [&](i64 c) { return c == INT64_MAX ? INT64_MAX : s.index[static_cast<std::size_t>(c)]; };
-  if (cand.size() > 1)
-    std::sort(cand.begin(), cand.end(), [&](i64 a, i64 b) { return global(a) < global(b); });
-  addr.assign(nn, INT64_MAX);
-  dist.assign(nn, DBL_MAX);
-  for (i64 c : cand)  // in increasing global index
-    detail::store_nearest(c, cdo_distance(sq_dist(q, s.xyz[static_cast<std::size_t>(c)])), global, addr, dist);
-}
-
-// The unit vectors of the destination points to search for (the valid ones, or those `want`
-// selects), in local order.
-std::vector<Vec3> queries_of(const Grid& dst, const std::vector<char>* want = nullptr) {
-  std::vector<Vec3> q;
-  q.reserve(static_cast<std::size_t>(dst.size()));
-  for (i64 k = 0; k < dst.size(); ++k) {
-    const auto u = static_cast<std::size_t>(k);
-    if (dst.valid(k) && (!want || (*want)[u])) q.push_back(unit_vector(dst.lon[u], dst.lat[u]));
-  }
-  return q;
-}
-
-// A k-d tree over the positions of s (those unmasked only when asked).
-KdTree tree_of(const detail::LocalSource& s, bool unmasked_only) {
-  std::vector<i64> subset;
-  subset.reserve(s.size());
-  for (std::size_t u = 0; u < s.size(); ++u)
-    if (!unmasked_only || s.valid[u]) subset.push_back(static_cast<i64>(u));
-  return KdTree(s.xyz, subset);
-}
 
 void check_sizes(const Grid& src, MPI_Comm comm, const char* where) {
   i64 sizes[2] = {src.global_size, -src.global_size};
@@ -361,16 +326,6 @@ std::pair<double, double> find_weights(double plon, double plat, const Quad& q) 
   }
   if (iter >= kMaxIter) x = y = -1.0;
   return {x, y};
-}
-
-// CDO's gridIsCircular for the first row: one more step of the first longitude increment
-// after the last point comes back to the first point.
-bool is_cyclic(double lon0, double lon1, double lon_last, i64 nx) {
-  if (nx < 2) return false;
-  const double d1 = lon1 - lon0;
-  double span = lon_last - lon0 + d1;
-  span = std::fmod(std::fabs(span), 360.0);
-  return std::fabs(d1) > 0 && std::min(span, 360.0 - span) < 1e-3 * std::fabs(d1);
 }
 
 }  // namespace

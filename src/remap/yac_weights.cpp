@@ -15,6 +15,7 @@
 #include "estuary/weightgen.hpp"
 #include "kdtree.hpp"
 #include "pointsearch.hpp"
+#include "search.hpp"
 #include "sphere.hpp"
 
 namespace estuary {
@@ -56,7 +57,8 @@ void check_grids(const Grid& src, const Grid& dst, MPI_Comm comm, const char* wh
 }
 
 // The weights of YAC's average over the vertices `v` of a cell; false when the target gets none.
-bool average_cell(const AverageOptions& o, const detail::SourcePoints& s, const Vec3& x, const std::vector<i64>& v,
+// v: positions in s.
+bool average_cell(const AverageOptions& o, const detail::LocalSource& s, const Vec3& x, const std::vector<i64>& v,
                   std::vector<double>& w) {
   const std::size_t n = v.size();
   w.assign(n, 0.0);
@@ -234,23 +236,22 @@ void nnn_cell(const NnnOptions& o, const std::vector<Vec3>& p, const Vec3& x, st
 }  // namespace
 
 Links average_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const AverageOptions& options) {
-  detail::SourcePoints s;
-  detail::agree(comm, [&] {
-    check_grids(src, dst, comm, "average_weights");
-    s = detail::gather_source(src, comm, "average_weights");
-  });
-  const std::size_t ng = s.xyz.size();
-  const bool rect = src.dims.size() == 2 && src.dims[0] * src.dims[1] == src.global_size;
+  detail::agree(comm, [&] { check_grids(src, dst, comm, "average_weights"); });
+  const i64 ng = src.global_size;
+  const bool rect = src.dims.size() == 2 && src.dims[0] * src.dims[1] == ng;
+  // The source points near this rank's targets only (search.hpp): a logically rectangular source
+  // through CDO's quad search, an unstructured one through its 8 nearest centres.
   std::unique_ptr<detail::QuadSearch> quads;
+  detail::LocalSource near;
   std::unique_ptr<KdTree> tree;
+  const std::size_t nn = static_cast<std::size_t>(std::min<i64>(8, ng));
   if (rect) {
-    quads = std::make_unique<detail::QuadSearch>(s, src.dims[0], src.dims[1]);
+    quads = std::make_unique<detail::QuadSearch>(src, dst, comm, "average_weights");
   } else {
-    std::vector<i64> all(ng);
-    std::iota(all.begin(), all.end(), i64{0});
-    tree = std::make_unique<KdTree>(s.xyz, std::move(all));
+    detail::agree(comm, [&] { near = detail::gather_near(src, detail::queries_of(dst), nn, false, comm, "average_weights"); });
+    tree = std::make_unique<KdTree>(detail::tree_of(near, false));
   }
-  const std::size_t nn = std::min<std::size_t>(8, ng);
+  const detail::LocalSource& s = rect ? quads->source() : near;
   Links out;
   std::vector<i64> cand, addr, v;
   std::vector<double> dist, w;
@@ -263,9 +264,9 @@ Links average_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Ave
       i64 idx[4];
       double ql[4], qb[4];
       if (!quads->find(dst.lon[u], dst.lat[u], idx, ql, qb, cand, addr, dist)) continue;
-      v.assign(idx, idx + 4);
+      for (i64 g : idx) v.push_back(static_cast<i64>(s.position(g)));
     } else {
-      detail::nearest(*tree, s.xyz, x, nn, cand, addr, dist);
+      detail::nearest(*tree, s, x, nn, cand, addr, dist);
       for (std::size_t a = 0; a < nn && v.empty(); ++a)
         for (std::size_t b = a + 1; b < nn && v.empty(); ++b)
           for (std::size_t c = b + 1; c < nn && v.empty(); ++c) {
@@ -280,13 +281,12 @@ Links average_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Ave
     if (!average_cell(options, s, x, v, w)) continue;
     const i64 row = dst.global_index(k);
     for (std::size_t i = 0; i < v.size(); ++i)
-      if (w[i] != 0.0) out.add(row, v[i], w[i]);
+      if (w[i] != 0.0) out.add(row, s.index[static_cast<std::size_t>(v[i])], w[i]);
   }
   return out;
 }
 
 Links nnn_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const NnnOptions& options) {
-  detail::SourcePoints s;
   detail::agree(comm, [&] {
     if (options.n < 1) throw Error("nnn needs n >= 1, not " + std::to_string(options.n), "nnn_weights");
     if (!(options.max_search_distance >= 0.0 && options.max_search_distance <= 180.0))
@@ -297,15 +297,14 @@ Links nnn_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const NnnOpti
     if (options.weighting == NnnWeighting::rbf && !(options.rbf_scale > 0.0))
       throw Error("the rbf scale is not positive", "nnn_weights", "give a positive scale, e.g. YAC's 14.87973");
     check_grids(src, dst, comm, "nnn_weights");
-    s = detail::gather_source(src, comm, "nnn_weights");
   });
-  std::vector<i64> valid;
-  for (std::size_t u = 0; u < s.xyz.size(); ++u)
-    if (s.valid[u]) valid.push_back(static_cast<i64>(u));
   const std::size_t n = static_cast<std::size_t>(options.n);
+  // The unmasked source points that can be among the n nearest of this rank's targets (search.hpp).
+  detail::LocalSource s;
+  detail::agree(comm, [&] { s = detail::gather_near(src, detail::queries_of(dst), n, true, comm, "nnn_weights"); });
   Links out;
-  if (valid.size() < n) return out;  // no target has n unmasked sources: the next stage's
-  const KdTree tree(s.xyz, std::move(valid));
+  if (static_cast<std::size_t>(s.total_valid) < n) return out;  // no target has n unmasked sources: the next stage's
+  const KdTree tree = detail::tree_of(s, true);
   const double max_angle = options.max_search_distance > 0.0 ? options.max_search_distance * (M_PI / 180.0) : M_PI;
   std::vector<i64> cand;
   std::vector<std::pair<double, i64>> by_angle;
@@ -321,10 +320,11 @@ Links nnn_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const NnnOpti
     cand.clear();
     tree.within(x, r * r, cand);
     by_angle.clear();
-    for (i64 c : cand) by_angle.emplace_back(angle(x, s.xyz[static_cast<std::size_t>(c)]), c);
+    // (angle, global index): ties go to the smaller index, wherever the points sit here
+    for (i64 c : cand) by_angle.emplace_back(angle(x, s.xyz[static_cast<std::size_t>(c)]), s.index[static_cast<std::size_t>(c)]);
     std::sort(by_angle.begin(), by_angle.end());
     if (by_angle.size() < n || by_angle[n - 1].first > max_angle) continue;
-    for (std::size_t i = 0; i < n; ++i) p[i] = s.xyz[static_cast<std::size_t>(by_angle[i].second)];
+    for (std::size_t i = 0; i < n; ++i) p[i] = s.xyz[s.position(by_angle[i].second)];
     nnn_cell(options, p, x, w);
     const i64 row = dst.global_index(k);
     for (std::size_t i = 0; i < n; ++i) out.add(row, by_angle[i].second, w[i]);
