@@ -2,7 +2,8 @@
 // timed in the same run on the same grids (written as SCRIP grid files for CDO). One JSON line
 // per direction (and one per CDO run):
 //   mpirun -n P build/bench/weights --grids full|medium|small [--cdo 1] [--order 1|2]
-//                                   [--method conservative|bicubic|gauswgt|runoff|bilinear_reduced] [--fold 0|1]
+//                                   [--method conservative|bicubic|bilinear|distwgt|gauswgt|nnn|average|runoff|bilinear_reduced]
+//                                   [--fold 0|1]
 // bicubic needs a logically rectangular source: only the tripolar -> reduced Gaussian direction.
 // gauswgt (OASIS's GAUSWGT, 4 neighbours, variance 1) has no CDO counterpart, nor have runoff
 // (LOCCDIST, 4 target neighbours, from the land points of the source to the ocean points of the
@@ -93,12 +94,14 @@ int main(int argc, char** argv) {
   cli.opt("order", opt.order, "conservative order")->check(CLI::Range(1, 2));
   cli.opt("dir", dir, "where grid and weight files go");
   cli.opt("method", method, "weights to generate")
-      ->check(CLI::IsMember({"conservative", "bicubic", "gauswgt", "runoff", "bilinear_reduced"}));
+      ->check(CLI::IsMember({"conservative", "bicubic", "bilinear", "distwgt", "gauswgt", "nnn", "average", "runoff",
+                              "bilinear_reduced"}));
   cli.flag("fold", fold, "bicubic: also write the folded one-column matrix");
   cli.parse(argc, argv);
   if (r == 0) std::filesystem::create_directories(dir);
   const auto [a, b] = grids(size);
-  const bool one_way = method == "bicubic" || method == "bilinear_reduced";
+  // The quad methods need a logically rectangular source: the tripolar grid (a) only.
+  const bool one_way = method == "bicubic" || method == "bilinear" || method == "average" || method == "bilinear_reduced";
   for (int dirn = 0; dirn < (one_way ? 1 : 2); ++dirn) {
     const bool flip = method == "bilinear_reduced" ? dirn == 0 : dirn != 0;  // reduced as the source
     const GridGen src = method == "runoff" ? (flip ? b : a).with_land() : flip ? b : a;
@@ -134,6 +137,14 @@ int main(int argc, char** argv) {
         links = estuary::runoff_weights(s, d, MPI_COMM_WORLD, ro);
       } else if (method == "bilinear_reduced") {
         links = estuary::bilinear_weights_reduced(s, d, MPI_COMM_WORLD);
+      } else if (method == "bilinear") {
+        links = estuary::bilinear_weights(s, d, MPI_COMM_WORLD);
+      } else if (method == "distwgt") {
+        links = estuary::distance_weights(s, d, MPI_COMM_WORLD);
+      } else if (method == "nnn") {
+        links = estuary::nnn_weights(s, d, MPI_COMM_WORLD);
+      } else if (method == "average") {
+        links = estuary::average_weights(s, d, MPI_COMM_WORLD);
       } else {
         links = estuary::gaussian_weights(s, d, MPI_COMM_WORLD);
       }
@@ -146,18 +157,22 @@ int main(int argc, char** argv) {
       const double t1 = MPI_Wtime();
       estuary::WeightWriteOptions wo;
       wo.map_method = method == "bicubic" ? "Bicubic remapping"
-                      : method == "bilinear_reduced" ? "Bilinear remapping"
+                      : method == "bilinear_reduced" || method == "bilinear" ? "Bilinear remapping"
+                      : method == "nnn" || method == "average" ? "YAC " + method
                       : method == "runoff" ? "Runoff (LOCCDIST)" : "Distance weighted avg of nearest neighbors";
       if (method == "bicubic") wo.columns = &columns, wo.num_wgts = 4;
       estuary::write_weights(dir + "/estuary_weights.nc", links, src.size(), dst.size(), MPI_COMM_WORLD, wo);
       const double write = bench::max_over_ranks(MPI_Wtime() - t1, MPI_COMM_WORLD);
       double n = static_cast<double>(links.size());
       MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      // The largest rank's peak: what must fit in one node's share (rank 0's alone hides a rank
+      // that holds more).
+      const double peak_max = bench::max_over_ranks(bench::proc_status_mb("VmHWM:"), MPI_COMM_WORLD);
       if (r == 0)
         std::puts(bench::Json().add("bench", "weights").add("tool", "estuary").add("method", method)
                       .add("src", src.name()).add("dst", dst.name()).add("ranks", p).add("seconds", wall)
                       .add("cpu_max", cpu_max).add("cpu_mean", cpu_mean).add("write_seconds", write).add("links", n)
-                      .add("peak_rss_mb", bench::proc_status_mb("VmHWM:")).str().c_str());
+                      .add("peak_rss_mb", bench::proc_status_mb("VmHWM:")).add("peak_rss_mb_max", peak_max).str().c_str());
       continue;
     }
     if (cdo && r == 0) {
