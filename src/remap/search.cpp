@@ -133,7 +133,7 @@ void LocalSource::reindex(i64 row_length, i64 rows) {
 }
 
 LocalSource gather_near(const Grid& src, const std::vector<Vec3>& queries, std::size_t k, bool unmasked_only,
-                        MPI_Comm comm, const char* where) {
+                        MPI_Comm comm, const char* where, double beyond) {
   int p = 1, me = 0;
   MPI_Comm_size(comm, &p);
   MPI_Comm_rank(comm, &me);
@@ -238,7 +238,7 @@ LocalSource gather_near(const Grid& src, const std::vector<Vec3>& queries, std::
     // Every point within the bound of any query in b, the bound widened as the searches widen
     // the k-th distance (chord x (1 + 1e-6) + 2e-12 at most), with room to spare.
     const double chord = 2 * std::sin(bound / 2) * (1 + 1e-5) + 1e-9;
-    const double reach = chord >= 2 ? M_PI : 2 * std::asin(chord / 2);
+    const double reach = chord >= 2 ? M_PI : std::min(M_PI, 2 * std::asin(chord / 2) + std::max(0.0, beyond));
     bins.meeting(bins.centre[b], bins.radius[b] + reach, [&](std::size_t c) { need[c] = 1; });
   }
 

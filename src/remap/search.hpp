@@ -49,9 +49,10 @@ struct LocalSource {
 // Collective. Checks the source's indices (every rank throws alike, through agree): in range,
 // and every point held by some rank. Returns every source point that can be among the k nearest
 // (all points counted, or only unmasked ones when `unmasked_only`) of any query, ties within a
-// relative 1e-6 of the k-th distance included.
+// relative 1e-6 of the k-th distance included. With `beyond` > 0 (radians), also every point
+// within `beyond` of those (a radius search around a query's nearest point, as runoff's SPMAP).
 LocalSource gather_near(const Grid& src, const std::vector<sphere::Vec3>& queries, std::size_t k, bool unmasked_only,
-                        MPI_Comm comm, const char* where);
+                        MPI_Comm comm, const char* where, double beyond = 0);
 
 // The unit vectors of the destination points to search for (the valid ones, or those `want`
 // selects), in local order.
