@@ -320,8 +320,14 @@ void Output::Impl::build_transfers() {
   // One stage of point-to-point messages: start() packs everything and posts the sends, so
   // a model rank's buffer is free when start() returns (the bounded client buffer).
   opt.algorithm = "p2p";
+  // A field every variable of which is a view (zoom, levels) is never sent whole: no Redist of
+  // the whole field (every rank knows the variables, so all skip alike).
+  std::vector<char> whole_used(fields.size(), 0), viewed(fields.size(), 0);
+  for (const Var& v : vars)
+    if (v.field >= 0) (transfers[static_cast<std::size_t>(v.transfer)].view ? viewed : whole_used)[static_cast<std::size_t>(v.field)] = 1;
   for (std::size_t t = 0; t < transfers.size(); ++t) {
     Transfer& tr = transfers[t];
+    if (t < fields.size() && viewed[t] && !whole_used[t]) continue;
     if (writer) std::tie(tr.lo, tr.hi) = detail::slab_range(tr.n, nwriters, windex);
     const Decomp dst = writer ? Decomp::stripes(tr.n, {{tr.lo, tr.hi - tr.lo, 1}}) : Decomp::empty(tr.n);
     const Decomp src = source_of(t);
@@ -329,7 +335,10 @@ void Output::Impl::build_transfers() {
     try {
       tr.redist = std::make_unique<Redist>(src, dst, xcomm, opt);
     } catch (const Error& e) {
-      const std::string what = t < fields.size() ? "field " + fields[t].def.name : "grid coordinates";
+      std::string what = t < fields.size() ? "field " + fields[t].def.name : "grid coordinates";
+      for (const Var& v : vars)
+        if (tr.view && (v.transfer == static_cast<int>(t) || v.transfer2 == static_cast<int>(t)))
+          what = "field " + fields[static_cast<std::size_t>(v.field)].def.name + ", variable " + v.name;
       throw Error(e.fault(), what + ", " + e.where(), e.fix());
     }
     tr.slab.assign(static_cast<std::size_t>(tr.hi - tr.lo), 0.0);
