@@ -1,7 +1,8 @@
 // Zoom and vertical levels of output variables (`zoom`, `levels`, `interpolate_levels`, issue
 // 21): the values written against a serial reference computed here from global indices alone —
 // a lon-lat box across the date line on a regular grid (1-D axes, columns in order from the
-// box's west edge), index ranges, a box on a curvilinear (tripolar) grid (the index rectangle
+// box's west edge), index ranges, a box on a Gaussian grid (1-D axes too), a box on a
+// curvilinear (tripolar) grid (the index rectangle
 // of the points inside) and on an unstructured one (the points inside, in grid order), levels
 // selected by index, interpolated to values (fill outside, or XIOS's extrapolation), means
 // over steps and masked points — in serverless and server mode; and the configuration errors,
@@ -183,7 +184,8 @@ TEST(IoZoom, EndDefErrorsNameTheKey) {
 TEST(IoZoom, ValuesMatchSerialReference) {
   const int wp = etest::world_size();
   const estuary::GridGen tri = estuary::GridGen::tripolar(16, 12), cs = estuary::GridGen::cubed_sphere(4);
-  const estuary::Grid tri_all = tri.make(), cs_all = cs.make();
+  const estuary::GridGen gau = estuary::GridGen::gaussian(16, 10);
+  const estuary::Grid tri_all = tri.make(), cs_all = cs.make(), gau_all = gau.make();
   for (io::Mode mode : {io::Mode::serverless, io::Mode::server}) {
     if (mode == io::Mode::server && wp < 2) continue;
     const std::string tag = mode == io::Mode::server ? "server" : "serverless";
@@ -202,6 +204,8 @@ TEST(IoZoom, ValuesMatchSerialReference) {
         "        - {name: t3, output_name: t3x, interpolate_levels: {values: [5, 30, 300], extrapolate: true}, precision: double}\n"
         "    - name: tri\n      output_freq: 2h\n      fields:\n"
         "        - {name: to, zoom: {lon: [100, 200], lat: [-30, 30]}, precision: double}\n"
+        "    - name: gau\n      output_freq: 2h\n      fields:\n"
+        "        - {name: tg, zoom: {lon: [90, 180], lat: [-50, 50]}, precision: double}\n"
         "    - name: cs\n      output_freq: 2h\n      fields:\n"
         "        - {name: sc, zoom: {lon: [300, 30], lat: [-20, 90]}, precision: double}\n"
         "    - name: mean\n      output_freq: 3h\n      fields:\n"
@@ -222,6 +226,8 @@ TEST(IoZoom, ValuesMatchSerialReference) {
         out.def_grid("atm", iotest::grid_part(p, r));
         out.def_grid("ocn", tri.make(etest::cyclic(ntri, p, r)));
         out.def_grid("cells", cs.make(dc));
+        const auto dg = etest::cyclic(gau.size(), p, r);
+        out.def_grid("gau", gau.make(dg));
         io::FieldDef fu = iotest::field("uo", false, d2), ft = iotest::field("t3", true, d3);
         for (i64 g : d2.to_indices()) fu.mask.push_back(uo_masked(g) ? 0 : 1);
         for (i64 g : d3.to_indices()) ft.mask.push_back(t3_masked(g) ? 0 : 1);
@@ -232,10 +238,14 @@ TEST(IoZoom, ValuesMatchSerialReference) {
         out.def_field(ft);
         out.def_field(fo);
         out.def_field(fc);
+        io::FieldDef fg = iotest::field("tg", false, dg);
+        fg.grid = "gau";
+        out.def_field(fg);
         out.end_def();
         for (i64 k = 1; k <= nsteps; ++k) {
           const double time = 3600.0 * static_cast<double>(k);
-          std::vector<double> u, t, o, c;
+          std::vector<double> u, t, o, c, tg;
+          for (i64 g : dg.to_indices()) tg.push_back(uo(g, k));
           for (i64 g : d2.to_indices()) u.push_back(uo_masked(g) ? kNaN : uo(g, k));
           for (i64 g : d3.to_indices()) t.push_back(t3_masked(g) ? -1e300 : t3(g, k));
           for (i64 g : dt.to_indices()) o.push_back(uo(g, k));
@@ -244,6 +254,7 @@ TEST(IoZoom, ValuesMatchSerialReference) {
           out.write("t3", time, t);
           out.write("to", time, o);
           out.write("sc", time, c);
+          out.write("tg", time, tg);
         }
         out.close();
       }
@@ -255,7 +266,16 @@ TEST(IoZoom, ValuesMatchSerialReference) {
     const i64 nb = static_cast<i64>(cols.size() * rows.size());
     auto box_point = [&](i64 q) { return rows[static_cast<std::size_t>(q / 5)] * iotest::kNx + cols[static_cast<std::size_t>(q % 5)]; };
     io::Reader rb(dir + "/box.nc", MPI_COMM_WORLD), ri(dir + "/idx.nc", MPI_COMM_WORLD), rm(dir + "/mean.nc", MPI_COMM_WORLD);
-    io::Reader rt(dir + "/tri.nc", MPI_COMM_WORLD), rc(dir + "/cs.nc", MPI_COMM_WORLD);
+    io::Reader rt(dir + "/tri.nc", MPI_COMM_WORLD), rc(dir + "/cs.nc", MPI_COMM_WORLD), rg(dir + "/gau.nc", MPI_COMM_WORLD);
+    // The Gaussian grid (16 x 10, longitudes i * 22.5): columns 4..8 (90 .. 180), the rows whose
+    // Gaussian latitude is within 50 degrees, with 1-D axes as for a lon-lat grid.
+    std::vector<i64> grows;
+    for (i64 j = 0; j < 10; ++j)
+      if (std::abs(gau_all.lat[static_cast<std::size_t>(j * 16)]) <= 50) grows.push_back(j);
+    ASSERT_GE(grows.size(), 2u);
+    const i64 ngr = static_cast<i64>(grows.size());
+    bad += check(rg, "lon", -1, 5, [&](i64 q) { return 90.0 + 22.5 * static_cast<double>(q); });
+    bad += check(rg, "lat", -1, ngr, [&](i64 q) { return gau_all.lat[static_cast<std::size_t>(grows[static_cast<std::size_t>(q)] * 16)]; });
     ASSERT_EQ(rb.records(), 3);
     ASSERT_EQ(rm.records(), 2);
     bad += check(rb, "lon", -1, 5, [&](i64 q) { return -60.0 + 30.0 * static_cast<double>(q); });
@@ -294,6 +314,7 @@ TEST(IoZoom, ValuesMatchSerialReference) {
       const i64 ni = i1 - i0 + 1, nj = j1 - j0 + 1;
       bad += check(rt, "to", rec, ni * nj, [&](i64 q) { return uo((j0 + q / ni) * 16 + i0 + q % ni, k); });
       bad += check(rt, "lon", -1, ni * nj, [&](i64 q) { return tri_all.lon[static_cast<std::size_t>((j0 + q / ni) * 16 + i0 + q % ni)]; });
+      bad += check(rg, "tg", rec, 5 * ngr, [&](i64 q) { return uo(grows[static_cast<std::size_t>(q / 5)] * 16 + 4 + q % 5, k); });
       // The cubed sphere: the points inside the box, in grid order.
       std::vector<i64> inside;
       for (i64 g = 0; g < ncs; ++g) {
