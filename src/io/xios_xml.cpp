@@ -251,6 +251,9 @@ class XiosReader {
   // refers to, into view: nullopt when it is; "" when the definitions do not tell (absent);
   // else why not, with the place.
   std::optional<std::string> map_grid(const std::string& base, const std::string& target, FieldConfig& view);
+  // The first transformation on the grid `spec` itself (its domain's or axis' chain), if the
+  // definitions are here: the grid of a field with no other grid below it.
+  std::optional<pugi::xml_node> own_transformation(const std::string& spec);
 };
 
 // ---- files, lines, messages ----
@@ -832,6 +835,21 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
                                     "output the field on the grid the model gives it, a zoom of it or levels of its axis");
         view_origin = where(it->node, attr);
       }
+      if (g.empty()) {
+        // The grid the chain's root (the model's field) is on: XIOS would transform the model's
+        // values if that grid is itself a zoom or an interpolation of another; estuary writes
+        // them as the model gives them, so that is refused rather than written differently.
+        if (const std::optional<pugi::xml_node> own = own_transformation(it->grid)) {
+          const std::string attr = it->node.attribute("grid_ref")     ? "grid_ref"
+                                   : it->node.attribute("domain_ref") ? "domain_ref"
+                                                                      : "axis_ref";
+          return unsupported(it->node, attr,
+                             "the field's own grid is transformed (" + where(*own) +
+                                 "): XIOS would write the transformation, estuary writes the model's values as given",
+                             "define the model's field on the untransformed grid and refer to the transformed one "
+                             "from the file's field (field_ref with grid_ref)");
+        }
+      }
       g = it->grid;
     }
   }
@@ -1009,11 +1027,15 @@ XiosReader::Walk XiosReader::walk(pugi::xml_node n, const std::string& ref, cons
       }
       n = it->second;
     }
-    for (pugi::xml_node c : n.children())
-      if (c.type() == pugi::node_element && std::string(c.name()) != "variable") {
-        w.transforms.push_back(c);
-        w.holders.push_back(n);
-      }
+    for (pugi::xml_node c : n.children()) {
+      // Elements that describe the grid itself, not a transformation of the values written.
+      const std::string tag = c.name();
+      if (c.type() != pugi::node_element || tag == "variable" || tag == "generate_rectilinear_domain" ||
+          tag == "compute_connectivity_domain")
+        continue;
+      w.transforms.push_back(c);
+      w.holders.push_back(n);
+    }
     next = trim(n.attribute(attr.c_str()).value());
     if (next.empty()) {
       w.root = trim(n.attribute("id").value());
@@ -1043,6 +1065,20 @@ std::vector<double> xios_array(const std::string& text, bool& ok) {
 }
 
 }  // namespace
+
+std::optional<pugi::xml_node> XiosReader::own_transformation(const std::string& spec) {
+  const GridParts p = grid_parts(spec);
+  if (!p.known) return std::nullopt;
+  for (const char* kind : {"domain", "axis"}) {
+    const bool axis = std::string(kind) == "axis";
+    const pugi::xml_node n = axis ? p.axis : p.domain;
+    const std::string& ref = axis ? p.axis_ref : p.domain_ref;
+    if (!n && ref.empty()) continue;
+    const Walk w = walk(n, ref, kind);
+    if (!w.transforms.empty()) return w.transforms[0];
+  }
+  return std::nullopt;
+}
 
 std::optional<std::string> XiosReader::map_grid(const std::string& base, const std::string& target, FieldConfig& view) {
   const GridParts b = grid_parts(base), t = grid_parts(target);

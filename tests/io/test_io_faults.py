@@ -437,6 +437,8 @@ CONFIG_FAULTS = [
      "interpolate_axis of order other than 1 is not supported", "<interpolate_axis>, attribute order)"),
     ("xml_zoom_attribute", "serverless", '    <field field_ref="sst" name="sz" grid_ref="g2z"/>', "zoom_domain",
      "unknown attribute of <zoom_domain>", "attribute ibgin)"),
+    ("xml_own_zoom", "serverless", '    <field id="sz" grid_ref="g2z" operation="instant"/>', 'id="sz"',
+     "the field's own grid is transformed", '<field id="sz">, attribute grid_ref)'),
     ("xml_zoom_outside", "serverless", '    <field field_ref="sst" name="sz" grid_ref="g2z"/>', 'name="sz"',
      "zoom i [10, 14], j [1, 3] is outside grid 'atm'", '<field field_ref="sst">, attribute grid_ref)'),
 ]
