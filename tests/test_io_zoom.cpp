@@ -204,6 +204,11 @@ TEST(IoZoom, ValuesMatchSerialReference) {
         "        - {name: t3, output_name: t3x, interpolate_levels: {values: [5, 30, 300], extrapolate: true}, precision: double}\n"
         "    - name: tri\n      output_freq: 2h\n      fields:\n"
         "        - {name: to, zoom: {lon: [100, 200], lat: [-30, 30]}, precision: double}\n"
+#ifdef ESTUARY_TEST_HAVE_MUPARSER
+        // A derived field with a zoom of its own: its grid is its input's.
+        "    - name: tri2\n      output_freq: 2h\n      fields:\n"
+        "        - {name: to2, expr: \"2 * to + 1\", zoom: {lon: [150, 250], lat: [-20, 40]}, precision: double}\n"
+#endif
         "    - name: gau\n      output_freq: 2h\n      fields:\n"
         "        - {name: tg, zoom: {lon: [90, 180], lat: [-50, 50]}, precision: double}\n"
         "    - name: cs\n      output_freq: 2h\n      fields:\n"
@@ -304,16 +309,31 @@ TEST(IoZoom, ValuesMatchSerialReference) {
         return interp(v, xx[q / nh], true);
       });
       // The tripolar grid: the index rectangle of the points inside the box, every point of it.
-      i64 i0 = 1 << 30, i1 = -1, j0 = 1 << 30, j1 = -1;
-      for (i64 g = 0; g < ntri; ++g) {
-        const double lon = std::fmod(tri_all.lon[static_cast<std::size_t>(g)] + 720.0, 360.0), lat = tri_all.lat[static_cast<std::size_t>(g)];
-        if (lon < 100 || lon > 200 || lat < -30 || lat > 30) continue;
-        i0 = std::min(i0, g % 16), i1 = std::max(i1, g % 16), j0 = std::min(j0, g / 16), j1 = std::max(j1, g / 16);
-      }
-      ASSERT_GE(i1, i0);
-      const i64 ni = i1 - i0 + 1, nj = j1 - j0 + 1;
+      auto rectangle = [&](double w, double e, double s, double n) {
+        i64 r[4] = {1 << 30, -1, 1 << 30, -1};  // i0, i1, j0, j1
+        for (i64 g = 0; g < ntri; ++g) {
+          const double lon = std::fmod(tri_all.lon[static_cast<std::size_t>(g)] + 720.0, 360.0);
+          const double lat = tri_all.lat[static_cast<std::size_t>(g)];
+          if (lon < w || lon > e || lat < s || lat > n) continue;
+          r[0] = std::min(r[0], g % 16), r[1] = std::max(r[1], g % 16), r[2] = std::min(r[2], g / 16), r[3] = std::max(r[3], g / 16);
+        }
+        return std::vector<i64>(r, r + 4);
+      };
+      const std::vector<i64> box = rectangle(100, 200, -30, 30);
+      const i64 i0 = box[0], j0 = box[2];
+      ASSERT_GE(box[1], i0);
+      const i64 ni = box[1] - i0 + 1, nj = box[3] - j0 + 1;
       bad += check(rt, "to", rec, ni * nj, [&](i64 q) { return uo((j0 + q / ni) * 16 + i0 + q % ni, k); });
       bad += check(rt, "lon", -1, ni * nj, [&](i64 q) { return tri_all.lon[static_cast<std::size_t>((j0 + q / ni) * 16 + i0 + q % ni)]; });
+#ifdef ESTUARY_TEST_HAVE_MUPARSER
+      {
+        io::Reader rt2(dir + "/tri2.nc", MPI_COMM_WORLD);
+        const std::vector<i64> b2 = rectangle(150, 250, -20, 40);
+        ASSERT_GE(b2[1], b2[0]);
+        const i64 n2i = b2[1] - b2[0] + 1, n2j = b2[3] - b2[2] + 1;
+        bad += check(rt2, "to2", rec, n2i * n2j, [&](i64 q) { return 2 * uo((b2[2] + q / n2i) * 16 + b2[0] + q % n2i, k) + 1; });
+      }
+#endif
       bad += check(rg, "tg", rec, 5 * ngr, [&](i64 q) { return uo(grows[static_cast<std::size_t>(q / 5)] * 16 + 4 + q % 5, k); });
       // The cubed sphere: the points inside the box, in grid order.
       std::vector<i64> inside;

@@ -4,6 +4,7 @@
 #include "io/zoom.hpp"
 
 #include <cmath>
+#include <set>
 #include <unordered_set>
 
 #include "io/output_impl.hpp"
@@ -215,9 +216,35 @@ void Output::Impl::make_zoom_grids() {
     for (const FieldConfig& fd : f.fields)
       if (fd.zoom.kind != Kind::none && std::find(zooms.begin(), zooms.end(), fd.zoom) == zooms.end())
         zooms.push_back(fd.zoom);
+  // Only the grids the zooms apply to: those of the fields listed with a zoom, a derived field
+  // taking its inputs' grid (they must agree). A name that resolves to no grid is an error
+  // reported later on every rank (plan_vars, DerivedFields::add), so it needs no zoomed grid.
+  std::map<std::string, std::size_t> grid_of;
+  for (const FieldInfo& f : fields)
+    for (std::size_t g = 0; g < grids.size(); ++g)
+      if (grids[g].name == f.def.grid) grid_of.emplace(f.def.name, g);
+  bool every = false;
+  try {
+    for (const DerivedDef& d : derived_fields(cfg)) {  // inputs before the fields that use them
+      if (d.vars.empty()) continue;
+      auto it = grid_of.find(d.vars.front());
+      if (it != grid_of.end()) grid_of.emplace(d.name, it->second);
+    }
+  } catch (const Error&) {
+    every = true;  // (the same error comes at DerivedFields::add, after the catalog)
+  }
+  std::set<std::pair<std::size_t, std::size_t>> needed;  // (grid, zoom)
+  for (const FileConfig& f : cfg.files)
+    for (const FieldConfig& fd : f.fields) {
+      if (fd.zoom.kind == Kind::none) continue;
+      const auto g = grid_of.find(fd.name);
+      if (g != grid_of.end())
+        needed.insert({g->second, static_cast<std::size_t>(std::find(zooms.begin(), zooms.end(), fd.zoom) - zooms.begin())});
+    }
   const std::size_t ngrids = grids.size();
   for (std::size_t gi = 0; gi < ngrids; ++gi)
     for (std::size_t zi = 0; zi < zooms.size(); ++zi) {
+      if (!every && !needed.count({gi, zi})) continue;
       const GridInfo& par = grids[gi];
       const FieldConfig::Zoom& zm = zooms[zi];
       GridInfo z;
