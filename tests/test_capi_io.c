@@ -269,7 +269,8 @@ int main(int argc, char** argv) {
     CHECK_OK(est_io_close(dio));
     est_io_stats st;
     CHECK_OK(est_io_get_stats(dio, &st));
-    CHECK(st.derived_s > 0 && st.derived_s <= st.model_io_s, "derived_s %g, model_io_s %g", st.derived_s, st.model_io_s);
+    CHECK(st.derived_s > 0 && st.derived_s <= st.model_io_s, "derived_s %g, model_io_s %g", st.derived_s,
+          st.model_io_s);
     CHECK_OK(est_io_free(&dio));
     snprintf(path, sizeof path, "%s_derived/d.nc", dir);
     CHECK_OK(est_io_reader_open(path, MPI_COMM_WORLD, &rd));

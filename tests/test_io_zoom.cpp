@@ -61,8 +61,10 @@ int check(io::Reader& rd, const std::string& var, i64 rec, i64 n, F want) {
   int bad = 0;
   for (std::size_t i = 0; i < idx.size(); ++i) {
     const double w = want(idx[i]);
-    const bool ok = std::isnan(w) ? got[i] == io::kFillValue : std::abs(got[i] - w) <= 1e-12 * std::max(1.0, std::abs(w));
-    if (!ok && bad < 5) ADD_FAILURE() << var << " record " << rec << " value " << idx[i] << ": " << got[i] << " != " << w;
+    const bool ok =
+        std::isnan(w) ? got[i] == io::kFillValue : std::abs(got[i] - w) <= 1e-12 * std::max(1.0, std::abs(w));
+    if (!ok && bad < 5)
+      ADD_FAILURE() << var << " record " << rec << " value " << idx[i] << ": " << got[i] << " != " << w;
     bad += ok ? 0 : 1;
   }
   return bad;
@@ -74,34 +76,49 @@ TEST(IoZoom, ConfigErrorsNameTheLine) {
   const std::string head = "output:\n  files:\n    - name: f\n      output_freq: 1h\n      fields:\n";
   auto err = [&](const std::string& fields) { return config_error(head + fields); };
   std::string m = err("        - {name: t, zoom: {lon: [0, 10], i: [0, 3]}}\n");
-  EXPECT_NE(m.find("a zoom is either a lon-lat box or index ranges, not both (bad.yaml:6, key output.files[0] (f).fields[0] (t).zoom)"),
-            std::string::npos) << m;
+  EXPECT_NE(m.find("a zoom is either a lon-lat box or index ranges, not both (bad.yaml:6, key output.files[0] "
+                   "(f).fields[0] (t).zoom)"),
+            std::string::npos)
+      << m;
   m = err("        - {name: t, zoom: {lat: [40, -40]}}\n");
-  EXPECT_NE(m.find("zoom latitudes [40, -40] are not south <= north within [-90, 90] (bad.yaml:6, key output.files[0] (f).fields[0] (t).zoom)"),
-            std::string::npos) << m;
+  EXPECT_NE(m.find("zoom latitudes [40, -40] are not south <= north within [-90, 90] (bad.yaml:6, key output.files[0] "
+                   "(f).fields[0] (t).zoom)"),
+            std::string::npos)
+      << m;
   m = err("        - {name: t, zoom: {i: [5, 2]}}\n");
   EXPECT_NE(m.find("zoom index ranges i [5, 2], j [0, last] are not first <= last"), std::string::npos) << m;
   m = err("        - {name: t, zoom: {lon: [0]}}\n");
-  EXPECT_NE(m.find("expected a list of two values, [first, last] (bad.yaml:6, key output.files[0] (f).fields[0] (t).zoom.lon)"),
-            std::string::npos) << m;
+  EXPECT_NE(
+      m.find(
+          "expected a list of two values, [first, last] (bad.yaml:6, key output.files[0] (f).fields[0] (t).zoom.lon)"),
+      std::string::npos)
+      << m;
   m = err("        - {name: t, zoom: {x: [0, 1]}}\n");
   EXPECT_NE(m.find("(bad.yaml:6, key output.files[0] (f).fields[0] (t).zoom.x)"), std::string::npos) << m;
   m = err("        - {name: t, levels: [2, 1]}\n");
-  EXPECT_NE(m.find("level indices are not strictly increasing (2 then 1) (bad.yaml:6, key output.files[0] (f).fields[0] (t).levels)"),
-            std::string::npos) << m;
+  EXPECT_NE(m.find("level indices are not strictly increasing (2 then 1) (bad.yaml:6, key output.files[0] "
+                   "(f).fields[0] (t).levels)"),
+            std::string::npos)
+      << m;
   m = err("        - {name: t, levels: [0], interpolate_levels: {values: [5]}}\n");
-  EXPECT_NE(m.find("levels and interpolate_levels together (bad.yaml:6, key output.files[0] (f).fields[0] (t).interpolate_levels)"),
-            std::string::npos) << m;
+  EXPECT_NE(m.find("levels and interpolate_levels together (bad.yaml:6, key output.files[0] (f).fields[0] "
+                   "(t).interpolate_levels)"),
+            std::string::npos)
+      << m;
   m = err("        - name: t\n          interpolate_levels:\n            values: [10, 5, 20]\n");
-  EXPECT_NE(m.find("interpolation values are not strictly monotonic (bad.yaml:8, key output.files[0] (f).fields[0] (t).interpolate_levels)"),
-            std::string::npos) << m;
+  EXPECT_NE(m.find("interpolation values are not strictly monotonic (bad.yaml:8, key output.files[0] (f).fields[0] "
+                   "(t).interpolate_levels)"),
+            std::string::npos)
+      << m;
   m = err("        - {name: t, interpolate_levels: {values: [1], order: 2}}\n");
   EXPECT_NE(m.find("key output.files[0] (f).fields[0] (t).interpolate_levels.order"), std::string::npos) << m;
   // A file's zoom: the same checks at the file's key.
-  m = config_error("output:\n  files:\n    - name: f\n      output_freq: 1h\n      zoom: {j: [3, 1]}\n      fields: [t]\n");
+  m = config_error(
+      "output:\n  files:\n    - name: f\n      output_freq: 1h\n      zoom: {j: [3, 1]}\n      fields: [t]\n");
   EXPECT_NE(m.find("(bad.yaml:5, key output.files[0] (f).zoom)"), std::string::npos) << m;
   EXPECT_EQ(err("        - {name: t, zoom: {lon: [170, -170], lat: [-10, 10]}, levels: [0, 2]}\n"
-                "        - {name: u, zoom: {i: [0, 3]}, interpolate_levels: {values: [5, 1], coordinate: depth, extrapolate: true}}\n"),
+                "        - {name: u, zoom: {i: [0, 3]}, interpolate_levels: {values: [5, 1], coordinate: depth, "
+                "extrapolate: true}}\n"),
             "no error");
 }
 
@@ -149,27 +166,41 @@ std::string end_def_error(const std::string& fields_yaml, bool server = false, b
 
 TEST(IoZoom, EndDefErrorsNameTheKey) {
   std::string m = end_def_error("        - {name: t3, levels: [0, 3]}\n");
-  EXPECT_NE(m.find("level index 3 is beyond the 3 levels of field 't3' (e.yaml:7, key output.files[0] (f).fields[0] (t3).levels)"),
-            std::string::npos) << m;
+  EXPECT_NE(m.find("level index 3 is beyond the 3 levels of field 't3' (e.yaml:7, key output.files[0] (f).fields[0] "
+                   "(t3).levels)"),
+            std::string::npos)
+      << m;
   m = end_def_error("        - {name: uo, levels: [0]}\n");
-  EXPECT_NE(m.find("levels selected from field 'uo', which has no levels (a 2-D field) (e.yaml:7"), std::string::npos) << m;
+  EXPECT_NE(m.find("levels selected from field 'uo', which has no levels (a 2-D field) (e.yaml:7"), std::string::npos)
+      << m;
   m = end_def_error("        - {name: t3, interpolate_levels: {values: [20], coordinate: air_pressure}}\n");
-  EXPECT_NE(m.find("interpolation coordinate 'air_pressure' is not the level axis of field 't3' (depth, in m) (e.yaml:7"),
-            std::string::npos) << m;
+  EXPECT_NE(
+      m.find("interpolation coordinate 'air_pressure' is not the level axis of field 't3' (depth, in m) (e.yaml:7"),
+      std::string::npos)
+      << m;
   m = end_def_error("        - {name: uo, zoom: {i: [0, 12]}}\n");
-  EXPECT_NE(m.find("zoom i [0, 12], j [0, last] is outside grid 'atm' of 12 x 8 points (i, j from 0) (field 'uo') (e.yaml:7, key "
+  EXPECT_NE(m.find("zoom i [0, 12], j [0, last] is outside grid 'atm' of 12 x 8 points (i, j from 0) (field 'uo') "
+                   "(e.yaml:7, key "
                    "output.files[0] (f).fields[0] (uo).zoom)"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   m = end_def_error("        - {name: sc, zoom: {i: [0, 3]}}\n");
-  EXPECT_NE(m.find("an index zoom needs a 2-D grid; grid 'cells' (unstructured) has one dimension of 54 points"), std::string::npos) << m;
+  EXPECT_NE(m.find("an index zoom needs a 2-D grid; grid 'cells' (unstructured) has one dimension of 54 points"),
+            std::string::npos)
+      << m;
   m = end_def_error("        - {name: uo, zoom: {lat: [80, 85]}}\n");
-  EXPECT_NE(m.find("no point of grid 'atm' lies in the zoom box lon [0, 360], lat [80, 85] (field 'uo')"), std::string::npos) << m;
-  EXPECT_EQ(end_def_error("        - {name: uo, zoom: {lat: [0, 85]}}\n        - {name: sc, zoom: {lat: [0, 85]}}\n"), "no error");
+  EXPECT_NE(m.find("no point of grid 'atm' lies in the zoom box lon [0, 360], lat [80, 85] (field 'uo')"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(end_def_error("        - {name: uo, zoom: {lat: [0, 85]}}\n        - {name: sc, zoom: {lat: [0, 85]}}\n"),
+            "no error");
   // A box of an unstructured grid is known for the points of the rank's def_grid part only.
   if (etest::world_size() >= 2) {
     m = end_def_error("        - {name: sc, zoom: {lat: [0, 85]}}\n", false, true);
-    EXPECT_NE(m.find("of grid cells, which this rank's def_grid part does not hold, so whether the zoom keeps it is unknown"),
-              std::string::npos) << m;
+    EXPECT_NE(
+        m.find("of grid cells, which this rank's def_grid part does not hold, so whether the zoom keeps it is unknown"),
+        std::string::npos)
+        << m;
   }
   if (etest::world_size() >= 2) {  // server mode: servers and model ranks fail alike
     m = end_def_error("        - {name: t3, levels: [0, 3]}\n", true);
@@ -200,8 +231,10 @@ TEST(IoZoom, ValuesMatchSerialReference) {
         "        - {name: t3, output_name: t3sel, levels: [0, 2], precision: double}\n"
         "        - {name: t3, output_name: t3whole, zoom: {i: [0, 11]}, precision: double}\n"
         "    - name: idx\n      output_freq: 2h\n      fields:\n"
-        "        - {name: t3, zoom: {i: [2, 7], j: [1, 4]}, interpolate_levels: {values: [5, 10, 30, 125, 300]}, precision: double}\n"
-        "        - {name: t3, output_name: t3x, interpolate_levels: {values: [5, 30, 300], extrapolate: true}, precision: double}\n"
+        "        - {name: t3, zoom: {i: [2, 7], j: [1, 4]}, interpolate_levels: {values: [5, 10, 30, 125, 300]}, "
+        "precision: double}\n"
+        "        - {name: t3, output_name: t3x, interpolate_levels: {values: [5, 30, 300], extrapolate: true}, "
+        "precision: double}\n"
         "    - name: tri\n      output_freq: 2h\n      fields:\n"
         "        - {name: to, zoom: {lon: [100, 200], lat: [-30, 30]}, precision: double}\n"
 #ifdef ESTUARY_TEST_HAVE_MUPARSER
@@ -214,7 +247,8 @@ TEST(IoZoom, ValuesMatchSerialReference) {
         "    - name: cs\n      output_freq: 2h\n      fields:\n"
         "        - {name: sc, zoom: {lon: [300, 30], lat: [-20, 90]}, precision: double}\n"
         "    - name: mean\n      output_freq: 3h\n      fields:\n"
-        "        - {name: t3, operation: average, zoom: {lon: [170, -170]}, interpolate_levels: {values: [30, 125]}, precision: double}\n";
+        "        - {name: t3, operation: average, zoom: {lon: [170, -170]}, interpolate_levels: {values: [30, 125]}, "
+        "precision: double}\n";
     const io::OutputConfig cfg = io::OutputConfig::from_yaml_string(yaml, "zoom.yaml");
     const i64 nsteps = 6, nh = iotest::kNh, ntri = tri.size(), ncs = cs.size();
     {
@@ -269,9 +303,13 @@ TEST(IoZoom, ValuesMatchSerialReference) {
     // columns from the box's west edge eastwards, so 300, 330, 0, 30, 60 written as -60 .. 60.
     const std::vector<i64> cols = {10, 11, 0, 1, 2}, rows = {2, 3, 4, 5, 6};
     const i64 nb = static_cast<i64>(cols.size() * rows.size());
-    auto box_point = [&](i64 q) { return rows[static_cast<std::size_t>(q / 5)] * iotest::kNx + cols[static_cast<std::size_t>(q % 5)]; };
-    io::Reader rb(dir + "/box.nc", MPI_COMM_WORLD), ri(dir + "/idx.nc", MPI_COMM_WORLD), rm(dir + "/mean.nc", MPI_COMM_WORLD);
-    io::Reader rt(dir + "/tri.nc", MPI_COMM_WORLD), rc(dir + "/cs.nc", MPI_COMM_WORLD), rg(dir + "/gau.nc", MPI_COMM_WORLD);
+    auto box_point = [&](i64 q) {
+      return rows[static_cast<std::size_t>(q / 5)] * iotest::kNx + cols[static_cast<std::size_t>(q % 5)];
+    };
+    io::Reader rb(dir + "/box.nc", MPI_COMM_WORLD), ri(dir + "/idx.nc", MPI_COMM_WORLD),
+        rm(dir + "/mean.nc", MPI_COMM_WORLD);
+    io::Reader rt(dir + "/tri.nc", MPI_COMM_WORLD), rc(dir + "/cs.nc", MPI_COMM_WORLD),
+        rg(dir + "/gau.nc", MPI_COMM_WORLD);
     // The Gaussian grid (16 x 10, longitudes i * 22.5): columns 4..8 (90 .. 180), the rows whose
     // Gaussian latitude is within 50 degrees, with 1-D axes as for a lon-lat grid.
     std::vector<i64> grows;
@@ -280,17 +318,23 @@ TEST(IoZoom, ValuesMatchSerialReference) {
     ASSERT_GE(grows.size(), 2u);
     const i64 ngr = static_cast<i64>(grows.size());
     bad += check(rg, "lon", -1, 5, [&](i64 q) { return 90.0 + 22.5 * static_cast<double>(q); });
-    bad += check(rg, "lat", -1, ngr, [&](i64 q) { return gau_all.lat[static_cast<std::size_t>(grows[static_cast<std::size_t>(q)] * 16)]; });
+    bad += check(rg, "lat", -1, ngr,
+                 [&](i64 q) { return gau_all.lat[static_cast<std::size_t>(grows[static_cast<std::size_t>(q)] * 16)]; });
     ASSERT_EQ(rb.records(), 3);
     ASSERT_EQ(rm.records(), 2);
     bad += check(rb, "lon", -1, 5, [&](i64 q) { return -60.0 + 30.0 * static_cast<double>(q); });
-    bad += check(rb, "lat", -1, 5, [&](i64 q) { return -90.0 + 22.5 * (static_cast<double>(rows[static_cast<std::size_t>(q)]) + 0.5); });
-    bad += check(rb, "lon_bnds", -1, 10, [&](i64 q) { return -75.0 + 30.0 * static_cast<double>(q / 2) + 30.0 * static_cast<double>(q % 2); });
+    bad += check(rb, "lat", -1, 5,
+                 [&](i64 q) { return -90.0 + 22.5 * (static_cast<double>(rows[static_cast<std::size_t>(q)]) + 0.5); });
+    bad += check(rb, "lon_bnds", -1, 10,
+                 [&](i64 q) { return -75.0 + 30.0 * static_cast<double>(q / 2) + 30.0 * static_cast<double>(q % 2); });
     const double t3_fill = kNaN;
     auto t3v = [&](i64 g, i64 k) { return t3_masked(g) ? t3_fill : t3(g, k); };
     for (i64 rec = 0; rec < 3; ++rec) {
       const i64 k = 2 * (rec + 1);
-      bad += check(rb, "uo", rec, nb, [&](i64 q) { const i64 g = box_point(q); return uo_masked(g) ? kNaN : uo(g, k); });
+      bad += check(rb, "uo", rec, nb, [&](i64 q) {
+        const i64 g = box_point(q);
+        return uo_masked(g) ? kNaN : uo(g, k);
+      });
       bad += check(rb, "t3sel", rec, 2 * nb, [&](i64 q) { return t3v((q / nb) * 2 * nh + box_point(q % nb), k); });
       // A field's own zoom over the file's: all columns, every level.
       bad += check(rb, "t3whole", rec, 3 * nh, [&](i64 q) { return t3v(q, k); });
@@ -315,7 +359,8 @@ TEST(IoZoom, ValuesMatchSerialReference) {
           const double lon = std::fmod(tri_all.lon[static_cast<std::size_t>(g)] + 720.0, 360.0);
           const double lat = tri_all.lat[static_cast<std::size_t>(g)];
           if (lon < w || lon > e || lat < s || lat > n) continue;
-          r[0] = std::min(r[0], g % 16), r[1] = std::max(r[1], g % 16), r[2] = std::min(r[2], g / 16), r[3] = std::max(r[3], g / 16);
+          r[0] = std::min(r[0], g % 16), r[1] = std::max(r[1], g % 16), r[2] = std::min(r[2], g / 16),
+          r[3] = std::max(r[3], g / 16);
         }
         return std::vector<i64>(r, r + 4);
       };
@@ -324,25 +369,30 @@ TEST(IoZoom, ValuesMatchSerialReference) {
       ASSERT_GE(box[1], i0);
       const i64 ni = box[1] - i0 + 1, nj = box[3] - j0 + 1;
       bad += check(rt, "to", rec, ni * nj, [&](i64 q) { return uo((j0 + q / ni) * 16 + i0 + q % ni, k); });
-      bad += check(rt, "lon", -1, ni * nj, [&](i64 q) { return tri_all.lon[static_cast<std::size_t>((j0 + q / ni) * 16 + i0 + q % ni)]; });
+      bad += check(rt, "lon", -1, ni * nj,
+                   [&](i64 q) { return tri_all.lon[static_cast<std::size_t>((j0 + q / ni) * 16 + i0 + q % ni)]; });
 #ifdef ESTUARY_TEST_HAVE_MUPARSER
       {
         io::Reader rt2(dir + "/tri2.nc", MPI_COMM_WORLD);
         const std::vector<i64> b2 = rectangle(150, 250, -20, 40);
         ASSERT_GE(b2[1], b2[0]);
         const i64 n2i = b2[1] - b2[0] + 1, n2j = b2[3] - b2[2] + 1;
-        bad += check(rt2, "to2", rec, n2i * n2j, [&](i64 q) { return 2 * uo((b2[2] + q / n2i) * 16 + b2[0] + q % n2i, k) + 1; });
+        bad += check(rt2, "to2", rec, n2i * n2j,
+                     [&](i64 q) { return 2 * uo((b2[2] + q / n2i) * 16 + b2[0] + q % n2i, k) + 1; });
       }
 #endif
-      bad += check(rg, "tg", rec, 5 * ngr, [&](i64 q) { return uo(grows[static_cast<std::size_t>(q / 5)] * 16 + 4 + q % 5, k); });
+      bad += check(rg, "tg", rec, 5 * ngr,
+                   [&](i64 q) { return uo(grows[static_cast<std::size_t>(q / 5)] * 16 + 4 + q % 5, k); });
       // The cubed sphere: the points inside the box, in grid order.
       std::vector<i64> inside;
       for (i64 g = 0; g < ncs; ++g) {
-        const double lon = std::fmod(cs_all.lon[static_cast<std::size_t>(g)] + 720.0, 360.0), lat = cs_all.lat[static_cast<std::size_t>(g)];
+        const double lon = std::fmod(cs_all.lon[static_cast<std::size_t>(g)] + 720.0, 360.0),
+                     lat = cs_all.lat[static_cast<std::size_t>(g)];
         if ((lon >= 300 || lon <= 30) && lat >= -20) inside.push_back(g);
       }
       ASSERT_FALSE(inside.empty());
-      bad += check(rc, "sc", rec, static_cast<i64>(inside.size()), [&](i64 q) { return t3(inside[static_cast<std::size_t>(q)], k); });
+      bad += check(rc, "sc", rec, static_cast<i64>(inside.size()),
+                   [&](i64 q) { return t3(inside[static_cast<std::size_t>(q)], k); });
       bad += check(rc, "lat", -1, static_cast<i64>(inside.size()),
                    [&](i64 q) { return cs_all.lat[static_cast<std::size_t>(inside[static_cast<std::size_t>(q)])]; });
     }

@@ -184,8 +184,8 @@ PyDict xios_dict(const eio::OutputConfig& c, const eio::XiosXmlInfo& info) {
       }
       v["zoom"] = x.zoom.kind == Kind::none ? nb::object(nb::none()) : nb::object(zoom);
       v["levels"] = x.level_indices.empty() ? nb::object(nb::none()) : nb::cast(x.level_indices);
-      v["interpolate_levels"] = x.interpolate_levels.values.empty() ? nb::object(nb::none())
-                                                                    : nb::cast(x.interpolate_levels.values);
+      v["interpolate_levels"] =
+          x.interpolate_levels.values.empty() ? nb::object(nb::none()) : nb::cast(x.interpolate_levels.values);
       if (k < info.fields.size()) {
         v["grid_ref"] = info.fields[k].grid_ref;
         v["domain_ref"] = info.fields[k].domain_ref;

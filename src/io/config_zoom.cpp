@@ -102,7 +102,8 @@ void yaml_field_levels_and_zoom(const YamlFile& doc, const YAML::Node& v, const 
       fd.interpolate_levels.values.push_back(d);
     }
     if (const YAML::Node c = ip["coordinate"]) fd.interpolate_levels.coordinate = doc.scalar(c, key + ".coordinate");
-    if (const YAML::Node e = ip["extrapolate"]) fd.interpolate_levels.extrapolate = doc.boolean(e, key + ".extrapolate");
+    if (const YAML::Node e = ip["extrapolate"])
+      fd.interpolate_levels.extrapolate = doc.boolean(e, key + ".extrapolate");
     fd.levels_origin = doc.where(ip, key);
   }
   if (lev || ip) {

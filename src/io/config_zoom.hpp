@@ -17,8 +17,8 @@ FieldConfig::Zoom yaml_zoom(const estuary::detail::config::YamlFile& doc, const 
 
 // The field entry `v`'s zoom, levels and interpolate_levels (at key prefix `q`) into `fd`;
 // `file_zoom` (with its place) is the zoom of fields that give none.
-void yaml_field_levels_and_zoom(const estuary::detail::config::YamlFile& doc, const YAML::Node& v,
-                                const std::string& q, const FieldConfig::Zoom& file_zoom,
-                                const std::string& file_zoom_origin, FieldConfig& fd);
+void yaml_field_levels_and_zoom(const estuary::detail::config::YamlFile& doc, const YAML::Node& v, const std::string& q,
+                                const FieldConfig::Zoom& file_zoom, const std::string& file_zoom_origin,
+                                FieldConfig& fd);
 
 }  // namespace estuary::io::detail

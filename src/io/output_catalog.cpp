@@ -187,8 +187,9 @@ void Output::Impl::plan_vars() {
     for (std::size_t k = 0; k < fc.fields.size(); ++k) {
       const FieldConfig& fd = fc.fields[k];
       auto it = std::find_if(fields.begin(), fields.end(), [&](const FieldInfo& f) { return f.def.name == fd.name; });
-      const std::string where = !fd.origin.empty() ? fd.origin
-                                                   : "config " + cfg.source + ", file " + fc.name + ", key fields[" + std::to_string(k) + "]";
+      const std::string where =
+          !fd.origin.empty() ? fd.origin
+                             : "config " + cfg.source + ", file " + fc.name + ", key fields[" + std::to_string(k) + "]";
       if (it == fields.end())
         throw Error("field '" + fd.name + "' is not declared by the model", fd.origin.empty() ? where + ".name" : where,
                     "declare it with def_field or remove it from the file");
@@ -254,7 +255,8 @@ void Output::Impl::plan_vars() {
         located.origin = "config " + cfg.source + ", file " + fc.name + ", key fields[" + std::to_string(k) + "]";
       v.lmap = detail::level_map(located, info.def.levels, info.def.level_units);
       v.level_values = v.lmap.values.empty() ? info.def.levels : v.lmap.values;
-      v.weigh = v.lmap.interpolated || std::any_of(v.lmap.fill.begin(), v.lmap.fill.end(), [](char c) { return c != 0; });
+      v.weigh =
+          v.lmap.interpolated || std::any_of(v.lmap.fill.begin(), v.lmap.fill.end(), [](char c) { return c != 0; });
       if (v.grid != info.grid || !v.lmap.values.empty()) {
         // A view of the field: its own transfer(s) into the zoomed, level-selected array.
         const i64 n = static_cast<i64>(std::max<std::size_t>(1, v.level_values.size())) *
@@ -323,8 +325,11 @@ void Output::Impl::build_transfers() {
   // A field every variable of which is a view (zoom, levels) is never sent whole: no Redist of
   // the whole field (every rank knows the variables, so all skip alike).
   std::vector<char> whole_used(fields.size(), 0), viewed(fields.size(), 0);
-  for (const Var& v : vars)
-    if (v.field >= 0) (transfers[static_cast<std::size_t>(v.transfer)].view ? viewed : whole_used)[static_cast<std::size_t>(v.field)] = 1;
+  for (const Var& v : vars) {
+    if (v.field < 0) continue;
+    std::vector<char>& used = transfers[static_cast<std::size_t>(v.transfer)].view ? viewed : whole_used;
+    used[static_cast<std::size_t>(v.field)] = 1;
+  }
   for (std::size_t t = 0; t < transfers.size(); ++t) {
     Transfer& tr = transfers[t];
     if (t < fields.size() && viewed[t] && !whole_used[t]) continue;

@@ -161,7 +161,8 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
       // (1-D coordinate variables of a rectilinear grid need no attribute: they share its dims).
       std::string sfx = v.dim_names.back();
       sfx = sfx.substr(sfx.find('_') == std::string::npos ? sfx.size() : sfx.find('_'));
-      if (!grids[static_cast<std::size_t>(v.grid)].rectilinear) w.put_att(v.ncvar, "coordinates", "lon" + sfx + " lat" + sfx);
+      if (!grids[static_cast<std::size_t>(v.grid)].rectilinear)
+        w.put_att(v.ncvar, "coordinates", "lon" + sfx + " lat" + sfx);
       w.put_att(v.ncvar, "online_operation", name_of(v.op));
       static const std::map<Operation, std::string> cm = {{Operation::average, "time: mean"},
                                                           {Operation::minimum, "time: minimum"},

@@ -117,10 +117,11 @@ inline std::string describe(const OutputConfig& c) {
       << f.split_freq.seconds << '/' << f.split_freq.months << ' '
       << static_cast<int>(f.format) << ':';
     for (const FieldConfig& x : f.fields)
-      o << ' ' << x.name << '>' << x.variable() << '/' << static_cast<int>(x.operation) << '/' << static_cast<int>(x.precision) << '/'
-        << x.deflate << '/' << x.sampling_freq_s << '/' << static_cast<int>(x.quantize) << '/' << x.significant << '/'
-        << x.zstd << '/' << x.expr << '/' << detail::describe(x.zoom) << '/' << x.level_indices.size() << '/'
-        << x.interpolate_levels.values.size() << '/' << x.interpolate_levels.extrapolate;
+      o << ' ' << x.name << '>' << x.variable() << '/' << static_cast<int>(x.operation) << '/'
+        << static_cast<int>(x.precision) << '/' << x.deflate << '/' << x.sampling_freq_s << '/'
+        << static_cast<int>(x.quantize) << '/' << x.significant << '/' << x.zstd << '/' << x.expr << '/'
+        << detail::describe(x.zoom) << '/' << x.level_indices.size() << '/' << x.interpolate_levels.values.size() << '/'
+        << x.interpolate_levels.extrapolate;
     o << '\n';
   }
   return o.str();
@@ -152,13 +153,14 @@ struct GridInfo {
   // zoomed grid, with those points' coordinates and mask).
   int parent = -1;
   FieldConfig::Zoom zoom;
-  std::string zoom_error;       // why the zoom does not apply to the parent ("": it does)
-  std::vector<i64> ipos, jpos;  // 2-D zooms: each parent column's zoomed column (-1: left out), rows alike
+  std::string zoom_error;                 // why the zoom does not apply to the parent ("": it does)
+  std::vector<i64> ipos, jpos;            // 2-D zooms: each parent column's zoomed column (-1: left out), rows alike
   std::unordered_map<i64, i64> renumber;  // model side, 1-D zooms: parent point -> zoomed point
   // The zoomed point of parent point p (-1: outside the zoom). Model side for 1-D zooms.
   i64 zoomed(i64 p, const GridInfo& par) const {
     if (!ipos.empty()) {
-      const i64 c = ipos[static_cast<std::size_t>(p % par.dims[0])], r = jpos[static_cast<std::size_t>(p / par.dims[0])];
+      const i64 c = ipos[static_cast<std::size_t>(p % par.dims[0])],
+                r = jpos[static_cast<std::size_t>(p / par.dims[0])];
       return c < 0 || r < 0 ? -1 : r * dims[0] + c;
     }
     auto it = renumber.find(p);
@@ -200,7 +202,8 @@ struct Var {
   int file = 0;
   std::string name;
   int field = -1;               // FieldInfo index, or -1 for a coordinate
-  int grid = -1, coord = -1;    // horizontal grid (a zoomed one for a zoomed field); coordinates: kind (0 lon, 1 lat, 2/3 bounds)
+  // The horizontal grid (a zoomed one for a zoomed field); coordinates: kind (0 lon, 1 lat, 2/3 bounds).
+  int grid = -1, coord = -1;
   std::string standard_name, long_name, units;  // fields: from the file's config, else the FieldDef
   int transfer = -1;
   // Written levels (fields): the field's, or a selection or interpolation of them (`lmap`, set
@@ -208,7 +211,7 @@ struct Var {
   // `transfer` and the upper's in `transfer2`; the writers weigh them (io/zoom.hpp, LevelMap).
   std::vector<double> level_values;
   detail::LevelMap lmap;
-  bool weigh = false;           // writers apply lmap (interpolation or fill levels)
+  bool weigh = false;  // writers apply lmap (interpolation or fill levels)
   int transfer2 = -1;
   std::vector<double> weighed;  // writers: the slab after the weights
   std::vector<i64> shape;       // without time

@@ -242,7 +242,7 @@ class XiosReader {
   };
   GridParts grid_parts(const std::string& spec);
   struct Walk {
-    std::string root;                       // the id the chain of *_ref ends at
+    std::string root;                        // the id the chain of *_ref ends at
     std::vector<pugi::xml_node> transforms;  // child elements met on the way (zoom_domain, ...)
     std::vector<pugi::xml_node> holders;     // the element holding each transformation
   };
@@ -828,11 +828,14 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
         const std::string attr = it->node.attribute("grid_ref")     ? "grid_ref"
                                  : it->node.attribute("domain_ref") ? "domain_ref"
                                                                     : "axis_ref";
-        const std::string what = "a grid other than the referenced field's (an XIOS grid transformation) is not supported";
-        std::optional<std::string> why = view_origin.empty() ? map_grid(g, it->grid, view)
-                                                             : std::optional<std::string>("one transformation a field at most");
-        if (why) return unsupported(it->node, attr, why->empty() ? what : what + ": " + *why,
-                                    "output the field on the grid the model gives it, a zoom of it or levels of its axis");
+        const std::string what =
+            "a grid other than the referenced field's (an XIOS grid transformation) is not supported";
+        std::optional<std::string> why = view_origin.empty()
+                                             ? map_grid(g, it->grid, view)
+                                             : std::optional<std::string>("one transformation a field at most");
+        if (why)
+          return unsupported(it->node, attr, why->empty() ? what : what + ": " + *why,
+                             "output the field on the grid the model gives it, a zoom of it or levels of its axis");
         view_origin = where(it->node, attr);
       }
       if (g.empty()) {
@@ -1094,7 +1097,8 @@ std::optional<std::string> XiosReader::map_grid(const std::string& base, const s
   if (bd != td) return std::string("one grid has a domain and the other not");
   if (bd) {
     const Walk wb = walk(b.domain, b.domain_ref, "domain"), wt = walk(t.domain, t.domain_ref, "domain");
-    if (!wb.transforms.empty()) return "the referenced field's domain is itself transformed (" + where(wb.transforms[0]) + ")";
+    if (!wb.transforms.empty())
+      return "the referenced field's domain is itself transformed (" + where(wb.transforms[0]) + ")";
     if (wb.root != wt.root) return "domain '" + wt.root + "' is not a zoom of domain '" + wb.root + "'";
     for (pugi::xml_node c : wt.transforms) {
       const std::string tag = c.name();
@@ -1120,7 +1124,8 @@ std::optional<std::string> XiosReader::map_grid(const std::string& base, const s
   pugi::xml_node axis_at;  // the axis transformation read
   if (ba) {
     const Walk wb = walk(b.axis, b.axis_ref, "axis"), wt = walk(t.axis, t.axis_ref, "axis");
-    if (!wb.transforms.empty()) return "the referenced field's axis is itself transformed (" + where(wb.transforms[0]) + ")";
+    if (!wb.transforms.empty())
+      return "the referenced field's axis is itself transformed (" + where(wb.transforms[0]) + ")";
     if (wb.root != wt.root) return "axis '" + wt.root + "' is not made from axis '" + wb.root + "'";
     if (wt.transforms.size() > 1) return "more than one transformation of an axis (" + where(wt.transforms[1]) + ")";
     for (std::size_t k = 0; k < wt.transforms.size(); ++k) {
@@ -1128,18 +1133,22 @@ std::optional<std::string> XiosReader::map_grid(const std::string& base, const s
       const std::string tag = c.name();
       axis_at = c;
       if (tag == "zoom_axis" || tag == "extract_axis") {
-        if (c.attribute("index")) return "<" + tag + " index=...> is not supported (" + where(c, "index") + "): give begin and n";
+        if (c.attribute("index"))
+          return "<" + tag + " index=...> is not supported (" + where(c, "index") + "): give begin and n";
         if (!c.attribute("n")) return "<" + tag + "> without n (" + where(c) + ")";
         const long long b0 = integer_attr(c, "begin", 0), n = integer_attr(c, "n", 0);
         if (n == 0) fail(c, "n", "an empty zoom of an axis");
         for (long long i = 0; i < n; ++i) view.level_indices.push_back(b0 + i);
       } else if (tag == "interpolate_axis") {
         const std::string type = trim(c.attribute("type").value());
-        if (!type.empty() && type != "polynomial") return "interpolate_axis type '" + type + "' is not supported (" + where(c, "type") + ")";
+        if (!type.empty() && type != "polynomial")
+          return "interpolate_axis type '" + type + "' is not supported (" + where(c, "type") + ")";
         if (trim(c.attribute("order").value()) != "1")
-          return "interpolate_axis of order other than 1 is not supported (" + where(c, "order") + "): give order=\"1\"";
+          return "interpolate_axis of order other than 1 is not supported (" + where(c, "order") +
+                 "): give order=\"1\"";
         if (c.attribute("coordinate") || c.attribute("coordinate_src") || c.attribute("coordinate_dst"))
-          return "interpolation in another field's values (coordinate) is not supported (" + where(c, "coordinate") + ")";
+          return "interpolation in another field's values (coordinate) is not supported (" + where(c, "coordinate") +
+                 ")";
         const pugi::xml_node axis = wt.holders[k];
         bool ok = false;
         view.interpolate_levels.values = xios_array(axis.attribute("value").value(), ok);

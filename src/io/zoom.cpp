@@ -51,7 +51,8 @@ void check_levels(const FieldConfig& f, const std::string& where) {
     throw Error("levels and interpolate_levels together", where,
                 "select levels by index (levels) or interpolate to values (interpolate_levels), not both");
   for (std::size_t k = 0; k < f.level_indices.size(); ++k) {
-    if (f.level_indices[k] < 0) throw Error("level index " + std::to_string(f.level_indices[k]) + " is negative", where);
+    if (f.level_indices[k] < 0)
+      throw Error("level index " + std::to_string(f.level_indices[k]) + " is negative", where);
     if (k > 0 && f.level_indices[k] <= f.level_indices[k - 1])
       throw Error("level indices are not strictly increasing (" + std::to_string(f.level_indices[k - 1]) + " then " +
                       std::to_string(f.level_indices[k]) + ")",
@@ -60,7 +61,8 @@ void check_levels(const FieldConfig& f, const std::string& where) {
   const std::vector<double>& v = f.interpolate_levels.values;
   for (std::size_t k = 2; k < v.size(); ++k)
     if ((v[k] - v[k - 1]) * (v[1] - v[0]) <= 0)
-      throw Error("interpolation values are not strictly monotonic", where, "list the values in increasing (or decreasing) order");
+      throw Error("interpolation values are not strictly monotonic", where,
+                  "list the values in increasing (or decreasing) order");
   if (v.size() == 2 && v[0] == v[1]) throw Error("interpolation values are not strictly monotonic", where);
 }
 
@@ -108,14 +110,17 @@ LevelMap level_map(const FieldConfig& fc, const std::vector<double>& levels, con
   if (!ip.coordinate.empty() && ip.coordinate != axis && ip.coordinate != "lev")
     throw Error("interpolation coordinate '" + ip.coordinate + "' is not the level axis of " + field + " (" + axis +
                     ", in " + units + ")",
-                where, "interpolate in the field's own levels (coordinate: " + axis + "); another field as the coordinate is not supported");
+                where,
+                "interpolate in the field's own levels (coordinate: " + axis +
+                    "); another field as the coordinate is not supported");
   if (n < 2)
-    throw Error("interpolation of " + field + ", which has " + std::to_string(n) + (n == 1 ? " level" : " levels"), where,
-                "interpolate a field of two levels or more");
+    throw Error("interpolation of " + field + ", which has " + std::to_string(n) + (n == 1 ? " level" : " levels"),
+                where, "interpolate a field of two levels or more");
   const double dir = levels[1] - levels[0];
   for (std::size_t k = 1; k < levels.size(); ++k)
     if (!((levels[k] - levels[k - 1]) * dir > 0))
-      throw Error("the levels of " + field + " are not strictly monotonic, so there is no interpolation in them", where);
+      throw Error("the levels of " + field + " are not strictly monotonic, so there is no interpolation in them",
+                  where);
   for (double x : ip.values) {
     // The segment [j, j+1] holding x, in the levels' own order; an exact level is taken as it is.
     std::int64_t j = -1, exact = -1;
@@ -239,7 +244,8 @@ void Output::Impl::make_zoom_grids() {
       if (fd.zoom.kind == Kind::none) continue;
       const auto g = grid_of.find(fd.name);
       if (g != grid_of.end())
-        needed.insert({g->second, static_cast<std::size_t>(std::find(zooms.begin(), zooms.end(), fd.zoom) - zooms.begin())});
+        needed.insert(
+            {g->second, static_cast<std::size_t>(std::find(zooms.begin(), zooms.end(), fd.zoom) - zooms.begin())});
     }
   const std::size_t ngrids = grids.size();
   for (std::size_t gi = 0; gi < ngrids; ++gi)
@@ -259,9 +265,11 @@ void Output::Impl::make_zoom_grids() {
                                       : std::to_string(par.global_size) + " points";
       if (zm.kind == Kind::index) {
         if (!two_d) {
-          z.zoom_error = "an index zoom needs a 2-D grid; " + grid + " (" + name_of(par.kind) + ") has one dimension of " + shape;
+          z.zoom_error =
+              "an index zoom needs a 2-D grid; " + grid + " (" + name_of(par.kind) + ") has one dimension of " + shape;
         } else if (!index_range(zm.i0, zm.i1, par.dims[0], z.ipos) || !index_range(zm.j0, zm.j1, par.dims[1], z.jpos)) {
-          z.zoom_error = "zoom " + detail::describe(zm) + " is outside " + grid + " of " + shape + " points (i, j from 0)";
+          z.zoom_error =
+              "zoom " + detail::describe(zm) + " is outside " + grid + " of " + shape + " points (i, j from 0)";
         }
         if (z.zoom_error.empty() && par.rectilinear) {
           z.rectilinear = true;
@@ -282,7 +290,8 @@ void Output::Impl::make_zoom_grids() {
         }
         std::sort(cols.begin(), cols.end());
         z.ipos.assign(par.axis_lon.size(), -1);
-        for (std::size_t k = 0; k < cols.size(); ++k) z.ipos[static_cast<std::size_t>(cols[k].second)] = static_cast<i64>(k);
+        for (std::size_t k = 0; k < cols.size(); ++k)
+          z.ipos[static_cast<std::size_t>(cols[k].second)] = static_cast<i64>(k);
         z.jpos.assign(par.axis_lat.size(), -1);
         i64 rows = 0;
         for (std::size_t j = 0; j < par.axis_lat.size(); ++j)
@@ -294,8 +303,8 @@ void Output::Impl::make_zoom_grids() {
         // A curvilinear grid: the smallest index rectangle holding every point in the box (as
         // XIOS's zoom keeps index ranges); its other points are written as they are.
         const i64 nx = par.dims[0];
-        i64 r[4] = {std::numeric_limits<i64>::min(), std::numeric_limits<i64>::min(),
-                    std::numeric_limits<i64>::min(), std::numeric_limits<i64>::min()};  // max i, max j, max -i, max -j
+        i64 r[4] = {std::numeric_limits<i64>::min(), std::numeric_limits<i64>::min(), std::numeric_limits<i64>::min(),
+                    std::numeric_limits<i64>::min()};  // max i, max j, max -i, max -j
         for (std::size_t k = 0; k < par.points.size(); ++k) {
           double off = 0;
           if (!detail::lon_in_box(zm, par.lon[k], off) || !detail::lat_in_box(zm, par.lat[k])) continue;
@@ -305,7 +314,8 @@ void Output::Impl::make_zoom_grids() {
           r[2] = std::max(r[2], -i);
           r[3] = std::max(r[3], -j);
         }
-        estuary::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, r, 4, MPI_INT64_T, MPI_MAX, model_comm), "MPI_Allreduce");
+        estuary::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, r, 4, MPI_INT64_T, MPI_MAX, model_comm),
+                                   "MPI_Allreduce");
         if (r[0] >= 0) {
           index_range(-r[2], r[0], nx, z.ipos);
           index_range(-r[3], r[1], par.dims[1], z.jpos);
@@ -335,7 +345,7 @@ void Output::Impl::renumber_box(const GridInfo& par, GridInfo& z) {
   const i64 n = par.global_size;
   const auto [lo, hi] = detail::slab_range(n, p, r);
   RedistOptions opt;
-  opt.plan.missing = MissingPolicy::fill;            // a point no rank holds: outside (0)
+  opt.plan.missing = MissingPolicy::fill;             // a point no rank holds: outside (0)
   opt.plan.duplicate = DuplicatePolicy::lowest_rank;  // halo points: one flag
   const Decomp mine = Decomp::indices(n, par.points), slab = Decomp::stripes(n, {{lo, hi - lo, 1}});
   std::vector<double> flag(par.points.size()), number(static_cast<std::size_t>(hi - lo));
@@ -344,7 +354,8 @@ void Output::Impl::renumber_box(const GridInfo& par, GridInfo& z) {
     flag[k] = detail::lon_in_box(z.zoom, par.lon[k], off) && detail::lat_in_box(z.zoom, par.lat[k]) ? 1.0 : 0.0;
   }
   Redist(mine, slab, model_comm, opt)
-      .run({Field(Type::f64, flag.data(), static_cast<i64>(flag.size()), number.data(), static_cast<i64>(number.size()))});
+      .run({Field(Type::f64, flag.data(), static_cast<i64>(flag.size()), number.data(),
+                  static_cast<i64>(number.size()))});
   i64 count = 0;
   for (double& x : number) x = x != 0 ? static_cast<double>(count++) : -1.0;
   i64 base = 0, total = 0;
@@ -355,7 +366,8 @@ void Output::Impl::renumber_box(const GridInfo& par, GridInfo& z) {
     if (x >= 0) x += static_cast<double>(base);
   RedistOptions back;
   Redist(slab, mine, model_comm, back)
-      .run({Field(Type::f64, number.data(), static_cast<i64>(number.size()), flag.data(), static_cast<i64>(flag.size()))});
+      .run({Field(Type::f64, number.data(), static_cast<i64>(number.size()), flag.data(),
+                  static_cast<i64>(flag.size()))});
   for (std::size_t k = 0; k < par.points.size(); ++k)
     if (flag[k] >= 0) z.renumber[par.points[k]] = static_cast<i64>(flag[k]);
   z.dims = {total};
@@ -369,7 +381,8 @@ int Output::Impl::zoom_grid_of(int g, const FieldConfig& fd, const std::string& 
     if (z.parent != g || !(z.zoom == fd.zoom)) continue;
     if (!z.zoom_error.empty())
       throw Error(z.zoom_error + " (field '" + fd.name + "')", where,
-                  "give a zoom within the grid: a lon-lat box {lon: [w, e], lat: [s, n]} or 0-based index ranges {i: [i0, i1], j: [j0, j1]}");
+                  "give a zoom within the grid: a lon-lat box {lon: [w, e], lat: [s, n]} or 0-based index ranges {i: "
+                  "[i0, i1], j: [j0, j1]}");
     return static_cast<int>(k);
   }
   throw Error("no zoomed grid for zoom " + detail::describe(fd.zoom) + " of field '" + fd.name + "'", where,
@@ -385,8 +398,8 @@ void Output::Impl::plan_views() {
     const GridInfo& hz = grids[static_cast<std::size_t>(v.grid)];
     const bool zoomed = v.grid != f.grid;
     std::unordered_set<i64> held;  // 1-D zooms: the parent points of this rank's grid part
-    const std::vector<i64> idx = transfers[static_cast<std::size_t>(v.transfer)].view ? f.def.decomp.to_indices()
-                                                                                     : std::vector<i64>{};
+    const std::vector<i64> idx =
+        transfers[static_cast<std::size_t>(v.transfer)].view ? f.def.decomp.to_indices() : std::vector<i64>{};
     for (int side = 0; side < 2; ++side) {
       if (ts[side] < 0 || !transfers[static_cast<std::size_t>(ts[side])].view) continue;
       Transfer& tr = transfers[static_cast<std::size_t>(ts[side])];
@@ -399,7 +412,8 @@ void Output::Impl::plan_views() {
         for (std::size_t l = 0; l < nsrc; ++l) feeds[l].push_back(static_cast<i64>(l));
       } else {
         const std::vector<i64>& src = side == 0 ? v.lmap.lo : v.lmap.hi;
-        for (std::size_t k = 0; k < src.size(); ++k) feeds[static_cast<std::size_t>(src[k])].push_back(static_cast<i64>(k));
+        for (std::size_t k = 0; k < src.size(); ++k)
+          feeds[static_cast<std::size_t>(src[k])].push_back(static_cast<i64>(k));
       }
       for (std::size_t i = 0; i < idx.size(); ++i) {
         const i64 lev = idx[i] / par.global_size, pt = idx[i] % par.global_size;
@@ -429,7 +443,8 @@ const std::vector<double>& Output::Impl::slab_of(Var& v) {
   if (!v.weigh) return tr.slab;
   // Interpolated levels: w_lo * lower + w_hi * upper, the fill value where a level lies outside
   // the field's (without extrapolation) or where a weighed value is the fill value (masked).
-  const std::vector<double>* upper = v.transfer2 >= 0 ? &transfers[static_cast<std::size_t>(v.transfer2)].slab : nullptr;
+  const std::vector<double>* upper =
+      v.transfer2 >= 0 ? &transfers[static_cast<std::size_t>(v.transfer2)].slab : nullptr;
   const i64 gsize = grids[static_cast<std::size_t>(v.grid)].global_size;
   v.weighed.resize(tr.slab.size());
   for (std::size_t e = 0; e < tr.slab.size(); ++e) {
