@@ -140,6 +140,13 @@ module estuary
     real(c_double) :: data_output_cost = 0     ! CPMIP, a fraction: (core-hours with output - without) / without
     real(c_double) :: data_intensity = 0       ! CPMIP: GB written per core-hour
   end type estuary_io_report_type
+  !> One rank's I/O counters (est_io_stats, estuary::io::IoStats), from estuary_io_stats.
+  type, bind(c), public :: estuary_io_stats_type
+    integer(c_int64_t) :: records_handed_over = 0, records_written = 0, bytes_written = 0, files_created = 0
+    real(c_double) :: write_s = 0, transfer_s = 0, model_io_s = 0
+    real(c_double) :: derived_s = 0  ! model side, part of model_io_s: derived fields (expr:)
+  end type estuary_io_stats_type
+  public :: estuary_io_stats
   public :: estuary_io_open, estuary_io_open_xios, estuary_io_is_server, estuary_io_model_comm, estuary_io_serve, &
             estuary_io_def_grid, estuary_io_def_field, estuary_io_enddef, estuary_io_write, &
             estuary_io_flush, estuary_io_close, estuary_io_free, estuary_io_reader_open, &
@@ -512,6 +519,12 @@ module estuary
       type(c_ptr), value :: io
       integer(c_int) :: rc
     end function est_io_close
+    function est_io_get_stats(io, out) bind(c, name='est_io_get_stats') result(rc)
+      import :: c_int, c_ptr, estuary_io_stats_type
+      type(c_ptr), value :: io
+      type(estuary_io_stats_type), intent(out) :: out
+      integer(c_int) :: rc
+    end function est_io_get_stats
     function est_io_get_report(io, run_s, run_without_io_s, out) bind(c, name='est_io_get_report') result(rc)
       import :: c_int, c_double, c_ptr, estuary_io_report_type
       type(c_ptr), value :: io
@@ -2182,6 +2195,14 @@ contains
     if (present(run_without_io_s)) without = real(run_without_io_s, c_double)
     ierror = c_result(est_io_get_report(io%ptr, run, without, report))
   end subroutine estuary_io_report
+
+  !> This rank's I/O counters (not collective): records, bytes, times (derived_s among them).
+  subroutine estuary_io_stats(io, stats, ierror)
+    type(estuary_io), intent(in) :: io
+    type(estuary_io_stats_type), intent(out) :: stats
+    integer, intent(out) :: ierror
+    ierror = c_result(est_io_get_stats(io%ptr, stats))
+  end subroutine estuary_io_stats
 
   !> Closes if needed and frees the Output (collective); io is null after.
   subroutine estuary_io_free(io)

@@ -302,6 +302,7 @@ int est_io_close(est_io io);
 typedef struct est_io_stats {
   int64_t records_handed_over, records_written, bytes_written, files_created;
   double write_s, transfer_s, model_io_s;
+  double derived_s; /* model side, part of model_io_s: derived fields (expr:) copied, evaluated, handed over */
 } est_io_stats;
 int est_io_get_stats(est_io io, est_io_stats* out); /* this rank's counters */
 /* The run's metrics over every rank (estuary::io::IoReport): collective over the communicator

@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
      * file creation, not handed over. */
     CHECK(st.records_handed_over == 10, "handed over %lld", (long long)st.records_handed_over);
     CHECK(st.model_io_s > 0, "model_io_s %g", st.model_io_s);
+    CHECK(st.derived_s == 0, "derived_s %g without derived fields", st.derived_s);
     est_decomp_free(&d3);
     est_decomp_free(&d2);
   }
@@ -230,6 +231,57 @@ int main(int argc, char** argv) {
   CHECK(wrong == 0, "%ld values of the average differ", wrong);
   CHECK_OK(est_io_reader_free(&rd));
   est_decomp_free(&dr);
+
+#ifdef ESTUARY_TEST_HAVE_MUPARSER
+  /* A derived field (expr:) through the C API: its time is in est_io_stats.derived_s, and its
+   * values are the expression's. Serverless, one writer, on every rank. */
+  if (!xml) {
+    char dcfg[700];
+    snprintf(dcfg, sizeof dcfg, "%s_derived.yaml", dir);
+    if (rank == 0) {
+      FILE* f = fopen(dcfg, "w");
+      fprintf(f,
+              "output:\n  directory: %s_derived\n  files:\n    - name: d\n      output_freq: 1h\n"
+              "      fields: [{name: s2, expr: \"2 * s + 1\", precision: double}]\n",
+              dir);
+      fclose(f);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    est_io dio = NULL;
+    CHECK_OK(est_io_open(dcfg, MPI_COMM_WORLD, &dio));
+    int64_t np = 0, pts[NH];
+    double lon[NH], lat[NH], s[NH];
+    for (int64_t i = rank; i < NH; i += wp) {
+      pts[np] = i;
+      lon[np] = 45.0 * (double)(i % NX);
+      lat[np] = -75.0 + 30.0 * (double)(i / NX);
+      ++np;
+    }
+    est_decomp ds = NULL;
+    CHECK_OK(est_io_def_grid(dio, "g", "lonlat", NX, NY, pts, np, lon, lat, 0, NULL, NULL));
+    CHECK_OK(est_decomp_new_indices(NH, pts, np, &ds));
+    CHECK_OK(est_io_def_field(dio, "s", "g", NULL, 0, ds, NULL, NULL, NULL));
+    CHECK_OK(est_io_enddef(dio));
+    for (int step = 1; step <= 2; ++step) {
+      for (int64_t k = 0; k < np; ++k) s[k] = value(pts[k], step);
+      CHECK_OK(est_io_write(dio, "s", 3600.0 * step, s, np));
+    }
+    CHECK_OK(est_io_close(dio));
+    est_io_stats st;
+    CHECK_OK(est_io_get_stats(dio, &st));
+    CHECK(st.derived_s > 0 && st.derived_s <= st.model_io_s, "derived_s %g, model_io_s %g", st.derived_s,
+          st.model_io_s);
+    CHECK_OK(est_io_free(&dio));
+    snprintf(path, sizeof path, "%s_derived/d.nc", dir);
+    CHECK_OK(est_io_reader_open(path, MPI_COMM_WORLD, &rd));
+    CHECK_OK(est_io_read(rd, "s2", 2.0 * 3600, ds, got, np));
+    wrong = 0;
+    for (int64_t k = 0; k < np; ++k) wrong += got[k] != 2 * value(pts[k], 2) + 1;
+    CHECK(wrong == 0, "%ld values of the derived field differ", wrong);
+    CHECK_OK(est_io_reader_free(&rd));
+    est_decomp_free(&ds);
+  }
+#endif
 
   long f = failed, all = 0;
   MPI_Allreduce(&f, &all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

@@ -1,7 +1,7 @@
 // A toy model that writes the test fields through estuary's I/O, for the independent Python
 // readers of tests/io/ (run from ctest). Samples every hour: t3 (3-D) and sst (2-D).
 //
-//   mpirun -n P test_io_writer CONFIG.yaml DECOMP NSTEPS [throw-at STEP | sigterm-at STEP |
+//   mpirun -n P test_io_writer CONFIG.yaml|CONFIG.xml DECOMP NSTEPS [throw-at STEP | sigterm-at STEP |
 //                                                        sleep-ms MS]
 // Prints "handed_over N" (model rank 0, sum over this rank's variables) on exit.
 #include <mpi.h>
@@ -28,7 +28,11 @@ int main(int argc, char** argv) {
   bool is_model = true;
   int mrank = 0;
   try {
-    const auto cfg = estuary::io::OutputConfig::from_yaml_file(argv[1]);
+    // CONFIG.yaml, or an XIOS XML CONFIG.xml (the directory then CONFIG_out: XIOS keeps it elsewhere).
+    const std::string path = argv[1];
+    const bool xml = path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
+    auto cfg = xml ? estuary::io::OutputConfig::from_xios_xml(path) : estuary::io::OutputConfig::from_yaml_file(path);
+    if (xml) cfg.directory = path.substr(0, path.size() - 4) + "_out";
     estuary::io::Output out(cfg, MPI_COMM_WORLD);
     if (out.is_server()) {
       is_model = false;

@@ -81,10 +81,40 @@ struct FieldConfig {
   // "sqrt(uo*uo + vo*vo)"), evaluated on the model ranks once per step when its last input of
   // the step is written; `operation` then applies to its values. Empty: a model field.
   std::string expr;
+  // A horizontal part of the field's grid (issue 21, XIOS's zoom_domain): a lon-lat box, or
+  // index ranges of a 2-D grid. The written grid is the part: a sub-grid of 1-D lon/lat axes
+  // for a regular lon-lat or Gaussian grid, the smallest index rectangle holding the box's
+  // points for a curvilinear grid, the points inside the box (in grid order) for a reduced or
+  // unstructured one (docs/io.md, "Zoom and vertical levels").
+  struct Zoom {
+    enum class Kind { none, box, index } kind = Kind::none;
+    // box, degrees: longitudes from `west` eastwards to `east` (east < west crosses the date
+    // line; east - west >= 360: every longitude), latitudes south..north.
+    double west = 0, east = 360, south = -90, north = 90;
+    // index: inclusive 0-based ranges of columns (i, fastest) and rows (j); i1/j1 < 0: the last.
+    std::int64_t i0 = 0, i1 = -1, j0 = 0, j1 = -1;
+    bool operator==(const Zoom&) const = default;
+  } zoom;
+  // Vertical: the levels written, by 0-based index into the field's levels (XIOS zoom_axis);
+  // empty: every level.
+  std::vector<std::int64_t> level_indices;
+  // Or: linear interpolation in the field's level coordinate to `values` (XIOS interpolate_axis,
+  // order 1). Outside the levels' range: the fill value, or with `extrapolate` the line through
+  // the two end levels (XIOS's choice). `coordinate`: empty or the level axis' name (depth,
+  // air_pressure, model_level_number, lev) — interpolation in another field is not supported.
+  struct LevelInterpolation {
+    std::vector<double> values;
+    std::string coordinate;
+    bool extrapolate = false;
+    bool operator==(const LevelInterpolation&) const = default;
+  } interpolate_levels;
   // Where the configuration file gives the field ("PATH:LINE, key output.files[0] (f).fields[1]";
   // a derived field's: its `expr` key), for errors found after reading (end_def); empty for a
   // configuration built in code.
   std::string origin;
+  // Where the zoom and the levels/interpolate_levels keys are (errors found at end_def, such as
+  // a zoom outside the grid or a level the field does not have); empty: `origin`.
+  std::string zoom_origin, levels_origin;
 };
 
 struct FileConfig {

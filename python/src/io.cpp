@@ -172,6 +172,20 @@ PyDict xios_dict(const eio::OutputConfig& c, const eio::XiosXmlInfo& info) {
       v["long_name"] = x.long_name;
       v["standard_name"] = x.standard_name;
       v["origin"] = x.origin;
+      // Zoom and levels (an XIOS zoom_domain, zoom_axis or interpolate_axis): None when absent.
+      using Kind = eio::FieldConfig::Zoom::Kind;
+      nb::dict zoom;
+      if (x.zoom.kind == Kind::box) {
+        zoom["lon"] = nb::make_tuple(x.zoom.west, x.zoom.east);
+        zoom["lat"] = nb::make_tuple(x.zoom.south, x.zoom.north);
+      } else if (x.zoom.kind == Kind::index) {
+        zoom["i"] = nb::make_tuple(x.zoom.i0, x.zoom.i1);  // inclusive, 0-based; -1: the last
+        zoom["j"] = nb::make_tuple(x.zoom.j0, x.zoom.j1);
+      }
+      v["zoom"] = x.zoom.kind == Kind::none ? nb::object(nb::none()) : nb::object(zoom);
+      v["levels"] = x.level_indices.empty() ? nb::object(nb::none()) : nb::cast(x.level_indices);
+      v["interpolate_levels"] =
+          x.interpolate_levels.values.empty() ? nb::object(nb::none()) : nb::cast(x.interpolate_levels.values);
       if (k < info.fields.size()) {
         v["grid_ref"] = info.fields[k].grid_ref;
         v["domain_ref"] = info.fields[k].domain_ref;
@@ -222,7 +236,8 @@ void bind_io(nb::module_& m, nb::handle error) {
       "raising.\n"
       "Returns {context, calendar, reference_time, files: [{name, output_freq and split_freq as (seconds, "
       "months), format, fields: [{variable, source, operation, precision, deflate, sampling_freq, units, "
-      "long_name, standard_name, origin, grid_ref, domain_ref, axis_ref}]}], warnings, variables}.\n"
+      "long_name, standard_name, origin, zoom, levels, interpolate_levels, grid_ref, domain_ref, axis_ref}]}], "
+      "warnings, variables}; zoom: None, {lon, lat} or {i, j}; levels, interpolate_levels: None or a list.\n"
       "Raises estuary.Error naming the file, line, element and attribute at fault.");
 
   nb::class_<PyOutput>(io, "Output",

@@ -280,3 +280,32 @@ def test_cli_io_check(capsys):
     assert main(["io", "check", str(DATA / "iodef.xml"), *sets]) == 1
     err = capsys.readouterr().err
     assert err.startswith("estuary io check: an expression") and "file_def_nemo-oce.xml:16" in err
+
+
+def test_zoom_and_levels_from_xios_transformations(tmp_path, capsys):
+    """A file's fields on grids made by zoom_domain, zoom_axis and interpolate_axis show their
+    zoom and levels in read_xios_xml's dict (written from them: tests/io/test_io_zoom.py)."""
+    (tmp_path / "iodef.xml").write_text("""<simulation><context id="c">
+ <axis_definition><axis id="z"/><axis id="zz" axis_ref="z"><zoom_axis begin="1" n="2"/></axis>
+  <axis id="zi" axis_ref="z" value="(0,1)[15 75]"><interpolate_axis order="1"/></axis></axis_definition>
+ <domain_definition><domain id="d"/>
+  <domain id="dz" domain_ref="d"><zoom_domain ibegin="3" ni="4" jbegin="0" nj="2"/></domain></domain_definition>
+ <grid_definition><grid id="g"><domain domain_ref="d"/><axis axis_ref="z"/></grid>
+  <grid id="gz"><domain domain_ref="dz"/><axis axis_ref="zz"/></grid>
+  <grid id="gi"><domain domain_ref="d"/><axis axis_ref="zi"/></grid></grid_definition>
+ <field_definition operation="average"><field id="t" grid_ref="g"/></field_definition>
+ <file_definition><file id="f" output_freq="1d">
+  <field field_ref="t"/><field field_ref="t" name="tz" grid_ref="gz"/><field field_ref="t" name="ti" grid_ref="gi"/>
+ </file></file_definition></context></simulation>
+""")
+    got = estuary.io.read_xios_xml(tmp_path / "iodef.xml")
+    t, tz, ti = got["files"][0]["fields"]
+    assert t["zoom"] is None and t["levels"] is None and t["interpolate_levels"] is None
+    assert tz["zoom"] == {"i": (3, 6), "j": (0, 1)} and tz["levels"] == [1, 2]
+    assert ti["zoom"] is None and ti["interpolate_levels"] == [15.0, 75.0]
+    from estuary.cli import main
+
+    assert main(["io", "check", str(tmp_path / "iodef.xml")]) == 0
+    text = capsys.readouterr().out
+    assert "  tz <- t  average float  []  zoom i [3, 6], j [0, 1]  levels [1, 2]" in text, text
+    assert "  ti <- t  average float  []  interpolated to [15.0, 75.0]" in text, text

@@ -214,8 +214,8 @@ int est_io_get_stats(est_io io, est_io_stats* out) {
   return guarded("est_io_get_stats", EST_ERR_ARGUMENT, [&] {
     require(out, "out");
     const estuary::io::IoStats& s = io_of(io).stats();
-    *out = est_io_stats{s.records_handed_over, s.records_written, s.bytes_written, s.files_created,
-                        s.write_s, s.transfer_s, s.model_io_s};
+    *out = est_io_stats{s.records_handed_over, s.records_written, s.bytes_written, s.files_created, s.write_s,
+                        s.transfer_s,          s.model_io_s,      s.derived_s};
   });
 }
 

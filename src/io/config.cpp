@@ -12,6 +12,7 @@
 #include "common/checked.hpp"
 #include "config/yaml_file.hpp"
 #include "io/config_checks.hpp"
+#include "io/config_zoom.hpp"
 #include "estuary/io.hpp"
 #include "io/derived.hpp"
 
@@ -201,7 +202,13 @@ OutputConfig parse(const YamlFile& doc) {
     fc.name = doc.scalar(f["name"], p + ".name");
     if (fc.name.empty()) doc.fail(f["name"], p + ".name", "a file name is empty");
     p += " (" + fc.name + ")";
-    doc.keys(f, p, {"name", "output_freq", "split_freq", "restart", "format", "fields"});
+    doc.keys(f, p, {"name", "output_freq", "split_freq", "restart", "format", "fields", "zoom"});
+    FieldConfig::Zoom file_zoom;  // the default of the file's fields
+    std::string file_zoom_origin;
+    if (const YAML::Node z = f["zoom"]) {
+      file_zoom = detail::yaml_zoom(doc, z, p + ".zoom");
+      file_zoom_origin = doc.where(z, p + ".zoom");
+    }
     if (!file_names.insert(fc.name).second) doc.fail(f["name"], p + ".name", "file listed twice");
     const YAML::Node of = f["output_freq"];
     if (!of) doc.fail(f, p + ".output_freq", "a file needs an output_freq");
@@ -237,7 +244,8 @@ OutputConfig parse(const YamlFile& doc) {
         fd.name = doc.scalar(v["name"], q + ".name");
         q += " (" + fd.name + ")";
         doc.keys(v, q, {"name", "output_name", "operation", "precision", "deflate", "sampling_freq", "standard_name",
-                        "long_name", "units", "quantize", "significant_digits", "significant_bits", "zstd", "expr"});
+                        "long_name", "units", "quantize", "significant_digits", "significant_bits", "zstd", "expr",
+                        "zoom", "levels", "interpolate_levels"});
         auto key = [&](const char* k) { return q + "." + k; };
         if (const YAML::Node x = v["expr"]) {
           // A derived field (io/derived.hpp): its syntax is checked now, its variables against
@@ -322,6 +330,7 @@ OutputConfig parse(const YamlFile& doc) {
         doc.fail(v, q, "a field must be a name or a map");
       }
       if (fd.name.empty()) doc.fail(v, q, "a field name is empty");
+      detail::yaml_field_levels_and_zoom(doc, v, q, file_zoom, file_zoom_origin, fd);
       // Variables are unique in a file; a model field may feed several (output_name).
       if (!names.insert(fd.variable()).second)
         doc.fail(v, q, "field listed twice (variable '" + fd.variable() + "')", "give one of them another output_name");

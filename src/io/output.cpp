@@ -15,18 +15,33 @@ void Output::Impl::emit(Var& v, const double* values, double time, double tb0, d
   Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
   const i64 record = v.has_time ? v.record++ : -1;
   const double t0 = MPI_Wtime();
+  // A view (zoom, levels) sends the values it picks from the field's.
+  auto source = [&](Transfer& t) {
+    if (!t.view || !model) return values;
+    t.picked.resize(t.pick.size());
+    for (std::size_t k = 0; k < t.pick.size(); ++k) t.picked[k] = values[t.pick[k]];
+    return static_cast<const double*>(t.picked.data());
+  };
+  Transfer* upper = v.transfer2 >= 0 ? &transfers[static_cast<std::size_t>(v.transfer2)] : nullptr;
   if (!server_mode) {
-    tr.redist->run({Field(Type::f64, values, tr.local_n, tr.slab.data(), static_cast<i64>(tr.slab.size()))});
+    tr.redist->run({Field(Type::f64, source(tr), tr.local_n, tr.slab.data(), static_cast<i64>(tr.slab.size()))});
+    if (upper)
+      upper->redist->run(
+          {Field(Type::f64, source(*upper), upper->local_n, upper->slab.data(), static_cast<i64>(upper->slab.size()))});
     stats.transfer_s += MPI_Wtime() - t0;
     // A writer's failure becomes every rank's error instead of a hang in the next collective.
     or_fail([&] {
       if (writer) write_record(v, record, time, tb0, tb1);
     });
   } else {
+    // The upper levels' transfer belongs to this variable alone and moves in step with `tr`.
     const int slot = static_cast<int>(tr.next_slot++ % static_cast<i64>(tr.slots.size()));
-    if (tr.busy[static_cast<std::size_t>(slot)]) tr.slots[static_cast<std::size_t>(slot)].finish();
-    tr.slots[static_cast<std::size_t>(slot)].start({Field(Type::f64, values, tr.local_n, nullptr, 0)});
-    tr.busy[static_cast<std::size_t>(slot)] = true;
+    for (Transfer* t : {&tr, upper}) {
+      if (!t) continue;
+      if (t->busy[static_cast<std::size_t>(slot)]) t->slots[static_cast<std::size_t>(slot)].finish();
+      t->slots[static_cast<std::size_t>(slot)].start({Field(Type::f64, source(*t), t->local_n, nullptr, 0)});
+      t->busy[static_cast<std::size_t>(slot)] = true;
+    }
     if (model_rank == 0) {
       Ctrl c;
       c.kind = kRecord;
@@ -246,7 +261,10 @@ void Output::def_field(const FieldDef& field) {
 void Output::end_def() {
   Impl& x = *impl_;
   const double t0 = MPI_Wtime();
-  if (x.model) x.compute_axes();
+  if (x.model) {
+    x.compute_axes();
+    x.make_zoom_grids();
+  }
   if (x.server_mode && x.model_rank == 0 && x.model) {
     const std::vector<char> cat = x.pack_catalog();
     for (int s : x.server_xranks)
@@ -258,7 +276,10 @@ void Output::end_def() {
   x.derived.add(x.cfg, x.fields);
   x.plan_vars();
   estuary::detail::agree(x.xcomm, [&] {
-    if (x.model) x.resolve_masks();
+    if (x.model) {
+      x.resolve_masks();
+      x.plan_views();
+    }
   });
   x.build_transfers();
   estuary::detail::agree(x.xcomm, [&] { x.create_files(); });
@@ -280,7 +301,10 @@ void Output::serve() {
   x.derived.add(x.cfg, x.fields);
   x.plan_vars();
   estuary::detail::agree(x.xcomm, [&] {
-    if (x.model) x.resolve_masks();
+    if (x.model) {
+      x.resolve_masks();
+      x.plan_views();
+    }
   });
   x.build_transfers();
   estuary::detail::agree(x.xcomm, [&] { x.create_files(); });

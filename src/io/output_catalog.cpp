@@ -18,6 +18,13 @@ std::vector<char> Output::Impl::pack_catalog() const {
     p.vd(g.axis_lat);
     p.vd(g.axis_lon_bnds);
     p.vd(g.axis_lat_bnds);
+    p.i(g.parent);
+    p.i(static_cast<i64>(g.zoom.kind));
+    for (double x : {g.zoom.west, g.zoom.east, g.zoom.south, g.zoom.north}) p.d(x);
+    for (i64 x : {g.zoom.i0, g.zoom.i1, g.zoom.j0, g.zoom.j1}) p.i(x);
+    p.s(g.zoom_error);
+    p.vi(g.ipos);
+    p.vi(g.jpos);
   }
   p.i(static_cast<i64>(fields.size()));
   for (const FieldInfo& f : fields) {
@@ -47,6 +54,13 @@ void Output::Impl::unpack_catalog(const std::vector<char>& b) {
     g.axis_lat = u.vd();
     g.axis_lon_bnds = u.vd();
     g.axis_lat_bnds = u.vd();
+    g.parent = static_cast<int>(u.i());
+    g.zoom.kind = static_cast<FieldConfig::Zoom::Kind>(u.i());
+    for (double* x : {&g.zoom.west, &g.zoom.east, &g.zoom.south, &g.zoom.north}) *x = u.d();
+    for (i64* x : {&g.zoom.i0, &g.zoom.i1, &g.zoom.j0, &g.zoom.j1}) *x = u.i();
+    g.zoom_error = u.s();
+    g.ipos = u.vi();
+    g.jpos = u.vi();
   }
   fields.resize(static_cast<std::size_t>(u.i()));
   for (FieldInfo& f : fields) {
@@ -168,17 +182,22 @@ void Output::Impl::plan_vars() {
     fs.final_path = (std::filesystem::path(cfg.directory) / (fc.name + ".nc")).string();
     fs.path = fc.restart ? fs.final_path + ".tmp" : fs.final_path;
     std::vector<int> used_grids;
+    std::vector<int> hgrid;  // per field config: its horizontal grid (a zoomed one for a zoom)
     std::vector<std::vector<double>> axes;
     for (std::size_t k = 0; k < fc.fields.size(); ++k) {
       const FieldConfig& fd = fc.fields[k];
       auto it = std::find_if(fields.begin(), fields.end(), [&](const FieldInfo& f) { return f.def.name == fd.name; });
+      const std::string where =
+          !fd.origin.empty() ? fd.origin
+                             : "config " + cfg.source + ", file " + fc.name + ", key fields[" + std::to_string(k) + "]";
       if (it == fields.end())
-        throw Error("field '" + fd.name + "' is not declared by the model",
-                    !fd.origin.empty() ? fd.origin
-                                       : "config " + cfg.source + ", file " + fc.name + ", key fields[" + std::to_string(k) + "].name",
+        throw Error("field '" + fd.name + "' is not declared by the model", fd.origin.empty() ? where + ".name" : where,
                     "declare it with def_field or remove it from the file");
-      if (std::find(used_grids.begin(), used_grids.end(), it->grid) == used_grids.end())
-        used_grids.push_back(it->grid);
+      hgrid.push_back(fd.zoom.kind == FieldConfig::Zoom::Kind::none
+                          ? it->grid
+                          : zoom_grid_of(it->grid, fd, fd.zoom_origin.empty() ? where : fd.zoom_origin));
+      if (std::find(used_grids.begin(), used_grids.end(), hgrid.back()) == used_grids.end())
+        used_grids.push_back(hgrid.back());
       if (fd.operation != Operation::once) fs.has_time = true;
       if (fd.operation != Operation::once && fd.operation != Operation::instant) fs.has_bounds = true;
     }
@@ -219,7 +238,8 @@ void Output::Impl::plan_vars() {
         vars.push_back(std::move(v));
       }
     }
-    for (const FieldConfig& fd : fc.fields) {
+    for (std::size_t k = 0; k < fc.fields.size(); ++k) {
+      const FieldConfig& fd = fc.fields[k];
       const int f = static_cast<int>(std::find_if(fields.begin(), fields.end(), [&](const FieldInfo& x) {
                                        return x.def.name == fd.name;
                                      }) - fields.begin());
@@ -228,7 +248,28 @@ void Output::Impl::plan_vars() {
       v.file = static_cast<int>(fi);
       v.name = fd.variable();  // the file's variable; vars_of_field maps the model's field to it
       v.field = f;
+      v.grid = hgrid[k];
       v.transfer = f;
+      FieldConfig located = fd;  // errors of the levels name the entry of a configuration built in code
+      if (located.origin.empty())
+        located.origin = "config " + cfg.source + ", file " + fc.name + ", key fields[" + std::to_string(k) + "]";
+      v.lmap = detail::level_map(located, info.def.levels, info.def.level_units);
+      v.level_values = v.lmap.values.empty() ? info.def.levels : v.lmap.values;
+      v.weigh =
+          v.lmap.interpolated || std::any_of(v.lmap.fill.begin(), v.lmap.fill.end(), [](char c) { return c != 0; });
+      if (v.grid != info.grid || !v.lmap.values.empty()) {
+        // A view of the field: its own transfer(s) into the zoomed, level-selected array.
+        const i64 n = static_cast<i64>(std::max<std::size_t>(1, v.level_values.size())) *
+                      grids[static_cast<std::size_t>(v.grid)].global_size;
+        for (int* t : {&v.transfer, &v.transfer2}) {
+          if (t == &v.transfer2 && !v.lmap.interpolated) break;
+          *t = static_cast<int>(transfers.size());
+          Transfer tr;
+          tr.n = n;
+          tr.view = true;
+          transfers.push_back(std::move(tr));
+        }
+      }
       v.op = fd.operation;
       v.dbl = fd.precision == Precision::f64;
       v.deflate = fd.deflate;
@@ -240,15 +281,15 @@ void Output::Impl::plan_vars() {
       v.standard_name = fd.standard_name.empty() ? info.def.standard_name : fd.standard_name;
       v.long_name = fd.long_name.empty() ? info.def.long_name : fd.long_name;
       v.units = fd.units.empty() ? info.def.units : fd.units;
-      if (!info.def.levels.empty()) {
-        auto a = std::find(axes.begin(), axes.end(), info.def.levels);
+      if (!v.level_values.empty()) {
+        auto a = std::find(axes.begin(), axes.end(), v.level_values);
         const std::size_t ai = static_cast<std::size_t>(a - axes.begin());
-        if (a == axes.end()) axes.push_back(info.def.levels);
-        v.shape.push_back(static_cast<i64>(info.def.levels.size()));
+        if (a == axes.end()) axes.push_back(v.level_values);
+        v.shape.push_back(static_cast<i64>(v.level_values.size()));
         v.dim_names.push_back(ai == 0 ? "lev" : "lev" + std::to_string(ai + 1));
       }
-      for (i64 s : grids[static_cast<std::size_t>(info.grid)].hshape()) v.shape.push_back(s);
-      for (const auto& d : hdims[info.grid]) v.dim_names.push_back(d);
+      for (i64 s : grids[static_cast<std::size_t>(v.grid)].hshape()) v.shape.push_back(s);
+      for (const auto& d : hdims[v.grid]) v.dim_names.push_back(d);
       vars_of_field[fd.name].push_back(static_cast<int>(vars.size()));
       vars.push_back(std::move(v));
     }
@@ -259,6 +300,7 @@ void Output::Impl::plan_vars() {
 Decomp Output::Impl::source_of(std::size_t t) const {
   if (!model) return Decomp::empty(transfers[t].n);
   if (t < fields.size()) return fields[t].def.decomp;
+  if (transfers[t].view) return Decomp::indices(transfers[t].n, transfers[t].dst);
   // A coordinate transfer: find its grid and kind through a variable that uses it.
   for (const Var& v : vars)
     if (v.transfer == static_cast<int>(t)) {
@@ -280,8 +322,17 @@ void Output::Impl::build_transfers() {
   // One stage of point-to-point messages: start() packs everything and posts the sends, so
   // a model rank's buffer is free when start() returns (the bounded client buffer).
   opt.algorithm = "p2p";
+  // A field every variable of which is a view (zoom, levels) is never sent whole: no Redist of
+  // the whole field (every rank knows the variables, so all skip alike).
+  std::vector<char> whole_used(fields.size(), 0), viewed(fields.size(), 0);
+  for (const Var& v : vars) {
+    if (v.field < 0) continue;
+    std::vector<char>& used = transfers[static_cast<std::size_t>(v.transfer)].view ? viewed : whole_used;
+    used[static_cast<std::size_t>(v.field)] = 1;
+  }
   for (std::size_t t = 0; t < transfers.size(); ++t) {
     Transfer& tr = transfers[t];
+    if (t < fields.size() && viewed[t] && !whole_used[t]) continue;
     if (writer) std::tie(tr.lo, tr.hi) = detail::slab_range(tr.n, nwriters, windex);
     const Decomp dst = writer ? Decomp::stripes(tr.n, {{tr.lo, tr.hi - tr.lo, 1}}) : Decomp::empty(tr.n);
     const Decomp src = source_of(t);
@@ -289,7 +340,10 @@ void Output::Impl::build_transfers() {
     try {
       tr.redist = std::make_unique<Redist>(src, dst, xcomm, opt);
     } catch (const Error& e) {
-      const std::string what = t < fields.size() ? "field " + fields[t].def.name : "grid coordinates";
+      std::string what = t < fields.size() ? "field " + fields[t].def.name : "grid coordinates";
+      for (const Var& v : vars)
+        if (tr.view && (v.transfer == static_cast<int>(t) || v.transfer2 == static_cast<int>(t)))
+          what = "field " + fields[static_cast<std::size_t>(v.field)].def.name + ", variable " + v.name;
       throw Error(e.fault(), what + ", " + e.where(), e.fix());
     }
     tr.slab.assign(static_cast<std::size_t>(tr.hi - tr.lo), 0.0);

@@ -65,7 +65,7 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
         if (!dims.count(v.dim_names[k])) {
           dims[v.dim_names[k]] = w.def_dim(v.dim_names[k], v.shape[k]);
           if (v.field >= 0 && v.dim_names[k].rfind("lev", 0) == 0) {
-            axes.push_back({v.dim_names[k], fields[static_cast<std::size_t>(v.field)].def.levels});
+            axes.push_back({v.dim_names[k], v.level_values});
             axis_units.push_back(fields[static_cast<std::size_t>(v.field)].def.level_units);
           }
         }
@@ -92,7 +92,7 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
       // CF's vertical coordinate: depth in metres (ocean), pressure (atmosphere), else levels.
       const std::string& u = axis_units[a];
       const bool pressure = u == "Pa" || u == "hPa";
-      w.put_att(av, "standard_name", u == "m" ? "depth" : pressure ? "air_pressure" : "model_level_number");
+      w.put_att(av, "standard_name", detail::level_standard_name(u));
       w.put_att(av, "long_name", u == "m" ? "depth" : pressure ? "pressure" : "vertical level");
       w.put_att(av, "units", u);
       w.put_att(av, "axis", "Z");
@@ -149,7 +149,6 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
         }  // the bounds (v.coord >= 2): units from their parent (CF 7.1)
         continue;
       }
-      const FieldInfo& f = fields[static_cast<std::size_t>(v.field)];
       if (!v.standard_name.empty()) w.put_att(v.ncvar, "standard_name", v.standard_name);
       // CF 3.3: a variable should have a standard_name or a long_name; without either, its name.
       if (!v.long_name.empty()) w.put_att(v.ncvar, "long_name", v.long_name);
@@ -162,7 +161,8 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
       // (1-D coordinate variables of a rectilinear grid need no attribute: they share its dims).
       std::string sfx = v.dim_names.back();
       sfx = sfx.substr(sfx.find('_') == std::string::npos ? sfx.size() : sfx.find('_'));
-      if (!grids[static_cast<std::size_t>(f.grid)].rectilinear) w.put_att(v.ncvar, "coordinates", "lon" + sfx + " lat" + sfx);
+      if (!grids[static_cast<std::size_t>(v.grid)].rectilinear)
+        w.put_att(v.ncvar, "coordinates", "lon" + sfx + " lat" + sfx);
       w.put_att(v.ncvar, "online_operation", name_of(v.op));
       static const std::map<Operation, std::string> cm = {{Operation::average, "time: mean"},
                                                           {Operation::minimum, "time: minimum"},
@@ -202,16 +202,15 @@ void Output::Impl::put_slab(FileState& fs, Var& v, i64 record, const double* dat
 void Output::Impl::write_record(Var& v, i64 record, double time, double tb0, double tb1) {
   const double t0 = MPI_Wtime();
   FileState& fs = files[static_cast<std::size_t>(v.file)];
-  const Transfer& tr = transfers[static_cast<std::size_t>(v.transfer)];
   std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
   if (!v.has_time) {
     if (fs.cfg.split_freq) {
       // Coordinates and `once` fields go into every split file: kept for the next ones.
-      v.keep = tr.slab;
+      v.keep = slab_of(v);
       v.kept = true;
       if (fs.w) put_named(fs, v, -1, v.keep.data());
     } else {
-      put_named(fs, v, -1, tr.slab.data());
+      put_named(fs, v, -1, slab_of(v).data());
       stats.records_written += 1;
     }
     stats.write_s += MPI_Wtime() - t0;
@@ -221,7 +220,7 @@ void Output::Impl::write_record(Var& v, i64 record, double time, double tb0, dou
   p.time = time;
   p.tb0 = tb0;
   p.tb1 = tb1;
-  p.slabs[static_cast<int>(&v - vars.data())] = tr.slab;
+  p.slabs[static_cast<int>(&v - vars.data())] = slab_of(v);
   // A record is written once complete, or once a later one arrived: then the missing
   // variables were not written at that step by the model (they keep the fill value).
   while (!fs.pending.empty() &&

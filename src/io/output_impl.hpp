@@ -35,6 +35,7 @@
 #include "estuary/redist.hpp"
 #include "io/derived.hpp"
 #include "io/io_detail.hpp"
+#include "io/zoom.hpp"
 
 namespace estuary::io {
 
@@ -116,9 +117,11 @@ inline std::string describe(const OutputConfig& c) {
       << f.split_freq.seconds << '/' << f.split_freq.months << ' '
       << static_cast<int>(f.format) << ':';
     for (const FieldConfig& x : f.fields)
-      o << ' ' << x.name << '>' << x.variable() << '/' << static_cast<int>(x.operation) << '/' << static_cast<int>(x.precision) << '/'
-        << x.deflate << '/' << x.sampling_freq_s << '/' << static_cast<int>(x.quantize) << '/' << x.significant << '/'
-        << x.zstd << '/' << x.expr;
+      o << ' ' << x.name << '>' << x.variable() << '/' << static_cast<int>(x.operation) << '/'
+        << static_cast<int>(x.precision) << '/' << x.deflate << '/' << x.sampling_freq_s << '/'
+        << static_cast<int>(x.quantize) << '/' << x.significant << '/' << x.zstd << '/' << x.expr << '/'
+        << detail::describe(x.zoom) << '/' << x.level_indices.size() << '/' << x.interpolate_levels.values.size() << '/'
+        << x.interpolate_levels.extrapolate;
     o << '\n';
   }
   return o.str();
@@ -145,6 +148,24 @@ struct GridInfo {
   // servers get them in the catalog).
   bool rectilinear = false;
   std::vector<double> axis_lon, axis_lat, axis_lon_bnds, axis_lat_bnds;  // nx, ny, 2 nx, 2 ny
+  // A zoom of grids[parent] (io/zoom.cpp, made by the model ranks at end_def, in the catalog):
+  // every rank knows its shape, model ranks their points of it (`points` numbered in the
+  // zoomed grid, with those points' coordinates and mask).
+  int parent = -1;
+  FieldConfig::Zoom zoom;
+  std::string zoom_error;                 // why the zoom does not apply to the parent ("": it does)
+  std::vector<i64> ipos, jpos;            // 2-D zooms: each parent column's zoomed column (-1: left out), rows alike
+  std::unordered_map<i64, i64> renumber;  // model side, 1-D zooms: parent point -> zoomed point
+  // The zoomed point of parent point p (-1: outside the zoom). Model side for 1-D zooms.
+  i64 zoomed(i64 p, const GridInfo& par) const {
+    if (!ipos.empty()) {
+      const i64 c = ipos[static_cast<std::size_t>(p % par.dims[0])],
+                r = jpos[static_cast<std::size_t>(p / par.dims[0])];
+      return c < 0 || r < 0 ? -1 : r * dims[0] + c;
+    }
+    auto it = renumber.find(p);
+    return it == renumber.end() ? -1 : it->second;
+  }
   // File shape of the horizontal grid: {ny, nx} for 2-D kinds, {n} otherwise.
   std::vector<i64> hshape() const {
     if (dims.size() == 2 && kind != GridKind::reduced_gaussian && kind != GridKind::unstructured)
@@ -170,15 +191,29 @@ struct Transfer {
   i64 n = 0, local_n = 0;       // global size, model-side local size
   i64 lo = 0, hi = 0;           // this writer's slab
   std::vector<double> slab;
+  // A variable's view of its field (a zoom, levels): model side, the local values it sends
+  // (`pick`, indices into the field's local values) and their places in the written array.
+  bool view = false;
+  std::vector<i64> pick, dst;
+  std::vector<double> picked;
 };
 
 struct Var {
   int file = 0;
   std::string name;
   int field = -1;               // FieldInfo index, or -1 for a coordinate
-  int grid = -1, coord = -1;    // coordinates: grid index and kind (0 lon, 1 lat, 2/3 bounds)
+  // The horizontal grid (a zoomed one for a zoomed field); coordinates: kind (0 lon, 1 lat, 2/3 bounds).
+  int grid = -1, coord = -1;
   std::string standard_name, long_name, units;  // fields: from the file's config, else the FieldDef
   int transfer = -1;
+  // Written levels (fields): the field's, or a selection or interpolation of them (`lmap`, set
+  // then). Interpolated levels come in two transfers, the lower source level's values in
+  // `transfer` and the upper's in `transfer2`; the writers weigh them (io/zoom.hpp, LevelMap).
+  std::vector<double> level_values;
+  detail::LevelMap lmap;
+  bool weigh = false;  // writers apply lmap (interpolation or fill levels)
+  int transfer2 = -1;
+  std::vector<double> weighed;  // writers: the slab after the weights
   std::vector<i64> shape;       // without time
   std::vector<std::string> dim_names;
   bool has_time = false, dbl = true;
@@ -264,6 +299,22 @@ struct Output::Impl {
   // whose points no rank holds, keeps 2-D coordinates). Bounds come from the corners: the cell's
   // extent in longitude around its centre (across the date line too) and in latitude.
   void compute_axes();
+
+  // Model side, collective over the model ranks, after compute_axes and before the catalog
+  // (io/zoom.cpp): a zoomed grid for each grid and each zoom of the configuration, appended to
+  // `grids`; one a zoom does not apply to keeps the reason in zoom_error, an error only if a
+  // variable uses it.
+  void make_zoom_grids();
+  // A box zoom of a reduced or unstructured grid: numbers the points inside (model side).
+  void renumber_box(const GridInfo& parent, GridInfo& zoomed);
+  // The zoomed grid of grid g for field config fd (Error at its zoom's place if it does not apply).
+  int zoom_grid_of(int g, const FieldConfig& fd, const std::string& where) const;
+  // Model side, after plan_vars: the values each view transfer takes from its field and their
+  // places in the written array (Error naming field and rank for a point of a 1-D zoom that
+  // the rank's grid part does not hold).
+  void plan_views();
+  // Writers: the slab of variable v to write (its transfer's, or weighed between levels).
+  const std::vector<double>& slab_of(Var& v);
 
   // Model side, after plan_vars: the local values of each field that are written as the fill
   // value, from the field's own mask or its grid's (through this rank's part of the grid).

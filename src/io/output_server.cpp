@@ -22,6 +22,11 @@ void Output::Impl::serve_loop() {
       const double t0 = MPI_Wtime();
       tr.slots[static_cast<std::size_t>(c.slot)].run(
           {Field(Type::f64, nullptr, 0, tr.slab.data(), static_cast<i64>(tr.slab.size()))});
+      if (v.transfer2 >= 0) {  // interpolated levels: the upper levels' values, same slot
+        Transfer& up = transfers[static_cast<std::size_t>(v.transfer2)];
+        up.slots[static_cast<std::size_t>(c.slot)].run(
+            {Field(Type::f64, nullptr, 0, up.slab.data(), static_cast<i64>(up.slab.size()))});
+      }
       stats.transfer_s += MPI_Wtime() - t0;
       if (server_error.empty()) {
         try {

@@ -24,6 +24,7 @@
 
 #include "common/checked.hpp"
 #include "io/config_checks.hpp"
+#include "io/zoom.hpp"
 
 namespace estuary::io {
 
@@ -226,6 +227,33 @@ class XiosReader {
   bool boolean(const Attr& a, const std::string& attr);
   int integer(const Attr& a, const std::string& attr, int lo, int hi);
   std::string file_name(const Attrs& a, pugi::xml_node file);
+
+  // Axis, domain and grid definitions: kept unread until a field's grid differs from the field
+  // it refers to; then indexed by id (their src= files loaded if they are there) so that the
+  // difference can be read as a zoom or vertical levels (io/xios_zoom part below).
+  std::vector<pugi::xml_node> grid_def_roots_;
+  bool grid_defs_indexed_ = false;
+  std::map<std::string, pugi::xml_node> axes_, domains_, grids_;
+  void index_grid_defs(pugi::xml_node n);
+  struct GridParts {
+    pugi::xml_node domain, axis;
+    std::string domain_ref, axis_ref;  // when given by id without an element here
+    bool scalar = false, known = true;
+  };
+  GridParts grid_parts(const std::string& spec);
+  struct Walk {
+    std::string root;                        // the id the chain of *_ref ends at
+    std::vector<pugi::xml_node> transforms;  // child elements met on the way (zoom_domain, ...)
+    std::vector<pugi::xml_node> holders;     // the element holding each transformation
+  };
+  Walk walk(pugi::xml_node n, const std::string& ref, const char* kind);
+  // The grid `target` of a file's field as a zoom and levels of grid `base` of the field it
+  // refers to, into view: nullopt when it is; "" when the definitions do not tell (absent);
+  // else why not, with the place.
+  std::optional<std::string> map_grid(const std::string& base, const std::string& target, FieldConfig& view);
+  // The first transformation on the grid `spec` itself (its domain's or axis' chain), if the
+  // definitions are here: the grid of a field with no other grid below it.
+  std::optional<pugi::xml_node> own_transformation(const std::string& spec);
 };
 
 // ---- files, lines, messages ----
@@ -594,9 +622,12 @@ void XiosReader::read_context(pugi::xml_node ctx) {
         if (id) info_.variables[id.value()] = trim(e.text().get());
       } else if (tag == "calendar") {
         read_calendar(e, false);
-      } else if (tag == "axis_definition" || tag == "domain_definition" || tag == "grid_definition" ||
-                 tag == "scalar_definition" || tag == "pool_definition" || tag == "service_definition") {
-        // Grids are the model's (def_grid); fields record their references only. Not opened.
+      } else if (tag == "axis_definition" || tag == "domain_definition" || tag == "grid_definition") {
+        // Grids are the model's (def_grid); these are read only for a field that writes a zoom or
+        // levels of its field's grid (map_grid), when the files are there.
+        grid_def_roots_.push_back(e);
+      } else if (tag == "scalar_definition" || tag == "pool_definition" || tag == "service_definition") {
+        // Not opened.
       } else {
         fail(e, "", "unknown element <" + tag + "> in a context");
       }
@@ -785,7 +816,10 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
       return unsupported(l.node, attr ? "expr" : "", "an expression (derived field) is not supported yet",
                          "write the derived field from the model, or leave it out (skip_unsupported)");
     }
-  // A field that sets another grid than the field it refers to asks XIOS for a transformation.
+  // A field that sets another grid than the field it refers to asks XIOS for a transformation:
+  // a zoom (zoom_domain, zoom_axis) or interpolated levels (interpolate_axis) estuary writes too.
+  FieldConfig view;
+  std::string view_origin;
   {
     std::string g;
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
@@ -794,9 +828,30 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
         const std::string attr = it->node.attribute("grid_ref")     ? "grid_ref"
                                  : it->node.attribute("domain_ref") ? "domain_ref"
                                                                     : "axis_ref";
-        return unsupported(it->node, attr,
-                           "a grid other than the referenced field's (an XIOS grid transformation) is not supported",
-                           "output the field on the grid the model gives it");
+        const std::string what =
+            "a grid other than the referenced field's (an XIOS grid transformation) is not supported";
+        std::optional<std::string> why = view_origin.empty()
+                                             ? map_grid(g, it->grid, view)
+                                             : std::optional<std::string>("one transformation a field at most");
+        if (why)
+          return unsupported(it->node, attr, why->empty() ? what : what + ": " + *why,
+                             "output the field on the grid the model gives it, a zoom of it or levels of its axis");
+        view_origin = where(it->node, attr);
+      }
+      if (g.empty()) {
+        // The grid the chain's root (the model's field) is on: XIOS would transform the model's
+        // values if that grid is itself a zoom or an interpolation of another; estuary writes
+        // them as the model gives them, so that is refused rather than written differently.
+        if (const std::optional<pugi::xml_node> own = own_transformation(it->grid)) {
+          const std::string attr = it->node.attribute("grid_ref")     ? "grid_ref"
+                                   : it->node.attribute("domain_ref") ? "domain_ref"
+                                                                      : "axis_ref";
+          return unsupported(it->node, attr,
+                             "the field's own grid is transformed (" + where(*own) +
+                                 "): XIOS would write the transformation, estuary writes the model's values as given",
+                             "define the model's field on the untransformed grid and refer to the transformed one "
+                             "from the file's field (field_ref with grid_ref)");
+        }
       }
       g = it->grid;
     }
@@ -876,6 +931,12 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
   if (a.count("unit")) fd.units = a.at("unit").value;
   if (a.count("long_name")) fd.long_name = a.at("long_name").value;
   if (a.count("standard_name")) fd.standard_name = a.at("standard_name").value;
+  if (!view_origin.empty()) {
+    fd.zoom = view.zoom;
+    fd.level_indices = view.level_indices;
+    fd.interpolate_levels = view.interpolate_levels;
+    fd.zoom_origin = fd.levels_origin = view_origin;
+  }
   for (const auto& [k, v] : a) {
     const AttrRule* r = field_rule(k);
     if (r && r->use == Use::warn) warn(v.at, k, r->why);
@@ -894,6 +955,218 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
   info_.fields.push_back(std::move(rec));
   fc.fields.push_back(std::move(fd));
   return true;
+}
+
+// ---- zoom and levels from the axis, domain and grid definitions ----
+
+// The definitions' elements by id (groups and src= files followed; a src= file that is not
+// there is passed over: the grids are the model's, these only tell zooms and levels).
+void XiosReader::index_grid_defs(pugi::xml_node n) {
+  const Deeper guard(*this, n);
+  if (const pugi::xml_attribute src = n.attribute("src")) {
+    fs::path p(src.value());
+    if (p.is_relative()) p = fs::path(file_of(n).path).parent_path() / p;
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) {
+      if (const pugi::xml_node inc = included(n)) index_grid_defs(inc);
+    }
+  }
+  for (pugi::xml_node c : n.children()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string tag = c.name();
+    const std::string id = trim(c.attribute("id").value());
+    if (tag == "axis" && !id.empty()) axes_[id] = c;
+    else if (tag == "domain" && !id.empty()) domains_[id] = c;
+    else if (tag == "grid" && !id.empty()) grids_[id] = c;
+    else if (tag == "axis_group" || tag == "domain_group" || tag == "grid_group") index_grid_defs(c);
+  }
+}
+
+XiosReader::GridParts XiosReader::grid_parts(const std::string& spec) {
+  if (!grid_defs_indexed_) {
+    grid_defs_indexed_ = true;
+    for (pugi::xml_node r : grid_def_roots_) index_grid_defs(r);
+  }
+  std::vector<std::string> ref;  // grid_ref, domain_ref, axis_ref, scalar_ref
+  std::size_t at = 0;
+  for (int k = 0; k < 4; ++k) {
+    const std::size_t bar = spec.find('|', at);
+    ref.push_back(spec.substr(at, bar - at));
+    at = bar == std::string::npos ? spec.size() : bar + 1;
+  }
+  GridParts g;
+  if (!ref[0].empty()) {
+    const auto it = grids_.find(ref[0]);
+    if (it == grids_.end()) {
+      g.known = false;
+      return g;
+    }
+    for (pugi::xml_node c : it->second.children()) {
+      const std::string tag = c.name();
+      if (tag == "domain") g.domain = c;
+      else if (tag == "axis") g.axis = c;
+      else if (tag == "scalar") g.scalar = true;
+    }
+    return g;
+  }
+  g.domain_ref = ref[1];
+  g.axis_ref = ref[2];
+  g.scalar = !ref[3].empty();
+  return g;
+}
+
+XiosReader::Walk XiosReader::walk(pugi::xml_node n, const std::string& ref, const char* kind) {
+  Walk w;
+  const std::string attr = std::string(kind) + "_ref";
+  std::map<std::string, pugi::xml_node>& by_id = std::string(kind) == "axis" ? axes_ : domains_;
+  std::string next = ref;
+  std::set<std::string> seen;
+  for (int steps = 0; steps < 100; ++steps) {
+    if (!n) {  // follow `next` to its element; an id not defined here is the chain's end
+      const auto it = by_id.find(next);
+      if (it == by_id.end()) {
+        w.root = next;
+        return w;
+      }
+      n = it->second;
+    }
+    for (pugi::xml_node c : n.children()) {
+      // Elements that describe the grid itself, not a transformation of the values written.
+      const std::string tag = c.name();
+      if (c.type() != pugi::node_element || tag == "variable" || tag == "generate_rectilinear_domain" ||
+          tag == "compute_connectivity_domain")
+        continue;
+      w.transforms.push_back(c);
+      w.holders.push_back(n);
+    }
+    next = trim(n.attribute(attr.c_str()).value());
+    if (next.empty()) {
+      w.root = trim(n.attribute("id").value());
+      return w;
+    }
+    if (!seen.insert(next).second) fail(n, attr, attr + " '" + next + "' refers back to itself");
+    n = {};
+  }
+  fail(n, attr, "a chain of more than 100 " + attr + " references");
+}
+
+namespace {
+
+// XIOS's array syntax "(0,2)[10 50 100]", or the values alone: the numbers.
+std::vector<double> xios_array(const std::string& text, bool& ok) {
+  std::string s = text;
+  const std::size_t open = s.find('['), close = s.rfind(']');
+  if (open != std::string::npos && close != std::string::npos && close > open) s = s.substr(open + 1, close - open - 1);
+  for (char& c : s)
+    if (c == ',') c = ' ';
+  std::istringstream in(s);
+  std::vector<double> v;
+  double x = 0;
+  while (in >> x) v.push_back(x);
+  ok = in.eof() && !v.empty();
+  return v;
+}
+
+}  // namespace
+
+std::optional<pugi::xml_node> XiosReader::own_transformation(const std::string& spec) {
+  const GridParts p = grid_parts(spec);
+  if (!p.known) return std::nullopt;
+  for (const char* kind : {"domain", "axis"}) {
+    const bool axis = std::string(kind) == "axis";
+    const pugi::xml_node n = axis ? p.axis : p.domain;
+    const std::string& ref = axis ? p.axis_ref : p.domain_ref;
+    if (!n && ref.empty()) continue;
+    const Walk w = walk(n, ref, kind);
+    if (!w.transforms.empty()) return w.transforms[0];
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> XiosReader::map_grid(const std::string& base, const std::string& target, FieldConfig& view) {
+  const GridParts b = grid_parts(base), t = grid_parts(target);
+  if (!b.known || !t.known) return std::string();  // the definitions are not here: nothing to read
+  if (b.scalar || t.scalar) return std::string("a grid with a scalar");
+  auto integer_attr = [&](pugi::xml_node n, const char* k, long long dflt) -> long long {
+    const pugi::xml_attribute a = n.attribute(k);
+    if (!a) return dflt;
+    return integer(Attr{a.value(), n}, k, 0, std::numeric_limits<int>::max());
+  };
+  // The horizontal part: the same domain, at most one zoom_domain (or XIOS 3's extract_domain).
+  const bool bd = b.domain || !b.domain_ref.empty(), td = t.domain || !t.domain_ref.empty();
+  if (bd != td) return std::string("one grid has a domain and the other not");
+  if (bd) {
+    const Walk wb = walk(b.domain, b.domain_ref, "domain"), wt = walk(t.domain, t.domain_ref, "domain");
+    if (!wb.transforms.empty())
+      return "the referenced field's domain is itself transformed (" + where(wb.transforms[0]) + ")";
+    if (wb.root != wt.root) return "domain '" + wt.root + "' is not a zoom of domain '" + wb.root + "'";
+    for (pugi::xml_node c : wt.transforms) {
+      const std::string tag = c.name();
+      if (tag != "zoom_domain" && tag != "extract_domain") return "<" + tag + "> is not supported (" + where(c) + ")";
+      if (view.zoom.kind != FieldConfig::Zoom::Kind::none) return "two zooms of one domain (" + where(c) + ")";
+      for (const pugi::xml_attribute a : c.attributes()) {
+        const std::string k = a.name();
+        if (k != "ibegin" && k != "ni" && k != "jbegin" && k != "nj" && k != "id")
+          fail(c, k, "unknown attribute of <" + tag + ">", "estuary reads ibegin, ni, jbegin and nj");
+      }
+      view.zoom.kind = FieldConfig::Zoom::Kind::index;
+      view.zoom.i0 = integer_attr(c, "ibegin", 0);
+      view.zoom.j0 = integer_attr(c, "jbegin", 0);
+      const long long ni = integer_attr(c, "ni", -1), nj = integer_attr(c, "nj", -1);
+      if (ni == 0 || nj == 0) fail(c, ni == 0 ? "ni" : "nj", "an empty zoom");
+      view.zoom.i1 = ni < 0 ? -1 : view.zoom.i0 + ni - 1;
+      view.zoom.j1 = nj < 0 ? -1 : view.zoom.j0 + nj - 1;
+    }
+  }
+  // The vertical part: the same axis, at most one zoom_axis or interpolate_axis (order 1).
+  const bool ba = b.axis || !b.axis_ref.empty(), ta = t.axis || !t.axis_ref.empty();
+  if (ba != ta) return std::string("one grid has an axis and the other not");
+  pugi::xml_node axis_at;  // the axis transformation read
+  if (ba) {
+    const Walk wb = walk(b.axis, b.axis_ref, "axis"), wt = walk(t.axis, t.axis_ref, "axis");
+    if (!wb.transforms.empty())
+      return "the referenced field's axis is itself transformed (" + where(wb.transforms[0]) + ")";
+    if (wb.root != wt.root) return "axis '" + wt.root + "' is not made from axis '" + wb.root + "'";
+    if (wt.transforms.size() > 1) return "more than one transformation of an axis (" + where(wt.transforms[1]) + ")";
+    for (std::size_t k = 0; k < wt.transforms.size(); ++k) {
+      const pugi::xml_node c = wt.transforms[k];
+      const std::string tag = c.name();
+      axis_at = c;
+      if (tag == "zoom_axis" || tag == "extract_axis") {
+        if (c.attribute("index"))
+          return "<" + tag + " index=...> is not supported (" + where(c, "index") + "): give begin and n";
+        if (!c.attribute("n")) return "<" + tag + "> without n (" + where(c) + ")";
+        const long long b0 = integer_attr(c, "begin", 0), n = integer_attr(c, "n", 0);
+        if (n == 0) fail(c, "n", "an empty zoom of an axis");
+        for (long long i = 0; i < n; ++i) view.level_indices.push_back(b0 + i);
+      } else if (tag == "interpolate_axis") {
+        const std::string type = trim(c.attribute("type").value());
+        if (!type.empty() && type != "polynomial")
+          return "interpolate_axis type '" + type + "' is not supported (" + where(c, "type") + ")";
+        if (trim(c.attribute("order").value()) != "1")
+          return "interpolate_axis of order other than 1 is not supported (" + where(c, "order") +
+                 "): give order=\"1\"";
+        if (c.attribute("coordinate") || c.attribute("coordinate_src") || c.attribute("coordinate_dst"))
+          return "interpolation in another field's values (coordinate) is not supported (" + where(c, "coordinate") +
+                 ")";
+        const pugi::xml_node axis = wt.holders[k];
+        bool ok = false;
+        view.interpolate_levels.values = xios_array(axis.attribute("value").value(), ok);
+        if (!ok) fail(axis, "value", "an interpolated axis needs its values", "give value=\"(0,N-1)[v0 v1 ...]\"");
+        view.interpolate_levels.extrapolate = true;  // XIOS extrapolates from the end levels
+      } else {
+        return "<" + tag + "> is not supported (" + where(c) + ")";
+      }
+    }
+  }
+  if (axis_at) {
+    try {
+      detail::check_levels(view, where(axis_at));
+    } catch (const Error& e) {
+      return e.what();
+    }
+  }
+  return std::nullopt;
 }
 
 OutputConfig XiosReader::read(const std::string& path) {

@@ -354,3 +354,118 @@ def test_terminate_waits_at_most_the_timeout_for_a_stuck_partner(io_env, tmp_pat
     assert p.returncode != 0
     assert "terminate of component atm: the other ranks did not all arrive within 8 s" in err, out + err
     assert time.time() - t0 < 60
+
+
+# ---- configuration faults: refused with the file, the line and the key, nothing written ----
+
+FAULT_YAML = """output:
+  mode: {mode}
+  writers: {writers}
+  directory: {dir}
+  files:
+    - name: f
+      output_freq: 2h
+      fields:
+        - {{name: t3}}
+{fields}"""
+
+FAULT_XML = """<?xml version="1.0"?>
+<simulation>
+ <context id="w">
+  <axis_definition>
+   <axis id="depth"/>
+   <axis id="d2" axis_ref="depth" value="(0,1)[20 100]"><interpolate_axis type="polynomial" order="{order}"/></axis>
+  </axis_definition>
+  <domain_definition>
+   <domain id="atm"/>
+   <domain id="box" domain_ref="atm"><zoom_domain {zoom}/></domain>
+  </domain_definition>
+  <grid_definition>
+   <grid id="g3"><domain domain_ref="atm"/><axis axis_ref="depth"/></grid>
+   <grid id="g3i"><domain domain_ref="atm"/><axis axis_ref="d2"/></grid>
+   <grid id="g2"><domain domain_ref="atm"/></grid>
+   <grid id="g2z"><domain domain_ref="box"/></grid>
+  </grid_definition>
+  <field_definition operation="instant" prec="8">
+   <field id="t3" grid_ref="g3"/>
+   <field id="sst" grid_ref="g2"/>
+  </field_definition>
+  <file_definition>
+   <file id="f" output_freq="2h">
+{fields}
+   </file>
+  </file_definition>
+ </context>
+</simulation>
+"""
+
+# (id, mode (server: the servers fail alike at end_def), fields (YAML entries or XML elements), the marker of the line at fault, what the
+# message says, the key or attribute it names). YAML: the keys added with derived fields,
+# output_name, start_date, zoom and levels; XML: unknown attribute, field_ref to nothing, and
+# XIOS transformations (zoom_domain, interpolate_axis) that do not map.
+CONFIG_FAULTS = [
+    ("expr_syntax", "serverless", '        - {name: x, expr: "t3 - * 2"}', "name: x",
+     "syntax error in expression 't3 - * 2'", "key output.files[0] (f).fields[1] (x).expr"),
+    ("expr_unknown", "server", '        - {name: x, expr: "t3 + wo"}', "name: x",
+     "unknown variable 'wo' in expression 't3 + wo'", "key output.files[0] (f).fields[1] (x).expr"),
+    ("expr_cycle", "serverless", '        - {name: a, expr: "b + 1"}\n        - {name: b, expr: "2 * a"}', "name: b",
+     "derived fields use each other in a cycle", ".expr)"),
+    ("output_name_clash", "serverless", "        - {name: sst, output_name: t3}", "output_name: t3",
+     "field listed twice (variable 't3')", "key output.files[0] (f).fields[1] (sst))"),
+    ("start_date", "serverless", "start_date: 2001-02-30 00:00:00", "start_date:",
+     "in calendar standard", "key start_date)"),
+    ("zoom_lat", "serverless", "        - {name: sst, zoom: {lat: [40, -40]}}", "zoom:",
+     "zoom latitudes [40, -40] are not south <= north", "key output.files[0] (f).fields[1] (sst).zoom)"),
+    ("zoom_outside", "server", "        - {name: sst, zoom: {i: [0, 12]}}", "zoom:",
+     "zoom i [0, 12], j [0, last] is outside grid 'atm' of 12 x 8 points", "key output.files[0] (f).fields[1] (sst).zoom)"),
+    ("zoom_empty", "serverless", "        - {name: sst, zoom: {lat: [80, 85]}}", "zoom:",
+     "no point of grid 'atm' lies in the zoom box", "key output.files[0] (f).fields[1] (sst).zoom)"),
+    ("levels_beyond", "server", "        - {name: t3, output_name: t3b, levels: [1, 3]}", "levels:",
+     "level index 3 is beyond the 3 levels of field 't3'", "key output.files[0] (f).fields[1] (t3).levels)"),
+    ("interp_coordinate", "serverless",
+     "        - {name: t3, output_name: ti, interpolate_levels: {values: [20], coordinate: air_pressure}}",
+     "interpolate_levels", "interpolation coordinate 'air_pressure' is not the level axis of field 't3'",
+     "key output.files[0] (f).fields[1] (t3).interpolate_levels)"),
+    ("levels_and_interp", "serverless",
+     "        - name: t3\n          output_name: tl\n          levels: [0]\n          interpolate_levels: {values: [20]}",
+     "interpolate_levels", "levels and interpolate_levels together", "key output.files[0] (f).fields[1] (t3).interpolate_levels)"),
+    ("xml_unknown_attribute", "serverless", '    <field field_ref="sst" colour="red"/>', "colour",
+     "unknown attribute of <field>", "attribute colour)"),
+    ("xml_field_ref", "serverless", '    <field field_ref="sss"/>', "sss",
+     "no field 'sss' in the field definition", "attribute field_ref)"),
+    ("xml_interp_order", "serverless", '    <field field_ref="t3" name="ti" grid_ref="g3i"/>', "order=",
+     "interpolate_axis of order other than 1 is not supported", "<interpolate_axis>, attribute order)"),
+    ("xml_zoom_attribute", "serverless", '    <field field_ref="sst" name="sz" grid_ref="g2z"/>', "zoom_domain",
+     "unknown attribute of <zoom_domain>", "attribute ibgin)"),
+    ("xml_own_zoom", "serverless", '    <field id="sz" grid_ref="g2z" operation="instant"/>', 'id="sz"',
+     "the field's own grid is transformed", '<field id="sz">, attribute grid_ref)'),
+    ("xml_zoom_outside", "serverless", '    <field field_ref="sst" name="sz" grid_ref="g2z"/>', 'name="sz"',
+     "zoom i [10, 14], j [1, 3] is outside grid 'atm'", '<field field_ref="sst">, attribute grid_ref)'),
+]
+
+
+@pytest.mark.parametrize("case,mode,fields,marker,what,key", CONFIG_FAULTS, ids=[c[0] for c in CONFIG_FAULTS])
+def test_configuration_fault_names_place_and_writes_nothing(io_env, case, mode, fields, marker, what, key):
+    """A configuration error — found when the file is read or at end_def, on every rank — stops
+    the run with a message naming the file, the line and the key, and leaves no file behind."""
+    base = fresh(io_env, "config_" + case)
+    d = os.path.join(base, "out")
+    xml = case.startswith("xml_")
+    if xml:
+        zoom = 'ibgin="0" ni="5"' if case == "xml_zoom_attribute" else 'ibegin="10" ni="5" jbegin="1" nj="3"'
+        text = FAULT_XML.format(fields=fields, order=2 if case == "xml_interp_order" else 1, zoom=zoom)
+    elif case == "start_date":
+        text = fields + "\n" + FAULT_YAML.format(mode=mode, writers=1, dir=d, fields="")
+    else:
+        text = FAULT_YAML.format(mode=mode, writers=1, dir=d, fields=fields)
+    cfg = os.path.join(base, "io.xml" if xml else "io.yaml")
+    with open(cfg, "w") as f:
+        f.write(text)
+    line = next(i + 1 for i, t in enumerate(text.splitlines()) if marker in t)
+    p = subprocess.run([io_env["mpiexec"], "-n", "3", io_env["writer"], cfg, "cyclic", "4"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert what in p.stdout and key in p.stdout, p.stdout + p.stderr
+    assert f"{cfg}:{line}" in p.stdout, f"line {line}: " + p.stdout
+    written = [os.path.join(r, f) for r, _, fs in os.walk(base) for f in fs if f.endswith((".nc", ".tmp"))]
+    assert not written, written

@@ -77,6 +77,11 @@ def cmd_io_check(args, argv=None) -> int:
             src = "" if v["source"] == v["variable"] else f" <- {v['source']}"
             extra = f"  sampling {v['sampling_freq']:g}s" if v["sampling_freq"] else ""
             extra += f"  deflate {v['deflate']}" if v["deflate"] else ""
+            zoom = v.get("zoom")  # XIOS zoom_domain, zoom_axis, interpolate_axis
+            if zoom:
+                extra += "  zoom " + ", ".join(f"{k} [{a:g}, {b:g}]" for k, (a, b) in zoom.items())
+            extra += f"  levels {v['levels']}" if v.get("levels") else ""
+            extra += f"  interpolated to {v['interpolate_levels']}" if v.get("interpolate_levels") else ""
             print(f"  {v['variable']}{src}  {v['operation']} {v['precision']}  [{v['units']}]{extra}")
     if got["warnings"]:
         print(f"{len(got['warnings'])} warnings:")
