@@ -74,6 +74,7 @@ PyDict io_stats_dict(const eio::IoStats& s) {
   d["transfer_s"] = s.transfer_s;
   d["model_io_s"] = s.model_io_s;
   d["derived_s"] = s.derived_s;  // part of model_io_s: derived fields (expr: in the configuration)
+  d["regrid_s"] = s.regrid_s;  // part of model_io_s: remapping samples for files on another grid
   d["setup_s"] = s.setup_s;
   return PyDict(std::move(d));
 }
@@ -437,7 +438,7 @@ void bind_io(nb::module_& m, nb::handle error) {
           "stats", [](PyOutput& o) { return io_stats_dict(o.get().stats()); },
           "Local: this rank's counters, a dict of records_handed_over, records_written, bytes_written, "
           "files_created and write_s, transfer_s, model_io_s, derived_s (the part of model_io_s spent on derived "
-          "fields), setup_s (seconds).")
+          "fields), regrid_s (the part spent remapping for files on another grid), setup_s (seconds).")
       .def(
           "report",
           [](PyOutput& o, std::optional<double> run_s, double run_without_io_s) {

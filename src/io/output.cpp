@@ -111,6 +111,7 @@ Output::Output(const OutputConfig& config, MPI_Comm comm) : impl_(std::make_uniq
   MPI_Comm_size(comm, &size);
   // The configuration decides the writers, the files and every collective that follows.
   estuary::detail::agree_same(comm, "output configuration (" + config.source + ")", describe(config));
+  rename_fields(x.cfg);  // files on another grid take their fields' remapped copies (io/regrid.hpp)
   if (config.writers < 1)
     throw Error("writers must be at least 1", "config " + config.source + ", key output.writers");
   if (!have_pnetcdf() && std::min(config.writers, size) > 1)
@@ -220,19 +221,7 @@ void Output::def_grid(const std::string& name, const Grid& local) {
   Impl& x = *impl_;
   if (!x.model || x.defined) throw Error("def_grid outside the definition phase", "grid " + name);
   local.check();
-  GridInfo g;
-  g.name = name;
-  g.kind = local.kind;
-  g.dims = local.dims;
-  g.global_size = local.global_size;
-  g.ncorner = local.ncorner;
-  for (i64 i = 0; i < local.size(); ++i) g.points.push_back(local.global_index(i));
-  g.lon = local.lon;
-  g.lat = local.lat;
-  g.clon = local.corner_lon;
-  g.clat = local.corner_lat;
-  g.mask = local.mask;
-  x.grids.push_back(std::move(g));
+  x.grids.push_back(GridInfo::of(name, local));
 }
 
 void Output::def_field(const FieldDef& field) {
@@ -246,7 +235,25 @@ void Output::def_field(const FieldDef& field) {
 void Output::end_def() {
   Impl& x = *impl_;
   const double t0 = MPI_Wtime();
-  if (x.model) x.compute_axes();
+  if (x.model) {
+    try {
+      x.regrids.define(x.cfg, x.grids, x.fields, x.model_comm, {});
+    } catch (const Error& e) {
+      // The servers wait for the catalog: they get the error instead, and throw it too.
+      if (x.server_mode && x.model_rank == 0) {
+        Packer p;
+        p.i(-1);
+        p.s(e.fault());
+        p.s(e.where());
+        p.s(e.fix());
+        for (int s : x.server_xranks)
+          estuary::detail::check_mpi(MPI_Send(p.b.data(), static_cast<int>(p.b.size()), MPI_BYTE, s, kTagCatalog, x.ctrl),
+                                     "MPI_Send");
+      }
+      throw;
+    }
+    x.compute_axes();
+  }
   if (x.server_mode && x.model_rank == 0 && x.model) {
     const std::vector<char> cat = x.pack_catalog();
     for (int s : x.server_xranks)
@@ -276,6 +283,13 @@ void Output::serve() {
   MPI_Get_count(&st, MPI_BYTE, &n);
   std::vector<char> cat(static_cast<std::size_t>(n));
   estuary::detail::check_mpi(MPI_Recv(cat.data(), n, MPI_BYTE, 0, kTagCatalog, x.ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
+  {
+    Unpacker u{cat};
+    if (u.i() < 0) {  // the model ranks failed before the catalog (end_def): their error
+      const std::string fault = u.s(), where = u.s(), fix = u.s();
+      throw Error(fault, where, fix);
+    }
+  }
   x.unpack_catalog(cat);
   x.derived.add(x.cfg, x.fields);
   x.plan_vars();
@@ -309,6 +323,13 @@ void Output::write(const std::string& field, double time, std::span<const double
                 "field " + field + ", " + x.where_rank());
   const int f = static_cast<int>(fit - x.fields.begin());
   bool terminate = x.write_field(f, time, data);
+  if (!terminate && !x.regrids.empty()) {
+    // The sample on the grids of files on another grid, then their temporal operations there.
+    terminate = x.regrids.written(f, data, [&](int r, std::span<const double> values) {
+      return x.write_field(r, time, values);
+    });
+    x.stats.regrid_s = x.regrids.seconds();
+  }
   if (!terminate && !x.derived.empty()) {
     // The derived fields this write completes for `time`, evaluated here on the model ranks.
     const double d0 = MPI_Wtime();

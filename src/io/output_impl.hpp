@@ -35,6 +35,7 @@
 #include "estuary/redist.hpp"
 #include "io/derived.hpp"
 #include "io/io_detail.hpp"
+#include "io/regrid.hpp"
 
 namespace estuary::io {
 
@@ -114,7 +115,7 @@ inline std::string describe(const OutputConfig& c) {
   for (const FileConfig& f : c.files) {
     o << f.name << ' ' << f.output_freq.seconds << '/' << f.output_freq.months << ' ' << f.restart << ' '
       << f.split_freq.seconds << '/' << f.split_freq.months << ' '
-      << static_cast<int>(f.format) << ':';
+      << static_cast<int>(f.format) << ' ' << f.grid.describe() << ' ' << f.grid.weights << ':';
     for (const FieldConfig& x : f.fields)
       o << ' ' << x.name << '>' << x.variable() << '/' << static_cast<int>(x.operation) << '/' << static_cast<int>(x.precision) << '/'
         << x.deflate << '/' << x.sampling_freq_s << '/' << static_cast<int>(x.quantize) << '/' << x.significant << '/'
@@ -145,6 +146,22 @@ struct GridInfo {
   // servers get them in the catalog).
   bool rectilinear = false;
   std::vector<double> axis_lon, axis_lat, axis_lon_bnds, axis_lat_bnds;  // nx, ny, 2 nx, 2 ny
+  // Model side: this rank's part `local` of a grid (def_grid's, or a file grid's target).
+  static GridInfo of(const std::string& name, const Grid& local) {
+    GridInfo g;
+    g.name = name;
+    g.kind = local.kind;
+    g.dims = local.dims;
+    g.global_size = local.global_size;
+    g.ncorner = local.ncorner;
+    for (i64 i = 0; i < local.size(); ++i) g.points.push_back(local.global_index(i));
+    g.lon = local.lon;
+    g.lat = local.lat;
+    g.clon = local.corner_lon;
+    g.clat = local.corner_lat;
+    g.mask = local.mask;
+    return g;
+  }
   // File shape of the horizontal grid: {ny, nx} for 2-D kinds, {n} otherwise.
   std::vector<i64> hshape() const {
     if (dims.size() == 2 && kind != GridKind::reduced_gaussian && kind != GridKind::unstructured)
@@ -239,6 +256,7 @@ struct Output::Impl {
   std::vector<Var> vars;
   std::vector<FileState> files;
   DerivedFields derived;  // the configuration's expressions, appended to `fields` at end_def
+  Regrids regrids;        // files on another grid: their grids and remapped fields, added at end_def
   bool defined = false, closed = false;
   // Model ranks: the output's failure, the same text on every rank once agreed; every later
   // call throws it again. Servers: their first (agreed) write error. Model rank 0: the text a

@@ -1,0 +1,343 @@
+// Output on another grid (a file's `grid:`, src/io/regrid.cpp): the values written against
+//  - for conservative weights, the analytic area-weighted mean over the source cells that
+//    overlap each target cell (lon-lat boxes: the overlap is dlon x (sin lat2 - sin lat1)), over
+//    the unmasked ones, and
+//  - for every method, the weights generated serially (one rank, whole grids) applied serially
+//    to the whole source field, bit for bit, which also makes the file the same on every rank
+//    count;
+// 2-D and 3-D fields, an average over steps, masked source points (garbage there must not enter)
+// and a target no valid source reaches (the fill value), in serverless and server mode. Then
+// the weight cache: a second run reads the file (a doctored cache shows in the values), a stale
+// one is regenerated; and the configuration's errors.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <tuple>
+#include <limits>
+#include <numbers>
+
+#include "estuary/weightgen.hpp"
+#include "estuary/weights.hpp"
+#include "test_io_util.hpp"
+
+namespace io = estuary::io;
+using etest::all_ok;
+using iotest::i64;
+using iotest::kNx;
+using iotest::kNy;
+using iotest::kNh;
+
+namespace {
+
+std::string out_dir(const std::string& name) { return iotest::out_dir("regrid_", name); }
+
+// Source grid: lonlat 12 x 8 (centres at 30 i, -90 + 22.5 (j + 0.5)). Masked: the six cells
+// that target (0, 0) of lonlat:6x4 overlaps (so it gets no valid source), and every 7th.
+bool masked(i64 g) {
+  const i64 i = g % kNx, j = g / kNx;
+  return (j < 2 && (i == 11 || i == 0 || i == 1)) || g % 7 == 3;
+}
+double lon_of(i64 g) { return 30.0 * static_cast<double>(g % kNx); }
+double lat_of(i64 g) { return -90.0 + 22.5 * (static_cast<double>(g / kNx) + 0.5); }
+// The field at source point g (level l) and step k: smooth on the sphere.
+double value(i64 g, i64 l, i64 k) {
+  const double d = std::numbers::pi / 180.0;
+  return 2.0 + std::cos(lat_of(g) * d) * std::sin(lon_of(g) * d) + 0.1 * static_cast<double>(k) +
+         0.01 * static_cast<double>(l);
+}
+
+// The model's part of the grid: the points of its 2-D boxes (which both fields use).
+estuary::Grid source_part(int p, int r) {
+  estuary::Grid g = estuary::GridGen::lonlat(kNx, kNy).make(iotest::decomp_of("boxes", 1, p, r));
+  g.mask.clear();
+  for (i64 i = 0; i < g.size(); ++i) g.mask.push_back(masked(g.global_index(i)) ? 0 : 1);
+  return g;
+}
+
+// The analytic conservative value (fracarea) of target (I, J) of lonlat:6x4, level l, step k;
+// NaN where no unmasked source cell overlaps. Target lon cell [60I - 30, 60I + 30] holds source
+// cell 2I whole and half of 2I - 1 and 2I + 1; target band J is source bands 2J and 2J + 1.
+double conservative_6x4(i64 t, i64 l, i64 k) {
+  const i64 I = t % 6, J = t / 6;
+  const double d = std::numbers::pi / 180.0;
+  double num = 0, den = 0;
+  for (i64 dj = 0; dj < 2; ++dj) {
+    const i64 j = 2 * J + dj;
+    const double band = std::sin((-90.0 + 22.5 * static_cast<double>(j + 1)) * d) -
+                        std::sin((-90.0 + 22.5 * static_cast<double>(j)) * d);
+    for (i64 di = -1; di <= 1; ++di) {
+      const i64 i = ((2 * I + di) % kNx + kNx) % kNx;
+      const i64 g = j * kNx + i;
+      if (masked(g)) continue;
+      const double a = (di == 0 ? 1.0 : 0.5) * band;
+      num += a * value(g, l, k);
+      den += a;
+    }
+  }
+  return den > 0 ? num / den : std::numeric_limits<double>::quiet_NaN();
+}
+
+// Serial reference: the weights generated on one rank over the whole grids, applied to the
+// whole source field in link order (the bfb sum), unmapped targets NaN.
+struct SerialRef {
+  estuary::Links links;
+  i64 nt = 0;
+  std::vector<double> apply(i64 l, i64 k) const {
+    std::vector<double> out(static_cast<std::size_t>(nt), 0.0);
+    std::vector<bool> hit(static_cast<std::size_t>(nt), false);
+    for (std::size_t e = 0; e < links.row.size(); ++e) {
+      out[static_cast<std::size_t>(links.row[e])] += links.weight[e] * value(links.col[e], l, k);
+      hit[static_cast<std::size_t>(links.row[e])] = true;
+    }
+    for (std::size_t t = 0; t < out.size(); ++t)
+      if (!hit[t]) out[t] = std::numeric_limits<double>::quiet_NaN();
+    return out;
+  }
+};
+
+SerialRef serial_ref(const std::string& target, const std::string& method) {
+  const estuary::Grid src = source_part(1, 0);
+  const estuary::Grid dst = estuary::GridGen::from_name(target).make();
+  SerialRef r;
+  r.nt = dst.global_size;
+  if (method == "conservative") r.links = estuary::conservative_weights(src, dst, MPI_COMM_SELF).links;
+  else if (method == "bilinear") r.links = estuary::bilinear_weights(src, dst, MPI_COMM_SELF);
+  else r.links = estuary::distance_weights(src, dst, MPI_COMM_SELF);
+  return r;
+}
+
+// Runs the test model: sst (2-D) and t3 (3-D), both on boxes, on the masked source grid, written
+// every hour for `nsteps` steps with garbage (NaN) at masked points. False on a server rank.
+bool run_model(const io::OutputConfig& cfg, i64 nsteps, io::IoStats* stats = nullptr) {
+  io::Output out(cfg, MPI_COMM_WORLD);
+  if (out.is_server()) {
+    out.serve();
+    return false;
+  }
+  int p = 1, r = 0;
+  MPI_Comm_size(out.model_comm(), &p);
+  MPI_Comm_rank(out.model_comm(), &r);
+  const auto d2 = iotest::decomp_of("boxes", 1, p, r);
+  const auto d3 = iotest::decomp_of("boxes", iotest::kNlev, p, r);
+  out.def_grid("atm", source_part(p, r));
+  out.def_field(iotest::field("sst", false, d2));
+  out.def_field(iotest::field("t3", true, d3));
+  out.end_def();
+  const auto i2 = d2.to_indices(), i3 = d3.to_indices();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (i64 k = 1; k <= nsteps; ++k) {
+    std::vector<double> s, t;
+    for (i64 g : i2) s.push_back(masked(g) ? nan : value(g, 0, k));
+    for (i64 g : i3) t.push_back(masked(g % kNh) ? nan : value(g % kNh, g / kNh, k));
+    out.write("sst", 3600.0 * static_cast<double>(k), s);
+    out.write("t3", 3600.0 * static_cast<double>(k), t);
+  }
+  out.close();
+  if (stats) *stats = out.stats();
+  return true;
+}
+
+// Compares record `rec` of `var` (nlev levels of nt points) with want(level, point): NaN wants
+// the fill value; tol 0 wants the same bits. Counts the differences (reported on this rank).
+int compare(io::Reader& rd, const std::string& var, i64 rec, i64 nlev, i64 nt, double tol,
+            const std::function<double(i64, i64)>& want) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const auto d = etest::permuted_block(nlev * nt, p, r, 5);
+  std::vector<double> got(static_cast<std::size_t>(d.size()));
+  rd.read_record(var, rec, d, got);
+  const auto idx = d.to_indices();
+  int bad = 0;
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    const double w = want(idx[i] / nt, idx[i] % nt);
+    const bool ok = std::isnan(w) ? got[i] == io::kFillValue
+                    : tol == 0    ? got[i] == w
+                                  : std::abs(got[i] - w) <= tol * std::max(1.0, std::abs(w));
+    if (!ok && bad < 5)
+      ADD_FAILURE() << var << " record " << rec << " value " << idx[i] << ": " << got[i] << " != " << w;
+    bad += ok ? 0 : 1;
+  }
+  return bad;
+}
+
+// Collective: the set-up of every test here, and the SCRIP grid file one file's target is read
+// from (lonlat:6x4 again, as CDO would describe it).
+std::string yaml_for(const std::string& mode, const std::string& dir, const std::string& weights) {
+  const int wp = etest::world_size();
+  if (etest::world_rank() == 0) {
+    std::filesystem::create_directories(dir);
+    estuary::write_scrip_grid(dir + "/r6x4_grid.nc", estuary::GridGen::lonlat(6, 4).make());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const std::string con = "{target: \"lonlat:6x4\", method: conservative" +
+                          (weights.empty() ? std::string() : ", weights: " + weights) + "}";
+  return "output:\n  mode: " + mode + "\n  writers: " + std::to_string(std::min(2, std::max(1, wp - 1))) +
+         "\n  directory: " + dir +
+         "\n  files:\n"
+         "    - name: con\n      output_freq: 2h\n      grid: " + con + "\n"
+         "      fields: [{name: sst, precision: double}, {name: t3, precision: double}]\n"
+         "    - name: con_avg\n      output_freq: 2h\n      grid: " + con + "\n"
+         "      fields: [{name: sst, operation: average, precision: double}]\n"
+         "    - name: bil\n      output_freq: 2h\n      grid: {target: \"lonlat:9x6\", method: bilinear}\n"
+         "      fields: [{name: sst, precision: double}]\n"
+         "    - name: dis\n      output_freq: 2h\n      grid: {target: \"gaussian:16x8\", method: distwgt}\n"
+         "      fields: [{name: sst, precision: double}]\n"
+         "    - name: scr\n      output_freq: 2h\n      grid: {target: {scrip: " + dir + "/r6x4_grid.nc}}\n"
+         "      fields: [{name: sst, precision: double}]\n"
+         "    - name: native\n      output_freq: 2h\n      fields: [{name: sst, precision: double}]\n";
+}
+
+}  // namespace
+
+TEST(IoRegrid, ValuesMatchAnalyticAndSerialReferences) {
+  const int wp = etest::world_size();
+  const SerialRef con = serial_ref("lonlat:6x4", "conservative"), bil = serial_ref("lonlat:9x6", "bilinear"),
+                  dis = serial_ref("gaussian:16x8", "distwgt");
+  for (const std::string mode : {"serverless", "server"}) {
+    if (mode == "server" && wp < 2) continue;
+    SCOPED_TRACE(mode);
+    const std::string dir = out_dir(mode);
+    const i64 nsteps = 4;
+    io::IoStats stats;
+    if (run_model(io::OutputConfig::from_yaml_string(yaml_for(mode, dir, ""), "regrid.yaml"), nsteps, &stats)) {
+      // Model ranks remapped, and that time is counted.
+      EXPECT_GT(stats.regrid_s, 0.0);
+    }
+    int bad = 0;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    {
+      io::Reader rd(dir + "/con.nc", MPI_COMM_WORLD);
+      ASSERT_EQ(rd.records(), 2);
+      for (i64 rec = 0; rec < 2; ++rec) {
+        const i64 k = 2 * (rec + 1);
+        bad += compare(rd, "sst", rec, 1, 24, 1e-13, [&](i64, i64 t) { return conservative_6x4(t, 0, k); });
+        bad += compare(rd, "t3", rec, iotest::kNlev, 24, 1e-13, [&](i64 l, i64 t) { return conservative_6x4(t, l, k); });
+        const std::vector<double> ref0 = con.apply(0, k), ref2 = con.apply(2, k);
+        bad += compare(rd, "sst", rec, 1, 24, 0, [&](i64, i64 t) { return ref0[static_cast<std::size_t>(t)]; });
+        bad += compare(rd, "t3", rec, iotest::kNlev, 24, 0, [&](i64 l, i64 t) {
+          return l == 2 ? ref2[static_cast<std::size_t>(t)] : con.apply(l, k)[static_cast<std::size_t>(t)];
+        });
+      }
+      // The target no valid source reaches is the fill value (not 0, not NaN).
+      bad += compare(rd, "sst", 0, 1, 24, 0, [&](i64, i64 t) { return t == 0 ? nan : con.apply(0, 2)[static_cast<std::size_t>(t)]; });
+    }
+    {
+      // XIOS's order: each sample remapped, then averaged on the target grid.
+      io::Reader rd(dir + "/con_avg.nc", MPI_COMM_WORLD);
+      ASSERT_EQ(rd.records(), 2);
+      for (i64 rec = 0; rec < 2; ++rec)
+        bad += compare(rd, "sst", rec, 1, 24, 1e-13, [&](i64, i64 t) {
+          return 0.5 * (conservative_6x4(t, 0, 2 * rec + 1) + conservative_6x4(t, 0, 2 * rec + 2));
+        });
+    }
+    {
+      // The file's grid is 2-D (y, x) with 2-D coordinates; the values those of the recipe's.
+      io::Reader rd(dir + "/scr.nc", MPI_COMM_WORLD);
+      ASSERT_EQ(rd.records(), 2);
+      bad += compare(rd, "sst", 1, 1, 24, 1e-13, [&](i64, i64 t) { return conservative_6x4(t, 0, 4); });
+    }
+    for (const auto& [file, ref, nt] : {std::tuple{"bil", &bil, i64{54}}, std::tuple{"dis", &dis, i64{128}}}) {
+      io::Reader rd(dir + "/" + file + ".nc", MPI_COMM_WORLD);
+      ASSERT_EQ(rd.records(), 2);
+      for (i64 rec = 0; rec < 2; ++rec) {
+        const std::vector<double> want = ref->apply(0, 2 * (rec + 1));
+        bad += compare(rd, "sst", rec, 1, nt, 0, [&](i64, i64 t) { return want[static_cast<std::size_t>(t)]; });
+      }
+    }
+    EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << etest::world_rank();
+  }
+}
+
+// The cache: the first run writes it; a second run reads it (a cache doctored to twice the
+// weights, with the same key, gives twice the values); one with another key is regenerated.
+TEST(IoRegrid, CachedWeightsAreReusedAndStaleOnesRegenerated) {
+  const std::string dir = out_dir("cache");
+  const std::string cache = dir + "/rmp_atm_to_r6x4.nc";
+  if (etest::world_rank() == 0) std::filesystem::remove(cache);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const io::OutputConfig cfg = io::OutputConfig::from_yaml_string(yaml_for("serverless", dir, cache), "cache.yaml");
+  run_model(cfg, 2);
+  ASSERT_TRUE(std::filesystem::exists(cache));
+  const std::string key = estuary::read_global_attribute(cache, "estuary_fingerprint", MPI_COMM_WORLD);
+  ASSERT_NE(key.find("-IO-lonlat:6x4 conservative order=1"), std::string::npos) << key;
+  // Rewrites the cache with the weights scaled by `scale` and the key `k` (rank 0 alone).
+  auto doctor = [&](double scale, const std::string& k) {
+    if (etest::world_rank() == 0) {
+      estuary::WeightSlice w = estuary::read_weights(cache, MPI_COMM_SELF);
+      for (double& x : w.links.weight) x *= scale;
+      estuary::WeightWriteOptions wo;
+      wo.attributes = {{"estuary_fingerprint", k}};
+      estuary::write_weights(cache, w.links, w.info.src_size, w.info.dst_size, MPI_COMM_SELF, wo);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  };
+  auto sst_at = [&](double factor) {
+    io::Reader rd(dir + "/con.nc", MPI_COMM_WORLD);
+    return compare(rd, "sst", 0, 1, 24, 1e-13, [&](i64, i64 t) { return factor * conservative_6x4(t, 0, 2); });
+  };
+  doctor(2.0, key);
+  run_model(cfg, 2);
+  EXPECT_TRUE(all_ok(sst_at(2.0) == 0)) << "the second run did not read the cache";
+  doctor(2.0, "stale");
+  run_model(cfg, 2);
+  EXPECT_TRUE(all_ok(sst_at(1.0) == 0)) << "a stale cache was used";
+  EXPECT_EQ(estuary::read_global_attribute(cache, "estuary_fingerprint", MPI_COMM_WORLD), key);
+}
+
+TEST(IoRegrid, ConfigErrorsNameTheLine) {
+  const std::string head = "output:\n  files:\n    - name: f\n      output_freq: 1h\n";
+  const std::string fields = "      fields: [sst]\n";
+  auto err = [&](const std::string& grid) { return iotest::config_error(head + "      grid: " + grid + "\n" + fields); };
+  std::string m = err("{target: \"lonlat:1x\"}");
+  EXPECT_NE(m.find("bad.yaml:5, key output.files[0] (f).grid.target"), std::string::npos) << m;
+  m = err("{target: \"lonlat:6x4\", method: spline}");
+  EXPECT_NE(m.find("unknown method 'spline'"), std::string::npos) << m;
+  EXPECT_NE(m.find("key output.files[0] (f).grid.method"), std::string::npos) << m;
+  m = err("{target: \"lonlat:6x4\", method: bilinear, order: 2}");
+  EXPECT_NE(m.find("order goes with method conservative only"), std::string::npos) << m;
+  m = err("{target: {scrip: a.nc, oasis: b.nc}}");
+  EXPECT_NE(m.find("exactly one of scrip: or oasis:"), std::string::npos) << m;
+  m = err("{method: conservative}");
+  EXPECT_NE(m.find("target"), std::string::npos) << m;
+  m = err("{target: \"lonlat:6x4\", colour: red}");
+  EXPECT_NE(m.find("colour"), std::string::npos) << m;
+  EXPECT_EQ(err("{target: {oasis: grids.nc, name: torc}, method: distwgt, neighbors: 8, weights: w.nc}"), "no error");
+}
+
+// A field the model does not declare, named at its line; a target file that does not exist.
+TEST(IoRegrid, EndDefErrorsNameTheConfiguration) {
+  for (const std::string mode : {"serverless", "server"}) {
+    if (mode == "server" && etest::world_size() < 2) continue;
+    auto end_def_error = [&](const std::string& grid, const std::string& field) {
+      const std::string yaml = "output:\n  mode: " + mode + "\n  directory: " + out_dir("errors") +
+                               "\n  files:\n    - name: f\n      output_freq: 1h\n      grid: " + grid +
+                               "\n      fields: [" + field + "]\n";
+      const io::OutputConfig cfg = io::OutputConfig::from_yaml_string(yaml, "e.yaml");
+      std::string msg = "no error";
+      io::Output out(cfg, MPI_COMM_WORLD);
+      try {
+        if (out.is_server()) {
+          out.serve();
+          return msg;
+        }
+        int p = 1, r = 0;
+        MPI_Comm_size(out.model_comm(), &p);
+        MPI_Comm_rank(out.model_comm(), &r);
+        out.def_grid("atm", source_part(p, r));
+        out.def_field(iotest::field("sst", false, iotest::decomp_of("boxes", 1, p, r)));
+        out.end_def();
+      } catch (const estuary::Error& e) {
+        msg = e.what();
+      }
+      return msg;
+    };
+    std::string m = end_def_error("{target: \"lonlat:6x4\"}", "tos");
+    EXPECT_NE(m.find("field 'tos' is not declared by the model"), std::string::npos) << m;
+    EXPECT_NE(m.find("e.yaml:8"), std::string::npos) << m;
+    m = end_def_error("{target: {scrip: /nonexistent/grid.nc}}", "sst");
+    EXPECT_NE(m.find("/nonexistent/grid.nc"), std::string::npos) << m;
+    EXPECT_NE(m.find("e.yaml:7, key output.files[0] (f).grid"), std::string::npos) << m;
+  }
+}
