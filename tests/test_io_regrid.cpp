@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <tuple>
 #include <limits>
@@ -340,4 +341,81 @@ TEST(IoRegrid, EndDefErrorsNameTheConfiguration) {
     EXPECT_NE(m.find("/nonexistent/grid.nc"), std::string::npos) << m;
     EXPECT_NE(m.find("e.yaml:7, key output.files[0] (f).grid"), std::string::npos) << m;
   }
+}
+
+// XIOS's <interpolate_domain> on a field's grid (grid_ref to a grid whose domain is generated
+// rectilinear) becomes the file's grid; a file mixing grids, or an attribute that changes the
+// values estuary does not follow, is refused at its line (or the field left out with
+// skip_unsupported).
+TEST(IoRegrid, XiosInterpolateDomainBecomesTheFileGrid) {
+  const std::string dir = out_dir("xios");
+  auto xml = [&](const std::string& name, const std::string& interp, const std::string& files) {
+    const std::string path = dir + "/" + name;
+    if (etest::world_rank() == 0) {
+      std::filesystem::create_directories(dir);
+      std::ofstream(path) << "<?xml version=\"1.0\"?>\n<simulation>\n<context id=\"nemo\">\n"
+                             "<field_definition>\n"
+                             "  <field id=\"sst\" grid_ref=\"grid_T_2D\" operation=\"average\"/>\n"
+                             "  <field id=\"t3\" grid_ref=\"grid_T_2D\" operation=\"average\"/>\n"
+                             "</field_definition>\n"
+                             "<domain_definition>\n"
+                             "  <domain id=\"grid_T\"/>\n"
+                             "  <domain id=\"regular\" type=\"rectilinear\" ni_glo=\"6\" nj_glo=\"4\">\n"
+                             "    <generate_rectilinear_domain/>\n"
+                             "    <interpolate_domain " + interp + "/>\n"
+                             "  </domain>\n"
+                             "</domain_definition>\n"
+                             "<grid_definition>\n"
+                             "  <grid id=\"grid_T_2D\"><domain domain_ref=\"grid_T\"/></grid>\n"
+                             "  <grid id=\"grid_reg\"><domain domain_ref=\"regular\"/></grid>\n"
+                             "</grid_definition>\n"
+                             "<file_definition>\n" + files + "</file_definition>\n</context>\n</simulation>\n";
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return path;
+  };
+  auto error = [&](const std::string& path, io::XiosXmlInfo* info = nullptr, bool skip = false) {
+    io::XiosXmlOptions o;
+    o.skip_unsupported = skip;
+    try {
+      io::OutputConfig::from_xios_xml(path, o, info);
+    } catch (const estuary::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string one = "  <file id=\"f\" name=\"reg\" output_freq=\"1d\">\n"
+                          "    <field field_ref=\"sst\" grid_ref=\"grid_reg\"/>\n"
+                          "    <field field_ref=\"t3\" grid_ref=\"grid_reg\"/>\n  </file>\n";
+  const std::string p1 = xml("one.xml", "order=\"1\" renormalize=\"true\" weight_filename=\"rmp_reg.nc\"", one);
+  io::XiosXmlInfo info;
+  io::XiosXmlOptions o;
+  const io::OutputConfig c = io::OutputConfig::from_xios_xml(p1, o, &info);
+  ASSERT_EQ(c.files.size(), 1u);
+  const io::RegridConfig& g = c.files[0].grid;
+  EXPECT_EQ(g.target, io::RegridConfig::Target::recipe);
+  EXPECT_EQ(g.describe(), "lonlat:6x4 conservative order=1");
+  EXPECT_EQ(g.weights, "rmp_reg.nc");
+  EXPECT_NE(g.origin.find("one.xml:12, <interpolate_domain>"), std::string::npos) << g.origin;
+  ASSERT_EQ(c.files[0].fields.size(), 2u);
+  std::string warnings;
+  for (const auto& w : info.warnings) warnings += w + "\n";
+  EXPECT_NE(warnings.find("one.xml:10, <domain id=\"regular\""), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("the target is estuary's lonlat:6x4"), std::string::npos) << warnings;
+  // XIOS's defaults: second order, not renormalised.
+  EXPECT_EQ(io::OutputConfig::from_xios_xml(xml("defaults.xml", "", one), o, &info).files[0].grid.describe(),
+            "lonlat:6x4 conservative order=2 destarea");
+  // A file with a field on the model's grid and one interpolated: refused at the field's line.
+  const std::string mixed = "  <file id=\"f\" name=\"mixed\" output_freq=\"1d\">\n"
+                            "    <field field_ref=\"sst\" grid_ref=\"grid_reg\"/>\n"
+                            "    <field field_ref=\"t3\"/>\n  </file>\n";
+  const std::string p2 = xml("mixed.xml", "order=\"1\"", mixed);
+  std::string m = error(p2);
+  EXPECT_NE(m.find("field 't3' is on another grid than the file's earlier fields"), std::string::npos) << m;
+  EXPECT_NE(m.find("mixed.xml:22, <field field_ref=\"t3\">"), std::string::npos) << m;
+  io::XiosXmlInfo skipped;
+  EXPECT_EQ(error(p2, &skipped, true), "no error");
+  // What would change the values: refused, naming the attribute.
+  m = error(xml("quantity.xml", "quantity=\"true\"", one));
+  EXPECT_NE(m.find("quantity.xml:12, <interpolate_domain>, attribute quantity"), std::string::npos) << m;
 }

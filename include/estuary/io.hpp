@@ -100,6 +100,9 @@ struct RegridConfig {
   enum class Method { conservative, bilinear, bicubic, distwgt, nn };
   Method method = Method::conservative;
   int order = 1;      // conservative: 1 or 2 (SCRIP's FIRST, SECOND)
+  // conservative: fracarea (a target partly covered by valid sources gets their mean; CDO's
+  // default, XIOS's renormalize="true") or destarea (their sum over the whole target cell's area).
+  bool destarea = false;
   int neighbors = 4;  // distwgt: the n nearest
   // The weight file: read when it exists and estuary wrote it for the same grids and method
   // (or when estuary did not write it: a CDO or SCRIP file, used as it is), else generated and

@@ -48,7 +48,8 @@ std::string target_text(const RegridConfig& g) {
 std::string RegridConfig::describe() const {
   std::string t = target_text(*this);
   t.append(" ").append(name_of(method));
-  if (method == Method::conservative) t.append(" order=").append(std::to_string(order));
+  if (method == Method::conservative)
+    t.append(" order=").append(std::to_string(order)).append(destarea ? " destarea" : "");
   if (method == Method::distwgt) t.append(" n=").append(std::to_string(neighbors));
   return t;
 }
@@ -77,7 +78,7 @@ RegridConfig parse_regrid(const estuary::detail::config::YamlFile& doc, const YA
   RegridConfig g;
   g.origin = doc.where(n, key);
   if (!n.IsMap()) doc.fail(n, key, "`grid` must be a map", "write grid: {target: \"lonlat:144x72\", method: conservative}");
-  doc.keys(n, key, {"target", "method", "order", "neighbors", "weights"});
+  doc.keys(n, key, {"target", "method", "order", "normalization", "neighbors", "weights"});
   const YAML::Node t = doc.required(n, "target", key);
   const std::string tk = key + ".target";
   if (t.IsScalar()) {
@@ -118,6 +119,14 @@ RegridConfig parse_regrid(const estuary::detail::config::YamlFile& doc, const YA
     g.order = static_cast<int>(doc.integer(o, key + ".order", 1, 2));
     if (g.method != RegridConfig::Method::conservative)
       doc.fail(o, key + ".order", "order goes with method conservative only");
+  }
+  if (const YAML::Node o = n["normalization"]) {
+    const std::string v = doc.scalar(o, key + ".normalization");
+    if (v != "fracarea" && v != "destarea")
+      doc.fail(o, key + ".normalization", "unknown normalization '" + v + "'", "use fracarea or destarea");
+    if (g.method != RegridConfig::Method::conservative)
+      doc.fail(o, key + ".normalization", "normalization goes with method conservative only");
+    g.destarea = v == "destarea";
   }
   if (const YAML::Node o = n["neighbors"]) {
     g.neighbors = static_cast<int>(doc.integer(o, key + ".neighbors", 1, 64));
@@ -193,9 +202,10 @@ Links generate(const RegridConfig& g, const Grid& sg, const Grid& tg, MPI_Comm c
       case M::conservative: {
         ConservativeOptions co;
         co.order = g.order;
-        co.normalization = ConservNormalization::fracarea;  // a constant stays itself (CDO's default)
+        // fracarea: a constant stays itself (CDO's default).
+        co.normalization = g.destarea ? ConservNormalization::destarea : ConservNormalization::fracarea;
         wo.map_method = "Conservative remapping";
-        wo.normalization = "fracarea";
+        wo.normalization = g.destarea ? "destarea" : "fracarea";
         return conservative_weights(sg, tg, comm, co).links;
       }
       case M::bilinear:

@@ -203,6 +203,15 @@ class XiosReader {
   std::map<std::string, std::vector<DefField>> def_groups_;  // field_definition groups' fields, by group id
   std::set<std::string> warned_;                             // warnings once each
   OutputConfig cfg_;
+  // <domain_definition>s and <grid_definition>s, indexed (with the files they include) only when
+  // a field asks for another grid than its source's: NEMO's set-ups name files they do not ship.
+  std::vector<pugi::xml_node> domain_defs_, grid_defs_;
+  std::map<std::string, pugi::xml_node> domains_, grids_;
+  bool defs_indexed_ = false;
+  void index_defs();
+  // The file grid a field's grid_ref / domain_ref asks for, when that is XIOS's
+  // <interpolate_domain> to a generated rectilinear domain; nullopt for any other grid.
+  std::optional<RegridConfig> interpolation(const std::string& grid_ref, const std::string& domain_ref);
 
   const XmlFile& load(const std::string& path, pugi::xml_node from, const char* attr);
   const XmlFile& file_of(pugi::xml_node n) const;
@@ -594,8 +603,12 @@ void XiosReader::read_context(pugi::xml_node ctx) {
         if (id) info_.variables[id.value()] = trim(e.text().get());
       } else if (tag == "calendar") {
         read_calendar(e, false);
-      } else if (tag == "axis_definition" || tag == "domain_definition" || tag == "grid_definition" ||
-                 tag == "scalar_definition" || tag == "pool_definition" || tag == "service_definition") {
+      } else if (tag == "domain_definition") {
+        domain_defs_.push_back(e);  // opened when a field's grid transformation needs it
+      } else if (tag == "grid_definition") {
+        grid_defs_.push_back(e);
+      } else if (tag == "axis_definition" || tag == "scalar_definition" || tag == "pool_definition" ||
+                 tag == "service_definition") {
         // Grids are the model's (def_grid); fields record their references only. Not opened.
       } else {
         fail(e, "", "unknown element <" + tag + "> in a context");
@@ -785,7 +798,9 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
       return unsupported(l.node, attr ? "expr" : "", "an expression (derived field) is not supported yet",
                          "write the derived field from the model, or leave it out (skip_unsupported)");
     }
-  // A field that sets another grid than the field it refers to asks XIOS for a transformation.
+  // A field that sets another grid than the field it refers to asks XIOS for a transformation:
+  // an interpolate_domain (once in the chain) becomes the file's grid; any other is refused.
+  RegridConfig regrid;
   {
     std::string g;
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
@@ -794,13 +809,28 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
         const std::string attr = it->node.attribute("grid_ref")     ? "grid_ref"
                                  : it->node.attribute("domain_ref") ? "domain_ref"
                                                                     : "axis_ref";
-        return unsupported(it->node, attr,
-                           "a grid other than the referenced field's (an XIOS grid transformation) is not supported",
-                           "output the field on the grid the model gives it");
+        const std::size_t bar = it->grid.find('|'), bar2 = it->grid.find('|', bar + 1);
+        std::optional<RegridConfig> r;
+        if (!regrid)
+          r = interpolation(it->grid.substr(0, bar), it->grid.substr(bar + 1, bar2 - bar - 1));
+        if (!r)
+          return unsupported(it->node, attr,
+                             "a grid other than the referenced field's (an XIOS grid transformation) is not supported",
+                             "output the field on the grid the model gives it (of the transformations, estuary "
+                             "reads interpolate_domain to a generated rectilinear domain)");
+        regrid = *r;
       }
       g = it->grid;
     }
   }
+  // estuary puts a whole file on one grid (FileConfig::grid); XIOS interpolates field by field.
+  if (!fc.fields.empty() && fc.grid.describe() + fc.grid.weights != regrid.describe() + regrid.weights)
+    return unsupported(f.node, "grid_ref",
+                       "field '" + var + "' is on another grid than the file's earlier fields (" +
+                           (regrid ? regrid.describe() : "the model's") + " against " +
+                           (fc.grid ? fc.grid.describe() : "the model's") + ")",
+                       "put the fields of each grid in a file of their own");
+  if (fc.fields.empty()) fc.grid = regrid;
   for (const auto& [k, v] : a) {
     const AttrRule* r = field_rule(k);
     if (r && r->use == Use::refuse) return unsupported(v.at, k, r->why, "remove the attribute");
@@ -894,6 +924,104 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
   info_.fields.push_back(std::move(rec));
   fc.fields.push_back(std::move(fd));
   return true;
+}
+
+void XiosReader::index_defs() {
+  if (defs_indexed_) return;
+  defs_indexed_ = true;
+  auto walk = [&](pugi::xml_node n, const char* item, std::map<std::string, pugi::xml_node>& into, auto&& self) -> void {
+    const Deeper guard(*this, n);
+    for (pugi::xml_node c : n.children()) {
+      if (c.type() != pugi::node_element) continue;
+      const std::string tag = c.name();
+      if (tag == item) {
+        if (c.attribute("id")) into[c.attribute("id").value()] = c;  // XIOS: the later one's
+      } else if (tag == std::string(item) + "_group") {
+        try {
+          if (const pugi::xml_node inc = included(c)) self(inc, item, into, self);
+        } catch (const Error&) {  // an absent file adds nothing (below)
+        }
+        self(c, item, into, self);
+      }
+    }
+  };
+  // A definition whose included file is absent or broken adds nothing: a grid defined there is
+  // then not found, and the field's transformation is refused as any other.
+  auto one = [&](pugi::xml_node d, const char* item, std::map<std::string, pugi::xml_node>& into) {
+    try {
+      if (const pugi::xml_node inc = included(d)) walk(inc, item, into, walk);
+    } catch (const Error&) {
+    }
+    walk(d, item, into, walk);
+  };
+  for (pugi::xml_node d : domain_defs_) one(d, "domain", domains_);
+  for (pugi::xml_node g : grid_defs_) one(g, "grid", grids_);
+}
+
+std::optional<RegridConfig> XiosReader::interpolation(const std::string& grid_ref, const std::string& domain_ref) {
+  index_defs();
+  // The domain: the field's domain_ref, or the (first) domain of its grid_ref's grid, which may
+  // be written in place (with its own children) or refer to the definition's.
+  pugi::xml_node dom;
+  std::string dref = domain_ref;
+  if (!grid_ref.empty()) {
+    const auto g = grids_.find(grid_ref);
+    if (g == grids_.end()) return std::nullopt;
+    const pugi::xml_node d = g->second.child("domain");
+    if (!d) return std::nullopt;
+    if (d.first_child()) dom = d;
+    else dref = d.attribute("domain_ref").value();
+  }
+  if (!dom && !dref.empty()) {
+    const auto d = domains_.find(dref);
+    if (d == domains_.end()) return std::nullopt;
+    dom = d->second;
+  }
+  const pugi::xml_node in = dom ? dom.child("interpolate_domain") : pugi::xml_node();
+  if (!in) return std::nullopt;
+  for (pugi::xml_node c : dom.children())
+    if (c.type() == pugi::node_element && std::string(c.name()) != "interpolate_domain" &&
+        std::string(c.name()) != "generate_rectilinear_domain")
+      fail(c, "", std::string("<") + c.name() + "> with <interpolate_domain>: chained domain transformations are not supported",
+           "interpolate to a generated rectilinear domain alone");
+  // The target: a global rectilinear domain that XIOS generates from ni_glo x nj_glo.
+  const std::string type = trim(dom.attribute("type").value());
+  const pugi::xml_node gen = dom.child("generate_rectilinear_domain");
+  if (type != "rectilinear" || !gen || !dom.attribute("ni_glo") || !dom.attribute("nj_glo"))
+    fail(dom, type != "rectilinear" ? "type" : !gen ? "" : "ni_glo",
+         "the target of <interpolate_domain> must be a type=\"rectilinear\" domain with ni_glo, nj_glo and "
+         "<generate_rectilinear_domain/> for estuary to build it",
+         "give those, or write the file in YAML with grid: {target: {scrip: grid.nc}}");
+  for (const pugi::xml_attribute a : gen.attributes())
+    fail(gen, a.name(), "a regional generated domain is not supported (estuary's target is global)", "remove it");
+  const int ni = integer(Attr{dom.attribute("ni_glo").value(), dom}, "ni_glo", 1, 1 << 20);
+  const int nj = integer(Attr{dom.attribute("nj_glo").value(), dom}, "nj_glo", 1, 1 << 20);
+  RegridConfig r;
+  r.target = RegridConfig::Target::recipe;
+  r.grid = "lonlat:" + std::to_string(ni) + "x" + std::to_string(nj);
+  r.method = RegridConfig::Method::conservative;
+  r.order = 2;  // XIOS's default
+  r.destarea = true;  // renormalize="false", XIOS's default
+  r.origin = where(in);
+  for (const pugi::xml_attribute a : in.attributes()) {
+    const std::string k = a.name();
+    const Attr v{a.value(), in};
+    if (k == "order") r.order = integer(v, k, 1, 2);
+    else if (k == "renormalize") r.destarea = !boolean(v, k);
+    else if (k == "weight_filename") r.weights = trim(a.value());
+    else if (k == "mode" || k == "write_weight" || k == "read_write_convention" || k == "use_area") {
+      // estuary's cache: read when it matches, written when generated (XIOS's read_or_compute)
+    } else if (k == "quantity" && !boolean(v, k)) {
+    } else if (k == "detect_missing_value" && !boolean(v, k)) {
+    } else {
+      fail(in, k, "interpolate_domain attribute not supported by estuary (it changes the values written)",
+           "remove it");
+    }
+  }
+  warn(dom, "", "the target is estuary's lonlat:" + std::to_string(ni) + "x" + std::to_string(nj) +
+                    " (CDO's r" + std::to_string(ni) + "x" + std::to_string(nj) +
+                    ": centres at longitude 0, 360/ni, ... and at the middles of nj latitude bands)");
+  return r;
 }
 
 OutputConfig XiosReader::read(const std::string& path) {
