@@ -325,9 +325,11 @@ void Output::write(const std::string& field, double time, std::span<const double
   bool terminate = x.write_field(f, time, data);
   if (!terminate && !x.regrids.empty()) {
     // The sample on the grids of files on another grid, then their temporal operations there.
-    terminate = x.regrids.written(f, data, [&](int r, std::span<const double> values) {
-      return x.write_field(r, time, values);
-    });
+    // (Only for the files that take this sample: an instant field written every 6 h from a
+    // model writing every 30 min is remapped every 12th write.)
+    terminate = x.regrids.written(
+        f, data, [&](int r) { return x.needs_sample(r, time); },
+        [&](int r, std::span<const double> values) { return x.write_field(r, time, values); });
     x.stats.regrid_s = x.regrids.seconds();
   }
   if (!terminate && !x.derived.empty()) {
@@ -351,6 +353,36 @@ void Output::write(const std::string& field, double time, std::span<const double
   }
 }
 
+bool Output::Impl::ends_period(Var& v, double time) {
+  const Frequency& F = files[static_cast<std::size_t>(v.file)].cfg.output_freq;
+  // The period a sample belongs to is (boundary next_k - 1, boundary next_k = next_out].
+  if (std::isnan(v.next_out)) {
+    v.next_k = clock.first_boundary_from(F, time);
+    v.next_out = clock.boundary(F, v.next_k);
+  }
+  const double eps = 1e-9 * (v.next_out - clock.boundary(F, v.next_k - 1));
+  return time >= v.next_out - eps;
+}
+
+bool Output::Impl::sampled(const Var& v, double time) {
+  // sampling_freq: only samples at its multiples enter the operation (XIOS freq_op).
+  if (v.sampling_s <= 0) return true;
+  const double q = time / v.sampling_s;
+  return std::abs(q - std::round(q)) <= 1e-9 * std::max(1.0, std::abs(q));
+}
+
+bool Output::Impl::needs_sample(int f, double time) {
+  auto it = vars_of_field.find(fields[static_cast<std::size_t>(f)].def.name);
+  if (it == vars_of_field.end()) return false;
+  for (int vi : it->second) {
+    Var& v = vars[static_cast<std::size_t>(vi)];
+    if (v.op == Operation::once ? !v.done_once
+                                : ends_period(v, time) || (v.op != Operation::instant && sampled(v, time)))
+      return true;
+  }
+  return false;
+}
+
 bool Output::Impl::write_field(int f, double time, std::span<const double> data) {
   Impl& x = *this;
   const FieldInfo& info = x.fields[static_cast<std::size_t>(f)];
@@ -365,26 +397,15 @@ bool Output::Impl::write_field(int f, double time, std::span<const double> data)
       if (!v.done_once) due.push_back(vi);
       continue;
     }
-    const Frequency& F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq;
-    // The period a sample belongs to is (boundary next_k - 1, boundary next_k = next_out].
-    if (std::isnan(v.next_out)) {
-      v.next_k = x.clock.first_boundary_from(F, time);
-      v.next_out = x.clock.boundary(F, v.next_k);
-    }
-    const double eps = 1e-9 * (v.next_out - x.clock.boundary(F, v.next_k - 1));
+    const bool ends = x.ends_period(v, time);
     const std::size_t un = static_cast<std::size_t>(n);
-    // sampling_freq: only samples at its multiples enter the operation (XIOS freq_op).
-    bool sample = true;
-    if (v.sampling_s > 0) {
-      const double q = time / v.sampling_s;
-      sample = std::abs(q - std::round(q)) <= 1e-9 * std::max(1.0, std::abs(q));
-    }
+    const bool sample = sampled(v, time);
     if (sample && v.op != Operation::instant) {  // (once is handled above)
       v.acc.resize(un);
       estuary::detail::TimeAccumulator(time_op(v.op)).add(v.acc, data, v.nsamples);
     }
     if (sample) v.nsamples += 1;
-    if (time >= v.next_out - eps) due.push_back(vi);
+    if (ends) due.push_back(vi);
   }
   bool terminate = false;
   if (!due.empty() && (x.cfg.catch_sigterm || x.server_mode)) {

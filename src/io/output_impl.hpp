@@ -345,6 +345,13 @@ struct Output::Impl {
   // and the records it completes handed to the writers. True when the ranks agreed to stop
   // (SIGTERM): the caller closes and throws Terminated.
   bool write_field(int f, double time, std::span<const double> data);
+  // Whether `time` reaches the end of v's current output period (its first sample sets the
+  // period), and whether a sample at `time` enters v's operation (sampling_freq).
+  bool ends_period(Var& v, double time);
+  static bool sampled(const Var& v, double time);
+  // Whether a sample of field f at `time` changes what any of its variables writes (an
+  // operation takes it, a record or a `once` falls due): else it need not be computed.
+  bool needs_sample(int f, double time);
 
   // Hands the values of variable `v` (local layout of its transfer) to the writers.
   void emit(Var& v, const double* values, double time, double tb0, double tb1);

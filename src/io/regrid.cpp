@@ -290,7 +290,7 @@ void Regrids::define(const OutputConfig& cfg, std::vector<GridInfo>& grids, std:
       for (const auto& lev : src_pos[w])
         if (idx.size() != np * static_cast<std::size_t>(nlev) ||
             std::find(lev.begin(), lev.end(), none) != lev.end())
-          throw Error("the levels of field " + def.name + " do not hold the same points on " +
+          throw Error("the levels of field " + def.name + " do not hold the same points (each once) on " +
                           estuary::detail::world_rank_label() + ", which a file on another grid needs",
                       wants[w].origin, "decompose every level of the field alike");
     }
@@ -416,7 +416,7 @@ void Regrids::define(const OutputConfig& cfg, std::vector<GridInfo>& grids, std:
   }
 }
 
-bool Regrids::written(int f, std::span<const double> data,
+bool Regrids::written(int f, std::span<const double> data, const std::function<bool(int)>& wanted,
                       const std::function<bool(int, std::span<const double>)>& put) {
   Impl& x = *impl_;
   auto it = x.by_field.find(f);
@@ -424,6 +424,7 @@ bool Regrids::written(int f, std::span<const double> data,
   bool stop = false;
   for (int j : it->second) {
     Impl::Job& job = x.jobs[static_cast<std::size_t>(j)];
+    if (!wanted(job.out)) continue;
     std::vector<RemapField> rf;
     for (std::size_t l = 0; l < job.pos.size(); ++l) {
       for (std::size_t k = 0; k < job.pos[l].size(); ++k) job.in[l][k] = data[job.pos[l][k]];

@@ -63,9 +63,11 @@ class Regrids {
   void define(const OutputConfig& cfg, std::vector<GridInfo>& grids, std::vector<FieldInfo>& fields, MPI_Comm comm,
               const std::function<void(const std::string&)>& log);
   // Model ranks, collective over comm: field f was written with `data`. Remaps it for every
-  // file grid it goes to and hands the values to `put` (remapped field index, values). `put`
-  // returns true to stop (SIGTERM); so does this then.
-  bool written(int f, std::span<const double> data, const std::function<bool(int, std::span<const double>)>& put);
+  // file grid it goes to whose remapped field `wanted` (the same answer on every model rank)
+  // and hands the values to `put` (remapped field index, values). `put` returns true to stop
+  // (SIGTERM); so does this then.
+  bool written(int f, std::span<const double> data, const std::function<bool(int)>& wanted,
+               const std::function<bool(int, std::span<const double>)>& put);
   bool empty() const;
   double seconds() const;  // this rank's time in the remaps of written()
 
