@@ -252,7 +252,8 @@ TEST(IoRegrid, ValuesMatchAnalyticAndSerialReferences) {
 }
 
 // The cache: the first run writes it; a second run reads it (a cache doctored to twice the
-// weights, with the same key, gives twice the values); one with another key is regenerated.
+// weights, with the same key, gives twice the values); one with another key is regenerated; one
+// without a key is used as it is, and refused (naming it) when its sizes are not the grids'.
 TEST(IoRegrid, CachedWeightsAreReusedAndStaleOnesRegenerated) {
   const std::string dir = out_dir("cache");
   const std::string cache = dir + "/rmp_atm_to_r6x4.nc";
@@ -264,13 +265,14 @@ TEST(IoRegrid, CachedWeightsAreReusedAndStaleOnesRegenerated) {
   const std::string key = estuary::read_global_attribute(cache, "estuary_fingerprint", MPI_COMM_WORLD);
   ASSERT_NE(key.find("-IO-lonlat:6x4 conservative order=1"), std::string::npos) << key;
   // Rewrites the cache with the weights scaled by `scale` and the key `k` (rank 0 alone).
-  auto doctor = [&](double scale, const std::string& k) {
+  // (k empty: no key, a file estuary did not write; dst_extra: a target grid that size larger.)
+  auto doctor = [&](double scale, const std::string& k, i64 dst_extra = 0) {
     if (etest::world_rank() == 0) {
       estuary::WeightSlice w = estuary::read_weights(cache, MPI_COMM_SELF);
       for (double& x : w.links.weight) x *= scale;
       estuary::WeightWriteOptions wo;
-      wo.attributes = {{"estuary_fingerprint", k}};
-      estuary::write_weights(cache, w.links, w.info.src_size, w.info.dst_size, MPI_COMM_SELF, wo);
+      if (!k.empty()) wo.attributes = {{"estuary_fingerprint", k}};
+      estuary::write_weights(cache, w.links, w.info.src_size, w.info.dst_size + dst_extra, MPI_COMM_SELF, wo);
     }
     MPI_Barrier(MPI_COMM_WORLD);
   };
@@ -285,6 +287,20 @@ TEST(IoRegrid, CachedWeightsAreReusedAndStaleOnesRegenerated) {
   run_model(cfg, 2);
   EXPECT_TRUE(all_ok(sst_at(1.0) == 0)) << "a stale cache was used";
   EXPECT_EQ(estuary::read_global_attribute(cache, "estuary_fingerprint", MPI_COMM_WORLD), key);
+  // A file estuary did not write (CDO's, say) is used as it is: three times the weights show.
+  doctor(3.0, "");
+  run_model(cfg, 2);
+  EXPECT_TRUE(all_ok(sst_at(3.0) == 0)) << "a foreign weight file was not used as it is";
+  // One for another target grid is an error naming the file, on every rank.
+  doctor(1.0 / 3.0, "", 1);
+  std::string m = "no error";
+  try {
+    run_model(cfg, 2);
+  } catch (const estuary::Error& e) {
+    m = e.what();
+  }
+  EXPECT_NE(m.find(cache), std::string::npos) << m;
+  EXPECT_NE(m.find("cache.yaml:"), std::string::npos) << m;
 }
 
 TEST(IoRegrid, ConfigErrorsNameTheLine) {
