@@ -160,6 +160,8 @@ PyDict xios_dict(const eio::OutputConfig& c, const eio::XiosXmlInfo& info) {
     fd["output_freq"] = nb::make_tuple(f.output_freq.seconds, f.output_freq.months);  // (seconds, months)
     fd["split_freq"] = nb::make_tuple(f.split_freq.seconds, f.split_freq.months);
     fd["format"] = f.format == eio::Format::netcdf4 ? "netcdf4" : "cdf5";
+    fd["grid"] = f.grid ? f.grid.describe() : std::string();  // output on another grid ("": the model's)
+    fd["weights"] = f.grid.weights;
     PyDictList fields;
     for (const eio::FieldConfig& x : f.fields) {
       PyDict v;
@@ -222,7 +224,8 @@ void bind_io(nb::module_& m, nb::handle error) {
       "skip_unsupported: leave out (with a warning) the fields estuary cannot write as XIOS would, instead of "
       "raising.\n"
       "Returns {context, calendar, reference_time, files: [{name, output_freq and split_freq as (seconds, "
-      "months), format, fields: [{variable, source, operation, precision, deflate, sampling_freq, units, "
+      "months), format, grid (XIOS's interpolate_domain as the file's grid, 'lonlat:360x180 conservative "
+      "order=2 destarea'; '' on the model's), weights (its cache file), fields: [{variable, source, operation, precision, deflate, sampling_freq, units, "
       "long_name, standard_name, origin, grid_ref, domain_ref, axis_ref}]}], warnings, variables}.\n"
       "Raises estuary.Error naming the file, line, element and attribute at fault.");
 
