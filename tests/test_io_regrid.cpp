@@ -20,6 +20,7 @@
 #include <limits>
 #include <numbers>
 
+#include "estuary/grid_files.hpp"
 #include "estuary/weightgen.hpp"
 #include "estuary/weights.hpp"
 #include "test_io_util.hpp"
@@ -169,7 +170,22 @@ std::string yaml_for(const std::string& mode, const std::string& dir, const std:
   const int wp = etest::world_size();
   if (etest::world_rank() == 0) {
     std::filesystem::create_directories(dir);
-    estuary::write_scrip_grid(dir + "/r6x4_grid.nc", estuary::GridGen::lonlat(6, 4).make());
+    const estuary::Grid r = estuary::GridGen::lonlat(6, 4).make();
+    estuary::write_scrip_grid(dir + "/r6x4_grid.nc", r);
+    // And as OASIS's grids.nc (grid "r6x4"): corners point fastest, corner slowest.
+    const std::string oasis = dir + "/oasis/grids.nc";
+    std::filesystem::create_directories(dir + "/oasis");
+    std::filesystem::remove(oasis);
+    std::vector<double> clo, cla;
+    for (int c = 0; c < r.ncorner; ++c)
+      for (i64 q = 0; q < r.size(); ++q) {
+        clo.push_back(r.corner_lon[static_cast<std::size_t>(q * r.ncorner + c)]);
+        cla.push_back(r.corner_lat[static_cast<std::size_t>(q * r.ncorner + c)]);
+      }
+    estuary::write_oasis_grid_var(oasis, "r6x4", ".lon", 6, 4, 0, r.lon);
+    estuary::write_oasis_grid_var(oasis, "r6x4", ".lat", 6, 4, 0, r.lat);
+    estuary::write_oasis_grid_var(oasis, "r6x4", ".clo", 6, 4, r.ncorner, clo);
+    estuary::write_oasis_grid_var(oasis, "r6x4", ".cla", 6, 4, r.ncorner, cla);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   const std::string con = "{target: \"lonlat:6x4\", method: conservative" +
@@ -186,6 +202,8 @@ std::string yaml_for(const std::string& mode, const std::string& dir, const std:
          "    - name: dis\n      output_freq: 2h\n      grid: {target: \"gaussian:16x8\", method: distwgt}\n"
          "      fields: [{name: sst, precision: double}]\n"
          "    - name: scr\n      output_freq: 2h\n      grid: {target: {scrip: " + dir + "/r6x4_grid.nc}}\n"
+         "      fields: [{name: sst, precision: double}]\n"
+         "    - name: oas\n      output_freq: 2h\n      grid: {target: {oasis: " + dir + "/oasis/grids.nc, name: r6x4}}\n"
          "      fields: [{name: sst, precision: double}]\n"
          "    - name: native\n      output_freq: 2h\n      fields: [{name: sst, precision: double}]\n";
 }
@@ -234,10 +252,13 @@ TEST(IoRegrid, ValuesMatchAnalyticAndSerialReferences) {
         });
     }
     {
-      // The file's grid is 2-D (y, x) with 2-D coordinates; the values those of the recipe's.
-      io::Reader rd(dir + "/scr.nc", MPI_COMM_WORLD);
-      ASSERT_EQ(rd.records(), 2);
-      bad += compare(rd, "sst", 1, 1, 24, 1e-13, [&](i64, i64 t) { return conservative_6x4(t, 0, 4); });
+      // Targets from a SCRIP and an OASIS grid file: 2-D (y, x) with 2-D coordinates, the values
+      // those of the recipe's.
+      for (const char* file : {"/scr.nc", "/oas.nc"}) {
+        io::Reader rd(dir + file, MPI_COMM_WORLD);
+        ASSERT_EQ(rd.records(), 2);
+        bad += compare(rd, "sst", 1, 1, 24, 1e-13, [&](i64, i64 t) { return conservative_6x4(t, 0, 4); });
+      }
     }
     for (const auto& [file, ref, nt] : {std::tuple{"bil", &bil, i64{54}}, std::tuple{"dis", &dis, i64{128}}}) {
       io::Reader rd(dir + "/" + file + ".nc", MPI_COMM_WORLD);
