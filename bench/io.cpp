@@ -27,11 +27,21 @@
 //                volume in the same run: the writers' throughput as a fraction of dd's, and the
 //                model ranks' slow-down. Off unless --cmip 1.
 //
+//   regrid       output on another grid (a file's grid:, issue 21): with --regrid RECIPE (e.g.
+//                lonlat:360x180) and --regrid-method (conservative, bilinear, bicubic, distwgt,
+//                nn), the fields written every step on the model grid alone, then in the same
+//                invocation both on the model grid and on RECIPE (serverless, D = 1), averaged
+//                (one record at the end) and instant (a record a step): the model ranks' time per
+//                step of each (max over ranks), the remap's part (IoStats::regrid_s), the set-up
+//                (the first generates the weights and caches them, the second reads them) and the
+//                ratio of the two runs. Off unless --regrid is given.
+//
 //   mpirun -n P build/bench/io [--nx 720] [--ny 360] [--nlev 5] [--fields 2] [--steps 3]
 //                              [--dir /tmp/estuary_bench_io] [--repeat 2] [--format cdf5|netcdf4]
 //                              [--bandwidth 1] [--cpmip 1] [--days 1] [--dt 1800] [--work 20]
 //                              [--derived 1] [--cmip 0] [--cmip-days 365] [--cmip-dt 21600]
-//                              [--cmip-3d 10] [--cmip-2d 20]
+//                              [--cmip-3d 10] [--cmip-2d 20] [--regrid RECIPE]
+//                              [--regrid-method conservative]
 // One JSON object per method: bytes, seconds (min and median of repeats), MB/s, ratio to dd.
 #include <fcntl.h>
 #include <mpi.h>
@@ -163,6 +173,7 @@ int main(int argc, char** argv) {
   bool bandwidth = true, cpmip = true, derived = true, cmip = false;
   i64 cmip_days = 365, cmip_dt = 21600;
   int cmip_3d = 10, cmip_2d = 20;
+  std::string regrid, regrid_method = "conservative";
   bench::Cli cli("bench/io: output bandwidth of the ways to get 3-D fields into one netCDF file, one JSON line per method");
   cli.opt("nx", nx, "grid points along longitude")->check(CLI::PositiveNumber);
   cli.opt("ny", ny, "grid points along latitude")->check(CLI::PositiveNumber);
@@ -183,6 +194,8 @@ int main(int argc, char** argv) {
   cli.opt("cmip-dt", cmip_dt, "cmip: time step in seconds (a divisor of a day)")->check(CLI::PositiveNumber);
   cli.opt("cmip-3d", cmip_3d, "cmip: 3-D fields, monthly means")->check(CLI::NonNegativeNumber);
   cli.opt("cmip-2d", cmip_2d, "cmip: 2-D fields, daily means")->check(CLI::NonNegativeNumber);
+  cli.opt("regrid", regrid, "a grid recipe (lonlat:360x180): measure the output on that grid too (off: none)");
+  cli.opt("regrid-method", regrid_method, "regrid: conservative, bilinear, bicubic, distwgt or nn");
   cli.parse(argc, argv);
   const i64 n = nx * ny * nlev;
   const i64 bytes = n * 8 * nfields * steps;
@@ -591,6 +604,57 @@ int main(int argc, char** argv) {
           j.add("plain_field_s_per_step", plain_s).add("derived_field_s_per_step", derived_s);
           j.add("derived_over_plain", plain_s > 0 ? derived_s / plain_s : 0.0);
           j.add("derived_ns_per_value", 1e9 * derived_s / static_cast<double>(local));
+          std::cout << j.str() << std::endl;
+        }
+      }
+    }
+    if (!regrid.empty()) {
+      // ---- output on another grid: the model grid alone, then the model grid and `regrid` ----
+      // average: one record at the end, so a step costs the remap and the accumulation; instant:
+      // a record every step, so a step also costs the regridded file's hand-over and write. The
+      // weights are generated once and cached, so the second operation's set-up reads them.
+      const std::string cache = dir + "/rmp_bench_regrid.nc";
+      if (rank == 0) std::filesystem::remove(cache);
+      for (const std::string op : {"average", "instant"}) {
+        const std::string freq = op == "average" ? std::to_string(steps) + "h" : "1h";
+        double per_step[2] = {0, 0}, remap_s = 0, setup_s[2] = {0, 0};
+        for (int with = 0; with < 2; ++with) {
+          const std::string sub = dir + "/regrid_" + op + std::to_string(with);
+          std::string y = yaml_for(sub, "serverless", 1, nfields, format, freq, op);
+          if (with) {
+            y += "    - name: regridded\n      output_freq: " + freq + "\n      grid: {target: \"" + regrid +
+                 "\", method: " + regrid_method + ", weights: " + cache + "}\n      fields:\n";
+            for (int f = 0; f < nfields; ++f)
+              y += "        - {name: f" + std::to_string(f) + ", operation: " + op + ", precision: double}\n";
+          }
+          const auto cfg = estuary::io::OutputConfig::from_yaml_string(y, "bench regrid");
+          double mio = 0, rs = 0;
+          {
+            const double t0 = MPI_Wtime();
+            estuary::io::Output out(cfg, MPI_COMM_WORLD);
+            const std::vector<std::vector<double>> f = define_model(out, nx, ny, nlev, nfields, ranks, rank);
+            out.end_def();
+            setup_s[with] = bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double m0 = out.stats().model_io_s, r0 = out.stats().regrid_s;
+            for (i64 s = 1; s <= steps; ++s)
+              for (int k = 0; k < nfields; ++k)
+                out.write(field_name(k), 3600.0 * static_cast<double>(s), f[static_cast<std::size_t>(k)]);
+            mio = out.stats().model_io_s - m0;
+            rs = out.stats().regrid_s - r0;
+            out.close();
+          }
+          per_step[with] = bench::max_over_ranks(mio / static_cast<double>(steps), MPI_COMM_WORLD);
+          if (with) remap_s = bench::max_over_ranks(rs / static_cast<double>(steps), MPI_COMM_WORLD);
+        }
+        if (rank == 0) {
+          bench::Json j;
+          j.add("bench", "io").add("method", "regrid_" + op).add("ranks", ranks).add("writers", 1);
+          j.add("nx", nx).add("ny", ny).add("nlev", nlev).add("fields", nfields).add("steps", steps);
+          j.add("target", regrid).add("regrid_method", regrid_method);
+          j.add("model_grid_s_per_step", per_step[0]).add("both_grids_s_per_step", per_step[1]);
+          j.add("remap_s_per_step", remap_s).add("setup_s", setup_s[0]).add("setup_with_weights_s", setup_s[1]);
+          j.add("ratio", per_step[0] > 0 ? per_step[1] / per_step[0] : 0.0);
           std::cout << j.str() << std::endl;
         }
       }

@@ -117,12 +117,42 @@ struct FieldConfig {
   std::string zoom_origin, levels_origin;
 };
 
+// Output on another grid (XIOS's interpolate_domain; docs/io.md, "Output on another grid"):
+// each sample of the file's fields is remapped on the model ranks to the target grid with
+// estuary's own weights, then the temporal operation applies on the target grid (XIOS's order),
+// and the file's horizontal grid is the target. Masked source points never enter; targets that
+// no valid source reaches are _FillValue.
+struct RegridConfig {
+  enum class Target { none, recipe, scrip, oasis };
+  Target target = Target::none;
+  std::string grid;   // recipe: GridGen::from_name's ("lonlat:144x72"); scrip, oasis: the file's path
+  std::string name;   // the grid's name in the file (OASIS prefix); empty: the file's only grid
+  enum class Method { conservative, bilinear, bicubic, distwgt, nn };
+  Method method = Method::conservative;
+  int order = 1;      // conservative: 1 or 2 (SCRIP's FIRST, SECOND)
+  // conservative: fracarea (a target partly covered by valid sources gets their mean; CDO's
+  // default, XIOS's renormalize="true") or destarea (their sum over the whole target cell's area).
+  bool destarea = false;
+  int neighbors = 4;  // distwgt: the n nearest
+  // The weight file: read when it exists and estuary wrote it for the same grids and method
+  // (or when estuary did not write it: a CDO or SCRIP file, used as it is), else generated and
+  // written there. Empty: generated at every end_def, not kept.
+  std::string weights;
+  std::string origin;  // where the configuration gives it ("PATH:LINE, key ..."), for errors
+  explicit operator bool() const { return target != Target::none; }
+  // The target and method as one canonical text ("lonlat:144x72 conservative order=1"): files
+  // with the same text share the target grid, the weights and the remapped fields.
+  std::string describe() const;
+};
+const char* name_of(RegridConfig::Method m);  // "conservative", "bilinear", "bicubic", "distwgt", "nn"
+
 struct FileConfig {
   std::string name;            // file path without ".nc", relative to OutputConfig::directory
   Frequency output_freq;        // one record a period
   bool restart = false;        // written to a temporary name, renamed when closed
   Frequency split_freq;         // set: one file per split period, "<name>_<period start>.nc"
   Format format = Format::cdf5;
+  RegridConfig grid;            // set: the fields are written on this grid instead of the model's
   std::vector<FieldConfig> fields;
 };
 
@@ -253,7 +283,10 @@ struct IoStats {
   double model_io_s = 0;                 // model side: time inside write/flush/close
   double derived_s = 0;                  // model side, part of model_io_s: derived fields (copying
                                          // their inputs, evaluating, handing them over)
-  double setup_s = 0;                    // end_def: plans, file creation, coordinates
+  double regrid_s = 0;                   // model side, part of model_io_s: remapping samples to
+                                         // the grids of files on another grid
+  double setup_s = 0;                    // end_def: plans, file creation, coordinates (and the
+                                         // weights of files on another grid)
   std::int64_t files_created = 0;        // writer side: files opened (split files count each)
 };
 

@@ -74,6 +74,7 @@ PyDict io_stats_dict(const eio::IoStats& s) {
   d["transfer_s"] = s.transfer_s;
   d["model_io_s"] = s.model_io_s;
   d["derived_s"] = s.derived_s;  // part of model_io_s: derived fields (expr: in the configuration)
+  d["regrid_s"] = s.regrid_s;  // part of model_io_s: remapping samples for files on another grid
   d["setup_s"] = s.setup_s;
   return PyDict(std::move(d));
 }
@@ -159,6 +160,8 @@ PyDict xios_dict(const eio::OutputConfig& c, const eio::XiosXmlInfo& info) {
     fd["output_freq"] = nb::make_tuple(f.output_freq.seconds, f.output_freq.months);  // (seconds, months)
     fd["split_freq"] = nb::make_tuple(f.split_freq.seconds, f.split_freq.months);
     fd["format"] = f.format == eio::Format::netcdf4 ? "netcdf4" : "cdf5";
+    fd["grid"] = f.grid ? f.grid.describe() : std::string();  // output on another grid ("": the model's)
+    fd["weights"] = f.grid.weights;
     PyDictList fields;
     for (const eio::FieldConfig& x : f.fields) {
       PyDict v;
@@ -235,7 +238,8 @@ void bind_io(nb::module_& m, nb::handle error) {
       "skip_unsupported: leave out (with a warning) the fields estuary cannot write as XIOS would, instead of "
       "raising.\n"
       "Returns {context, calendar, reference_time, files: [{name, output_freq and split_freq as (seconds, "
-      "months), format, fields: [{variable, source, operation, precision, deflate, sampling_freq, units, "
+      "months), format, grid (XIOS's interpolate_domain as the file's grid, 'lonlat:360x180 conservative "
+      "order=2 destarea'; '' on the model's), weights (its cache file), fields: [{variable, source, operation, precision, deflate, sampling_freq, units, "
       "long_name, standard_name, origin, zoom, levels, interpolate_levels, grid_ref, domain_ref, axis_ref}]}], "
       "warnings, variables}; zoom: None, {lon, lat} or {i, j}; levels, interpolate_levels: None or a list.\n"
       "Raises estuary.Error naming the file, line, element and attribute at fault.");
@@ -452,7 +456,7 @@ void bind_io(nb::module_& m, nb::handle error) {
           "stats", [](PyOutput& o) { return io_stats_dict(o.get().stats()); },
           "Local: this rank's counters, a dict of records_handed_over, records_written, bytes_written, "
           "files_created and write_s, transfer_s, model_io_s, derived_s (the part of model_io_s spent on derived "
-          "fields), setup_s (seconds).")
+          "fields), regrid_s (the part spent remapping for files on another grid), setup_s (seconds).")
       .def(
           "report",
           [](PyOutput& o, std::optional<double> run_s, double run_without_io_s) {

@@ -338,3 +338,68 @@ def test_derived_fields(comm, shared_dir, mode):
                 np.testing.assert_array_equal(np.ma.getmaskarray(mean[k]), land)
                 want = 0.5 * (ref[2 * k] + ref[2 * k + 1])
                 np.testing.assert_allclose(mean[k].compressed(), want[~land], rtol=1e-14)
+
+
+REGRID = """output:
+  mode: {mode}
+  writers: 1
+  directory: {dir}
+  files:
+    - name: coarse
+      output_freq: 2h
+      grid: {{target: "lonlat:6x4", method: conservative}}
+      fields: [{{name: s, operation: average, precision: double}}]
+"""
+
+
+@pytest.mark.parametrize("mode", ["serverless", "server"])
+def test_output_on_another_grid(comm, shared_dir, mode):
+    """A file's grid: from the YAML, nothing new in the binding: the 12 x 8 field written on
+    lonlat:6x4 holds the analytic area-weighted means (each target cell: one source column whole
+    and half of each neighbour, two source bands), averaged over two steps; CF 1-D axes."""
+    if mode == "server" and comm.size < 2:
+        pytest.skip("server mode needs a model rank and a server rank")
+    d = shared_dir
+
+    def sval(g, step):
+        g = np.asarray(g)
+        lon, lat = np.radians(30.0 * (g % NX)), np.radians(-90.0 + 22.5 * (g // NX + 0.5))
+        return 2.0 + np.cos(lat) * np.sin(lon) + 0.1 * step
+
+    with estuary.Output.from_yaml(REGRID.format(mode=mode, dir=d), comm) as out:
+        is_server = out.is_server
+        if is_server:
+            out.serve()
+        else:
+            mc = out.model_comm
+            part = estuary.Decomp.indices(NH, shuffled(NH, mc.rank, mc.size, seed=7))
+            idx = part.to_indices()
+            out.def_grid("ll", estuary.GridGen.lonlat(NX, NY).make(part))
+            out.def_field("s", "ll", part)
+            out.enddef()
+            for step in range(NSTEPS):
+                out.write("s", (step + 1) * DT, sval(idx, step))
+            regrid_s = out.stats()["regrid_s"]
+    out.free()
+    comm.Barrier()
+    if not is_server:
+        assert regrid_s > 0
+    if comm.rank == 0:
+        band = np.diff(np.sin(np.radians(-90.0 + 22.5 * np.arange(NY + 1))))  # per source row
+        want = np.zeros((NSTEPS, 4, 6))
+        for s in range(NSTEPS):
+            f = sval(np.arange(NH), s).reshape(NY, NX)
+            for J in range(4):
+                for I in range(6):
+                    num = den = 0.0
+                    for j in (2 * J, 2 * J + 1):
+                        for di, w in ((-1, 0.5), (0, 1.0), (1, 0.5)):
+                            num += w * band[j] * f[j, (2 * I + di) % NX]
+                            den += w * band[j]
+                    want[s, J, I] = num / den
+        with netCDF4.Dataset(d / "coarse.nc") as ds:
+            assert ds["s"].dimensions == ("time", "lat", "lon")
+            np.testing.assert_allclose(ds["lon"][:], 60.0 * np.arange(6))
+            np.testing.assert_allclose(ds["lat"][:], -90.0 + 45.0 * (np.arange(4) + 0.5))
+            for k in range(NSTEPS // 2):
+                np.testing.assert_allclose(ds["s"][k], 0.5 * (want[2 * k] + want[2 * k + 1]), rtol=1e-13)

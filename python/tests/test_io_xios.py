@@ -177,6 +177,31 @@ def test_errors_name_file_and_line(tmp_path):
         estuary.io.read_xios_xml(tmp_path / "iodef.xml")
 
 
+def test_interpolate_domain_is_the_file_grid(tmp_path):
+    """XIOS's interpolate_domain on a field's grid becomes the file's grid in the dict (the
+    values are tested in C++, test_io_regrid); a file mixing it with the model's grid is refused
+    at the field's line."""
+    xml = ('<simulation><context id="nemo">\n'
+           '<field_definition><field id="sst" grid_ref="gT" operation="average"/></field_definition>\n'
+           '<domain_definition><domain id="T"/>\n'
+           '<domain id="reg" type="rectilinear" ni_glo="36" nj_glo="18"><generate_rectilinear_domain/>'
+           '<interpolate_domain order="1" weight_filename="rmp.nc"/></domain></domain_definition>\n'
+           '<grid_definition><grid id="gT"><domain domain_ref="T"/></grid>'
+           '<grid id="greg"><domain domain_ref="reg"/></grid></grid_definition>\n'
+           '<file_definition><file id="f" output_freq="1d">\n'
+           '  <field field_ref="sst" grid_ref="greg"/>\n'
+           '</file></file_definition></context></simulation>\n')
+    (tmp_path / "iodef.xml").write_text(xml)
+    got = estuary.io.read_xios_xml(tmp_path / "iodef.xml")
+    assert got["files"][0]["grid"] == "lonlat:36x18 conservative order=1 destarea"
+    assert got["files"][0]["weights"] == "rmp.nc"
+    mixed = xml.replace('  <field field_ref="sst" grid_ref="greg"/>\n',
+                        '  <field field_ref="sst" grid_ref="greg"/>\n  <field field_ref="sst" name="sst2"/>\n')
+    (tmp_path / "iodef.xml").write_text(mixed)
+    with pytest.raises(estuary.Error, match=r"field 'sst2' is on another grid .*iodef.xml:8, <field field_ref=\"sst\">"):
+        estuary.io.read_xios_xml(tmp_path / "iodef.xml")
+
+
 NX, NY, NLEV, DT = 12, 8, 3, 3600.0
 LEVELS = [5.0, 50.0, 500.0]
 

@@ -5,7 +5,6 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,15 +14,11 @@
 #include "estuary/runoff.hpp"
 #include "estuary/weightgen.hpp"
 #include "estuary/weights.hpp"
+#include "remap/weight_cache.hpp"
 
 namespace estuary::detail {
 
 namespace {
-
-std::string path_in(const std::string& dir, const std::string& file) {
-  if (dir.empty() || file.empty() || file[0] == '/') return file;
-  return dir + "/" + file;
-}
 
 // Generated multi-column weights as one matrix over the stacked source: column c of link
 // (d, s) is the link (d, c * n_src + s), a link's columns consecutive (as read_weights with
@@ -34,13 +29,6 @@ Links stack_columns(const Links& value, const std::vector<std::array<double, 4>>
     for (std::size_t col = 0; col < 4; ++col)
       out.add(value.row[e], static_cast<std::int64_t>(col) * n_src + value.col[e], columns[e][col]);
   return out;
-}
-
-std::string hex_fingerprints(const Grid& sg, const Grid& dg, MPI_Comm comm) {
-  char fp[40];
-  std::snprintf(fp, sizeof fp, "%016llx-%016llx", static_cast<unsigned long long>(grid_fingerprint(sg, comm)),
-                static_cast<unsigned long long>(grid_fingerprint(dg, comm)));
-  return fp;
 }
 
 // An error of a generator, re-thrown at the coupling's place.
@@ -55,42 +43,22 @@ auto at_coupling(const WeightContext& ctx, const std::string& what, F&& f) {
   }
 }
 
-// OASIS's convention for weights that cost: they live in `file` in the run folder. A file there
-// that estuary did not write (SCRIP, CDO, an earlier OASIS run) is used as it is; otherwise the
-// weights are generated and cached there with the key `fp` (grids' fingerprints and the method),
-// so the next run with the same grids and method reads them instead. `generate` fills the links
-// and the write options (title, method, attributes besides the key).
+// OASIS's convention for weights that cost (remap/weight_cache.hpp), logged for the coupling.
 CouplingWeights cached(const std::string& file, const std::string& fp, const std::string& what, MPI_Comm comm,
                        const WeightContext& ctx, const std::function<void(Links&, WeightWriteOptions&)>& generate) {
-  CouplingWeights out;
-  out.weight_file = file;
-  int exists = std::filesystem::exists(file) ? 1 : 0;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &exists, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
-  const std::string key = exists ? read_global_attribute(file, "estuary_fingerprint", comm) : "";
-  // 0 read the user's file, 1 reuse the cache, 2 generate: the same on every rank.
-  int action = !exists ? 2 : key.empty() ? 0 : key == fp ? 1 : 2;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &action, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
-  if (action == 0) {
+  CachedWeights c = cached_weights(file, fp, ctx.src_global, ctx.dst_global, comm, generate);
+  if (c.from == CachedWeights::From::user_file) {
     ctx.log("coupling " + ctx.label + ": " + what + " weights read from " + file);
-  } else if (action == 1) {
+  } else if (c.from == CachedWeights::From::cache) {
     ctx.log("coupling " + ctx.label + ": " + what + " weights reused from " + file + " (same grids)");
   } else {
-    const double t0 = MPI_Wtime();
-    WeightWriteOptions wo;
-    generate(out.links, wo);
-    wo.attributes.insert(wo.attributes.begin(), {"estuary_fingerprint", fp});
-    // Written under a temporary name and renamed: a run cut short leaves no half file.
-    const std::string tmp = file + ".tmp";
-    write_weights(tmp, out.links, ctx.src_global, ctx.dst_global, comm, wo);
-    int r = 0;
-    MPI_Comm_rank(comm, &r);
-    if (r == 0) std::filesystem::rename(tmp, file);
-    check_mpi(MPI_Barrier(comm), "MPI_Barrier");
     char took[64];
-    std::snprintf(took, sizeof took, "%.3f", MPI_Wtime() - t0);
+    std::snprintf(took, sizeof took, "%.3f", c.seconds);
     ctx.log("coupling " + ctx.label + ": " + what + " weights generated in " + took + " s, cached in " + file);
-    out.weight_file.clear();  // the Remap takes the links in memory
   }
+  CouplingWeights out;
+  out.links = std::move(c.links);
+  out.weight_file = std::move(c.weight_file);
   return out;
 }
 

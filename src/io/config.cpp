@@ -15,6 +15,7 @@
 #include "io/config_zoom.hpp"
 #include "estuary/io.hpp"
 #include "io/derived.hpp"
+#include "io/regrid.hpp"
 
 namespace estuary::io {
 
@@ -202,7 +203,7 @@ OutputConfig parse(const YamlFile& doc) {
     fc.name = doc.scalar(f["name"], p + ".name");
     if (fc.name.empty()) doc.fail(f["name"], p + ".name", "a file name is empty");
     p += " (" + fc.name + ")";
-    doc.keys(f, p, {"name", "output_freq", "split_freq", "restart", "format", "fields", "zoom"});
+    doc.keys(f, p, {"name", "output_freq", "split_freq", "restart", "format", "grid", "fields", "zoom"});
     FieldConfig::Zoom file_zoom;  // the default of the file's fields
     std::string file_zoom_origin;
     if (const YAML::Node z = f["zoom"]) {
@@ -224,6 +225,7 @@ OutputConfig parse(const YamlFile& doc) {
         doc.fail(sf, key, "split_freq is not a multiple of output_freq",
                  "make every split period hold whole output periods (a month holds whole periods that divide a day)");
     }
+    if (const YAML::Node g = f["grid"]) fc.grid = parse_regrid(doc, g, p + ".grid");  // io/regrid.hpp
     const YAML::Node fields = f["fields"];
     if (!fields || !fields.IsSequence() || fields.size() == 0)
       doc.fail(fields ? fields : f, p + ".fields", "`fields` must be a non-empty list");

@@ -126,6 +126,7 @@ Output::Output(const OutputConfig& config, MPI_Comm comm) : impl_(std::make_uniq
   MPI_Comm_size(comm, &size);
   // The configuration decides the writers, the files and every collective that follows.
   estuary::detail::agree_same(comm, "output configuration (" + config.source + ")", describe(config));
+  rename_fields(x.cfg);  // files on another grid take their fields' remapped copies (io/regrid.hpp)
   if (config.writers < 1)
     throw Error("writers must be at least 1", "config " + config.source + ", key output.writers");
   if (!have_pnetcdf() && std::min(config.writers, size) > 1)
@@ -235,19 +236,7 @@ void Output::def_grid(const std::string& name, const Grid& local) {
   Impl& x = *impl_;
   if (!x.model || x.defined) throw Error("def_grid outside the definition phase", "grid " + name);
   local.check();
-  GridInfo g;
-  g.name = name;
-  g.kind = local.kind;
-  g.dims = local.dims;
-  g.global_size = local.global_size;
-  g.ncorner = local.ncorner;
-  for (i64 i = 0; i < local.size(); ++i) g.points.push_back(local.global_index(i));
-  g.lon = local.lon;
-  g.lat = local.lat;
-  g.clon = local.corner_lon;
-  g.clat = local.corner_lat;
-  g.mask = local.mask;
-  x.grids.push_back(std::move(g));
+  x.grids.push_back(GridInfo::of(name, local));
 }
 
 void Output::def_field(const FieldDef& field) {
@@ -262,6 +251,22 @@ void Output::end_def() {
   Impl& x = *impl_;
   const double t0 = MPI_Wtime();
   if (x.model) {
+    try {
+      x.regrids.define(x.cfg, x.grids, x.fields, x.model_comm, {});
+    } catch (const Error& e) {
+      // The servers wait for the catalog: they get the error instead, and throw it too.
+      if (x.server_mode && x.model_rank == 0) {
+        Packer p;
+        p.i(-1);
+        p.s(e.fault());
+        p.s(e.where());
+        p.s(e.fix());
+        for (int s : x.server_xranks)
+          estuary::detail::check_mpi(MPI_Send(p.b.data(), static_cast<int>(p.b.size()), MPI_BYTE, s, kTagCatalog, x.ctrl),
+                                     "MPI_Send");
+      }
+      throw;
+    }
     x.compute_axes();
     x.make_zoom_grids();
   }
@@ -297,6 +302,13 @@ void Output::serve() {
   MPI_Get_count(&st, MPI_BYTE, &n);
   std::vector<char> cat(static_cast<std::size_t>(n));
   estuary::detail::check_mpi(MPI_Recv(cat.data(), n, MPI_BYTE, 0, kTagCatalog, x.ctrl, MPI_STATUS_IGNORE), "MPI_Recv");
+  {
+    Unpacker u{cat};
+    if (u.i() < 0) {  // the model ranks failed before the catalog (end_def): their error
+      const std::string fault = u.s(), where = u.s(), fix = u.s();
+      throw Error(fault, where, fix);
+    }
+  }
   x.unpack_catalog(cat);
   x.derived.add(x.cfg, x.fields);
   x.plan_vars();
@@ -333,6 +345,15 @@ void Output::write(const std::string& field, double time, std::span<const double
                 "field " + field + ", " + x.where_rank());
   const int f = static_cast<int>(fit - x.fields.begin());
   bool terminate = x.write_field(f, time, data);
+  if (!terminate && !x.regrids.empty()) {
+    // The sample on the grids of files on another grid, then their temporal operations there.
+    // (Only for the files that take this sample: an instant field written every 6 h from a
+    // model writing every 30 min is remapped every 12th write.)
+    terminate = x.regrids.written(
+        f, data, [&](int r) { return x.needs_sample(r, time); },
+        [&](int r, std::span<const double> values) { return x.write_field(r, time, values); });
+    x.stats.regrid_s = x.regrids.seconds();
+  }
   if (!terminate && !x.derived.empty()) {
     // The derived fields this write completes for `time`, evaluated here on the model ranks.
     const double d0 = MPI_Wtime();
@@ -354,6 +375,36 @@ void Output::write(const std::string& field, double time, std::span<const double
   }
 }
 
+bool Output::Impl::ends_period(Var& v, double time) {
+  const Frequency& F = files[static_cast<std::size_t>(v.file)].cfg.output_freq;
+  // The period a sample belongs to is (boundary next_k - 1, boundary next_k = next_out].
+  if (std::isnan(v.next_out)) {
+    v.next_k = clock.first_boundary_from(F, time);
+    v.next_out = clock.boundary(F, v.next_k);
+  }
+  const double eps = 1e-9 * (v.next_out - clock.boundary(F, v.next_k - 1));
+  return time >= v.next_out - eps;
+}
+
+bool Output::Impl::sampled(const Var& v, double time) {
+  // sampling_freq: only samples at its multiples enter the operation (XIOS freq_op).
+  if (v.sampling_s <= 0) return true;
+  const double q = time / v.sampling_s;
+  return std::abs(q - std::round(q)) <= 1e-9 * std::max(1.0, std::abs(q));
+}
+
+bool Output::Impl::needs_sample(int f, double time) {
+  auto it = vars_of_field.find(fields[static_cast<std::size_t>(f)].def.name);
+  if (it == vars_of_field.end()) return false;
+  for (int vi : it->second) {
+    Var& v = vars[static_cast<std::size_t>(vi)];
+    if (v.op == Operation::once ? !v.done_once
+                                : ends_period(v, time) || (v.op != Operation::instant && sampled(v, time)))
+      return true;
+  }
+  return false;
+}
+
 bool Output::Impl::write_field(int f, double time, std::span<const double> data) {
   Impl& x = *this;
   const FieldInfo& info = x.fields[static_cast<std::size_t>(f)];
@@ -368,26 +419,15 @@ bool Output::Impl::write_field(int f, double time, std::span<const double> data)
       if (!v.done_once) due.push_back(vi);
       continue;
     }
-    const Frequency& F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq;
-    // The period a sample belongs to is (boundary next_k - 1, boundary next_k = next_out].
-    if (std::isnan(v.next_out)) {
-      v.next_k = x.clock.first_boundary_from(F, time);
-      v.next_out = x.clock.boundary(F, v.next_k);
-    }
-    const double eps = 1e-9 * (v.next_out - x.clock.boundary(F, v.next_k - 1));
+    const bool ends = x.ends_period(v, time);
     const std::size_t un = static_cast<std::size_t>(n);
-    // sampling_freq: only samples at its multiples enter the operation (XIOS freq_op).
-    bool sample = true;
-    if (v.sampling_s > 0) {
-      const double q = time / v.sampling_s;
-      sample = std::abs(q - std::round(q)) <= 1e-9 * std::max(1.0, std::abs(q));
-    }
+    const bool sample = sampled(v, time);
     if (sample && v.op != Operation::instant) {  // (once is handled above)
       v.acc.resize(un);
       estuary::detail::TimeAccumulator(time_op(v.op)).add(v.acc, data, v.nsamples);
     }
     if (sample) v.nsamples += 1;
-    if (time >= v.next_out - eps) due.push_back(vi);
+    if (ends) due.push_back(vi);
   }
   bool terminate = false;
   if (!due.empty() && (x.cfg.catch_sigterm || x.server_mode)) {

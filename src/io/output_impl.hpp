@@ -36,6 +36,7 @@
 #include "io/derived.hpp"
 #include "io/io_detail.hpp"
 #include "io/zoom.hpp"
+#include "io/regrid.hpp"
 
 namespace estuary::io {
 
@@ -115,7 +116,7 @@ inline std::string describe(const OutputConfig& c) {
   for (const FileConfig& f : c.files) {
     o << f.name << ' ' << f.output_freq.seconds << '/' << f.output_freq.months << ' ' << f.restart << ' '
       << f.split_freq.seconds << '/' << f.split_freq.months << ' '
-      << static_cast<int>(f.format) << ':';
+      << static_cast<int>(f.format) << ' ' << f.grid.describe() << ' ' << f.grid.weights << ':';
     for (const FieldConfig& x : f.fields)
       o << ' ' << x.name << '>' << x.variable() << '/' << static_cast<int>(x.operation) << '/'
         << static_cast<int>(x.precision) << '/' << x.deflate << '/' << x.sampling_freq_s << '/'
@@ -165,6 +166,22 @@ struct GridInfo {
     }
     auto it = renumber.find(p);
     return it == renumber.end() ? -1 : it->second;
+  }
+  // Model side: this rank's part `local` of a grid (def_grid's, or a file grid's target).
+  static GridInfo of(const std::string& name, const Grid& local) {
+    GridInfo g;
+    g.name = name;
+    g.kind = local.kind;
+    g.dims = local.dims;
+    g.global_size = local.global_size;
+    g.ncorner = local.ncorner;
+    for (i64 i = 0; i < local.size(); ++i) g.points.push_back(local.global_index(i));
+    g.lon = local.lon;
+    g.lat = local.lat;
+    g.clon = local.corner_lon;
+    g.clat = local.corner_lat;
+    g.mask = local.mask;
+    return g;
   }
   // File shape of the horizontal grid: {ny, nx} for 2-D kinds, {n} otherwise.
   std::vector<i64> hshape() const {
@@ -274,6 +291,7 @@ struct Output::Impl {
   std::vector<Var> vars;
   std::vector<FileState> files;
   DerivedFields derived;  // the configuration's expressions, appended to `fields` at end_def
+  Regrids regrids;        // files on another grid: their grids and remapped fields, added at end_def
   bool defined = false, closed = false;
   // Model ranks: the output's failure, the same text on every rank once agreed; every later
   // call throws it again. Servers: their first (agreed) write error. Model rank 0: the text a
@@ -378,6 +396,13 @@ struct Output::Impl {
   // and the records it completes handed to the writers. True when the ranks agreed to stop
   // (SIGTERM): the caller closes and throws Terminated.
   bool write_field(int f, double time, std::span<const double> data);
+  // Whether `time` reaches the end of v's current output period (its first sample sets the
+  // period), and whether a sample at `time` enters v's operation (sampling_freq).
+  bool ends_period(Var& v, double time);
+  static bool sampled(const Var& v, double time);
+  // Whether a sample of field f at `time` changes what any of its variables writes (an
+  // operation takes it, a record or a `once` falls due): else it need not be computed.
+  bool needs_sample(int f, double time);
 
   // Hands the values of variable `v` (local layout of its transfer) to the writers.
   void emit(Var& v, const double* values, double time, double tb0, double tb1);

@@ -204,6 +204,9 @@ class XiosReader {
   std::map<std::string, std::vector<DefField>> def_groups_;  // field_definition groups' fields, by group id
   std::set<std::string> warned_;                             // warnings once each
   OutputConfig cfg_;
+  // The file grid a field's grid_ref / domain_ref asks for, when that is XIOS's
+  // <interpolate_domain> to a generated rectilinear domain; nullopt for any other grid.
+  std::optional<RegridConfig> interpolation(const std::string& grid_ref, const std::string& domain_ref);
 
   const XmlFile& load(const std::string& path, pugi::xml_node from, const char* attr);
   const XmlFile& file_of(pugi::xml_node n) const;
@@ -235,6 +238,7 @@ class XiosReader {
   bool grid_defs_indexed_ = false;
   std::map<std::string, pugi::xml_node> axes_, domains_, grids_;
   void index_grid_defs(pugi::xml_node n);
+  void index_grid_defs_once();
   struct GridParts {
     pugi::xml_node domain, axis;
     std::string domain_ref, axis_ref;  // when given by id without an element here
@@ -624,7 +628,8 @@ void XiosReader::read_context(pugi::xml_node ctx) {
         read_calendar(e, false);
       } else if (tag == "axis_definition" || tag == "domain_definition" || tag == "grid_definition") {
         // Grids are the model's (def_grid); these are read only for a field that writes a zoom or
-        // levels of its field's grid (map_grid), when the files are there.
+        // levels of its field's grid (map_grid), or interpolates it (interpolation), when the
+        // files are there.
         grid_def_roots_.push_back(e);
       } else if (tag == "scalar_definition" || tag == "pool_definition" || tag == "service_definition") {
         // Not opened.
@@ -817,9 +822,12 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
                          "write the derived field from the model, or leave it out (skip_unsupported)");
     }
   // A field that sets another grid than the field it refers to asks XIOS for a transformation:
-  // a zoom (zoom_domain, zoom_axis) or interpolated levels (interpolate_axis) estuary writes too.
+  // a zoom (zoom_domain, zoom_axis) or interpolated levels (interpolate_axis) estuary writes too,
+  // or an interpolate_domain, which becomes the file's grid; one of them at most; any other is
+  // refused.
   FieldConfig view;
   std::string view_origin;
+  RegridConfig regrid;
   {
     std::string g;
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
@@ -830,13 +838,22 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
                                                                     : "axis_ref";
         const std::string what =
             "a grid other than the referenced field's (an XIOS grid transformation) is not supported";
-        std::optional<std::string> why = view_origin.empty()
-                                             ? map_grid(g, it->grid, view)
-                                             : std::optional<std::string>("one transformation a field at most");
-        if (why)
-          return unsupported(it->node, attr, why->empty() ? what : what + ": " + *why,
-                             "output the field on the grid the model gives it, a zoom of it or levels of its axis");
-        view_origin = where(it->node, attr);
+        const bool first = view_origin.empty() && !regrid;
+        std::optional<std::string> why =
+            first ? map_grid(g, it->grid, view) : std::optional<std::string>("one transformation a field at most");
+        if (why) {
+          // Not a zoom or levels: an interpolate_domain to a generated rectilinear domain?
+          const std::size_t bar = it->grid.find('|'), bar2 = it->grid.find('|', bar + 1);
+          std::optional<RegridConfig> r;
+          if (first) r = interpolation(it->grid.substr(0, bar), it->grid.substr(bar + 1, bar2 - bar - 1));
+          if (!r)
+            return unsupported(it->node, attr, why->empty() ? what : what + ": " + *why,
+                               "output the field on the grid the model gives it, a zoom of it, levels of its axis, "
+                               "or (interpolate_domain) a generated rectilinear domain");
+          regrid = *r;
+        } else {
+          view_origin = where(it->node, attr);
+        }
       }
       if (g.empty()) {
         // The grid the chain's root (the model's field) is on: XIOS would transform the model's
@@ -856,6 +873,14 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
       g = it->grid;
     }
   }
+  // estuary puts a whole file on one grid (FileConfig::grid); XIOS interpolates field by field.
+  if (!fc.fields.empty() && fc.grid.describe() + fc.grid.weights != regrid.describe() + regrid.weights)
+    return unsupported(f.node, "grid_ref",
+                       "field '" + var + "' is on another grid than the file's earlier fields (" +
+                           (regrid ? regrid.describe() : "the model's") + " against " +
+                           (fc.grid ? fc.grid.describe() : "the model's") + ")",
+                       "put the fields of each grid in a file of their own");
+  if (fc.fields.empty()) fc.grid = regrid;
   for (const auto& [k, v] : a) {
     const AttrRule* r = field_rule(k);
     if (r && r->use == Use::refuse) return unsupported(v.at, k, r->why, "remove the attribute");
@@ -982,11 +1007,14 @@ void XiosReader::index_grid_defs(pugi::xml_node n) {
   }
 }
 
+void XiosReader::index_grid_defs_once() {
+  if (grid_defs_indexed_) return;
+  grid_defs_indexed_ = true;
+  for (pugi::xml_node r : grid_def_roots_) index_grid_defs(r);
+}
+
 XiosReader::GridParts XiosReader::grid_parts(const std::string& spec) {
-  if (!grid_defs_indexed_) {
-    grid_defs_indexed_ = true;
-    for (pugi::xml_node r : grid_def_roots_) index_grid_defs(r);
-  }
+  index_grid_defs_once();
   std::vector<std::string> ref;  // grid_ref, domain_ref, axis_ref, scalar_ref
   std::size_t at = 0;
   for (int k = 0; k < 4; ++k) {
@@ -1167,6 +1195,72 @@ std::optional<std::string> XiosReader::map_grid(const std::string& base, const s
     }
   }
   return std::nullopt;
+}
+
+std::optional<RegridConfig> XiosReader::interpolation(const std::string& grid_ref, const std::string& domain_ref) {
+  index_grid_defs_once();
+  // The domain: the field's domain_ref, or the (first) domain of its grid_ref's grid, which may
+  // be written in place (with its own children) or refer to the definition's.
+  pugi::xml_node dom;
+  std::string dref = domain_ref;
+  if (!grid_ref.empty()) {
+    const auto g = grids_.find(grid_ref);
+    if (g == grids_.end()) return std::nullopt;
+    const pugi::xml_node d = g->second.child("domain");
+    if (!d) return std::nullopt;
+    if (d.first_child()) dom = d;
+    else dref = d.attribute("domain_ref").value();
+  }
+  if (!dom && !dref.empty()) {
+    const auto d = domains_.find(dref);
+    if (d == domains_.end()) return std::nullopt;
+    dom = d->second;
+  }
+  const pugi::xml_node in = dom ? dom.child("interpolate_domain") : pugi::xml_node();
+  if (!in) return std::nullopt;
+  for (pugi::xml_node c : dom.children())
+    if (c.type() == pugi::node_element && std::string(c.name()) != "interpolate_domain" &&
+        std::string(c.name()) != "generate_rectilinear_domain")
+      fail(c, "", std::string("<") + c.name() + "> with <interpolate_domain>: chained domain transformations are not supported",
+           "interpolate to a generated rectilinear domain alone");
+  // The target: a global rectilinear domain that XIOS generates from ni_glo x nj_glo.
+  const std::string type = trim(dom.attribute("type").value());
+  const pugi::xml_node gen = dom.child("generate_rectilinear_domain");
+  if (type != "rectilinear" || !gen || !dom.attribute("ni_glo") || !dom.attribute("nj_glo"))
+    fail(dom, type != "rectilinear" ? "type" : !gen ? "" : "ni_glo",
+         "the target of <interpolate_domain> must be a type=\"rectilinear\" domain with ni_glo, nj_glo and "
+         "<generate_rectilinear_domain/> for estuary to build it",
+         "give those, or write the file in YAML with grid: {target: {scrip: grid.nc}}");
+  for (const pugi::xml_attribute a : gen.attributes())
+    fail(gen, a.name(), "a regional generated domain is not supported (estuary's target is global)", "remove it");
+  const int ni = integer(Attr{dom.attribute("ni_glo").value(), dom}, "ni_glo", 1, 1 << 20);
+  const int nj = integer(Attr{dom.attribute("nj_glo").value(), dom}, "nj_glo", 1, 1 << 20);
+  RegridConfig r;
+  r.target = RegridConfig::Target::recipe;
+  r.grid = "lonlat:" + std::to_string(ni) + "x" + std::to_string(nj);
+  r.method = RegridConfig::Method::conservative;
+  r.order = 2;  // XIOS's default
+  r.destarea = true;  // renormalize="false", XIOS's default
+  r.origin = where(in);
+  for (const pugi::xml_attribute a : in.attributes()) {
+    const std::string k = a.name();
+    const Attr v{a.value(), in};
+    if (k == "order") r.order = integer(v, k, 1, 2);
+    else if (k == "renormalize") r.destarea = !boolean(v, k);
+    else if (k == "weight_filename") r.weights = trim(a.value());
+    else if (k == "mode" || k == "write_weight" || k == "read_write_convention" || k == "use_area") {
+      // estuary's cache: read when it matches, written when generated (XIOS's read_or_compute)
+    } else if (k == "quantity" && !boolean(v, k)) {
+    } else if (k == "detect_missing_value" && !boolean(v, k)) {
+    } else {
+      fail(in, k, "interpolate_domain attribute not supported by estuary (it changes the values written)",
+           "remove it");
+    }
+  }
+  warn(dom, "", "the target is estuary's lonlat:" + std::to_string(ni) + "x" + std::to_string(nj) +
+                    " (CDO's r" + std::to_string(ni) + "x" + std::to_string(nj) +
+                    ": centres at longitude 0, 360/ni, ... and at the middles of nj latitude bands)");
+  return r;
 }
 
 OutputConfig XiosReader::read(const std::string& path) {
