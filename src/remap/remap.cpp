@@ -585,6 +585,26 @@ std::vector<Field> Remap::Impl::after_moves(std::span<const RemapField> fields) 
 }
 
 namespace {
+// One pass over the links forming two rows at once (weights and indices read once), each summed
+// in link order as it would be alone (bit-identical): s0 = sum of w a(j), s1 = sum of w b(j);
+// then put(r, s0, s1), the unmapped value for a row without links.
+template <class A, class B, class Put>
+void two_rows(const std::vector<i64>& ptr, const std::vector<double>& w, const std::vector<std::uint32_t>& xi,
+              double unmapped, const A& a, const B& b, const Put& put) {
+  const std::size_t ny = ptr.size() - 1;
+  for (std::size_t r = 0; r < ny; ++r) {
+    const i64 first = ptr[r], end = ptr[r + 1];
+    double s0 = 0.0, s1 = 0.0;
+    for (i64 k = first; k < end; ++k) {
+      const double wk = w[static_cast<std::size_t>(k)];
+      const std::uint32_t j = xi[static_cast<std::size_t>(k)];
+      s0 += wk * a(j);
+      s1 += wk * b(j);
+    }
+    put(r, first == end ? unmapped : s0, first == end ? unmapped : s1);
+  }
+}
+
 // The fractional mask's division, as the coupler did it after a run of [f x, f].
 inline double frac_ratio(double wfx, double wf) { return wf != 0.0 ? wfx / wf : 0.0; }
 
@@ -644,18 +664,9 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
   for (; f0 + 1 < nf; f0 += 2) {
     const double *x0 = src_of(f0), *x1 = src_of(f0 + 1);
     double *y0 = dst_of(f0), *y1 = dst_of(f0 + 1);
-    for (std::size_t r = 0; r < ny; ++r) {
-      const i64 b = ptr[r], e = ptr[r + 1];
-      double s0 = 0.0, s1 = 0.0;
-      for (i64 k = b; k < e; ++k) {
-        const double wk = w[static_cast<std::size_t>(k)];
-        const std::uint32_t j = xi[static_cast<std::size_t>(k)];
-        s0 += wk * x0[j];
-        s1 += wk * x1[j];
-      }
-      y0[r] = b == e ? opt.unmapped_value : s0;
-      y1[r] = b == e ? opt.unmapped_value : s1;
-    }
+    two_rows(
+        ptr, w, xi, opt.unmapped_value, [&](std::uint32_t j) { return x0[j]; }, [&](std::uint32_t j) { return x1[j]; },
+        [&](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
   }
   for (std::size_t f = f0; f < nf; ++f) {
     const double* x = src_of(f);
@@ -685,18 +696,9 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
     const double *x = src_of(2 * v), *fr = src_of(2 * v + 1);
     double* y0 = divide ? dbuf.data() : ybuf.data() + 2 * v * ny;
     double* y1 = y0 + ny;
-    for (std::size_t r = 0; r < ny; ++r) {
-      const i64 b = ptr[r], e = ptr[r + 1];
-      double s0 = 0.0, s1 = 0.0;
-      for (i64 k = b; k < e; ++k) {
-        const double wk = w[static_cast<std::size_t>(k)];
-        const std::uint32_t j = xi[static_cast<std::size_t>(k)];
-        s0 += wk * (fr[j] * x[j]);
-        s1 += wk * fr[j];
-      }
-      y0[r] = b == e ? opt.unmapped_value : s0;
-      y1[r] = b == e ? opt.unmapped_value : s1;
-    }
+    two_rows(
+        ptr, w, xi, opt.unmapped_value, [&](std::uint32_t j) { return fr[j] * x[j]; },
+        [&](std::uint32_t j) { return fr[j]; }, [&](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
     if (divide) divide_rows(y0, y1, direct_rows ? fields[2 * v].dst.data() : ybuf.data() + v * ny, ny);
   }
 }
