@@ -147,7 +147,8 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
 struct ReducedBicubicOptions {
   bool nearest_fill = true;  // OASIS's default; false for BICUBICNF
 };
-Links bicubic_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, const ReducedBicubicOptions& options = {});
+Links bicubic_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm,
+                              const ReducedBicubicOptions& options = {});
 
 // OASIS3-MCT's GAUSWGT (SCRIP's remap_dist_gaus_wgt): the n nearest source points by angular
 // distance d (ties to the smaller index), masked ones dropped, weighted by

@@ -537,11 +537,15 @@ void Remap::prepare(int nfields) {
 
 void Remap::Impl::check_sizes(std::span<const RemapField> fields, const char* where) const {
   for (std::size_t f = 0; f < fields.size(); ++f)
-    if (static_cast<i64>(fields[f].src.size()) != src_n || static_cast<i64>(fields[f].dst.size()) != dst_n)
-      throw Error("field " + std::to_string(f) + " has " + std::to_string(fields[f].src.size()) + " source and " +
+    if (static_cast<i64>(fields[f].src.size()) != src_n || static_cast<i64>(fields[f].dst.size()) != dst_n) {
+      // With a fractional mask the fields are pairs [x, f]: name the caller's field and its fraction.
+      std::string what = "field ";
+      what.append(std::to_string(frac ? f / 2 : f)).append(frac && f % 2 ? "'s fraction" : "");
+      throw Error(what + " has " + std::to_string(fields[f].src.size()) + " source and " +
                       std::to_string(fields[f].dst.size()) + " destination values, the decompositions " +
                       std::to_string(src_n) + " and " + std::to_string(dst_n),
                   std::string(where) + ", " + detail::world_rank_label());
+    }
 }
 
 void Remap::Impl::check_split(std::span<const RemapField> fields, const char* where) {
@@ -608,12 +612,13 @@ void two_rows(const std::vector<i64>& ptr, const std::vector<double>& w, const s
 // The fractional mask's division, as the coupler did it after a run of [f x, f].
 inline double frac_ratio(double wfx, double wf) { return wf != 0.0 ? wfx / wf : 0.0; }
 
-// q[r] = frac_ratio(a[r], b[r]) for n rows (q may be a), 2 or 4 rows at a time: the divider
-// bounds a division per row, and its vector form does several for the price of about one.
-// Per-lane IEEE division: the same bits as frac_ratio's.
 // Two and four doubles in a vector register (GCC/Clang vector extensions: IEEE arithmetic per lane).
 typedef double Double2 __attribute__((vector_size(16)));
 typedef double Double4 __attribute__((vector_size(32)));
+
+// q[r] = frac_ratio(a[r], b[r]) for n rows (q may be a), 2 or 4 rows at a time: the divider
+// bounds a division per row, and its vector form does several for the price of about one.
+// Per-lane IEEE division: the same bits as frac_ratio's.
 
 template <class V>
 inline void divide_rows_with(const double* a, const double* b, double* q, std::size_t n) {
@@ -633,7 +638,9 @@ inline void divide_rows_with(const double* a, const double* b, double* q, std::s
   for (; r < n; ++r) q[r] = frac_ratio(a[r], b[r]);
 }
 
-void divide_rows_generic(const double* a, const double* b, double* q, std::size_t n) { divide_rows_with<Double2>(a, b, q, n); }
+void divide_rows_generic(const double* a, const double* b, double* q, std::size_t n) {
+  divide_rows_with<Double2>(a, b, q, n);
+}
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ESTUARY_HAVE_AVX_DIVIDE 1
@@ -683,7 +690,7 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
 // Pairs [x, f] (fractional masks): one pass over the links forms both rows, W (f x) with each
 // link's f x rounded as the product formed beforehand would be (f x, then times the weight),
 // and W f, each summed in link order: the same bits as a run of the two fields [f x, f] (and
-// fewer instructions than forming f x per source value first). bfb rows are complete here:
+// measured faster than forming f x per source value first). bfb rows are complete here:
 // divided (divide_rows) into the field (rows = elements) or ybuf (one value per row and field,
 // which bfb at src moves); sum keeps both partial rows in ybuf.
 void Remap::Impl::product_frac(std::span<const RemapField> fields) {
@@ -728,7 +735,10 @@ void Remap::Impl::finalize(std::span<const RemapField> fields) {
     }
     // With a fractional mask each pair's rows are complete now: divided in place.
     if (frac)
-      for (std::size_t f = 0; f < nf; f += 2) divide_rows(ubuf.data() + f * nu, ubuf.data() + (f + 1) * nu, ubuf.data() + f * nu, nu);
+      for (std::size_t f = 0; f < nf; f += 2) {
+        double* u = ubuf.data() + f * nu;
+        divide_rows(u, u + nu, u, nu);
+      }
     rows = ubuf.data();
   }
   // With a fractional mask, the divided rows of pair f/2: at f (sum) or f/2 (bfb) in `rows`.

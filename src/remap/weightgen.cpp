@@ -578,7 +578,8 @@ struct ReducedTarget {
         co(std::cos(lon)) {}
   // OASIS's angular distance to a point given by its latitude and longitude.
   double distance(double slat, double slon) const {
-    return std::acos(std::clamp(ca * std::cos(slat) * (co * std::cos(slon) + so * std::sin(slon)) + sa * std::sin(slat), -1.0, 1.0));
+    const double c = ca * std::cos(slat) * (co * std::cos(slon) + so * std::sin(slon)) + sa * std::sin(slat);
+    return std::acos(std::clamp(c, -1.0, 1.0));
   }
 };
 
@@ -639,7 +640,8 @@ ReducedSource reduced_source(const Grid& src, const Grid& dst, MPI_Comm comm, co
   for (std::size_t u = 0; u < ng; ++u) {
     g.lon[u] = cdo_lon(g.s.lon[u]);
     g.lat[u] = cdo_lat(g.s.lat[u]);
-    g.cla[u] = std::cos(g.lat[u]), g.sla[u] = std::sin(g.lat[u]), g.clo[u] = std::cos(g.lon[u]), g.slo[u] = std::sin(g.lon[u]);
+    g.cla[u] = std::cos(g.lat[u]), g.sla[u] = std::sin(g.lat[u]);
+    g.clo[u] = std::cos(g.lon[u]), g.slo[u] = std::sin(g.lon[u]);
   }
   std::vector<Row>& rows = g.rows;
   for (std::size_t u = 0; u < ng; ++u) {
@@ -655,7 +657,8 @@ ReducedSource reduced_source(const Grid& src, const Grid& dst, MPI_Comm comm, co
     if (rows.size() < min_rows) {
       std::string fix = "a reduced (D) grid for ";
       fix.append(method).append(" needs at least ").append(std::to_string(min_rows)).append(" rows");
-      throw Error("the source grid " + src.name + " has " + std::to_string(rows.size()) + " row(s) of equal latitude", who, fix);
+      throw Error("the source grid " + src.name + " has " + std::to_string(rows.size()) + " row(s) of equal latitude",
+                  who, fix);
     }
     for (std::size_t n = 1; n < rows.size(); ++n)
       if (!(rows[n].lat < rows[n - 1].lat))
@@ -669,7 +672,8 @@ ReducedSource reduced_source(const Grid& src, const Grid& dst, MPI_Comm comm, co
           throw Error("row " + std::to_string(n) + " (points " + std::to_string(rows[n].first) + ".." +
                           std::to_string(rows[n].last) + ") of the source grid " + src.name +
                           (g.increasing[n] ? " has fewer than 4 points" : " has longitudes that do not increase"),
-                      who, "a reduced (D) grid for BICUBIC needs rows of at least 4 points, longitudes increasing from [0, 360)");
+                      who,
+                      "a reduced (D) grid for BICUBIC needs rows of at least 4 points, longitudes increasing from [0, 360)");
   });
   return g;
 }
@@ -1057,7 +1061,9 @@ Links bicubic_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, c
     if (found[1] == 1 || found[2] == 1) {
       double nd[2] = {DBL_MAX, DBL_MAX};
       for (int m = 0; m < 4; ++m) {
-        const double d = found[m] > 1 ? std::fabs(slat[m] - plat) : found[m] == 1 ? t.distance(slat[m], slon[m][0]) : DBL_MAX;
+        const double d = found[m] > 1    ? std::fabs(slat[m] - plat)
+                         : found[m] == 1 ? t.distance(slat[m], slon[m][0])
+                                         : DBL_MAX;
         if (d < nd[0]) {
           near[1] = near[0], near[0] = m, nd[1] = nd[0], nd[0] = d;
         } else if (d < nd[1]) {
