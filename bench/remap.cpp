@@ -4,14 +4,15 @@
 // for each direction before the timings.
 //
 //   mpirun -n P build/bench/remap [--direction both|fwd|back] [--iterations 10] [--small]
-//                                 [--triad-mb 80]
+//                                 [--triad-mb 80] [--frac-only]
 // One JSON line per (direction, location, order, conserv): the slowest rank's time of run()
 // and of Conserv::apply (GLOBAL), median and min over iterations, and conserv's ratio to
 // lsum8's; with the link count and the weight generation time (slowest rank) of the direction.
 // --small uses reduced_gaussian(48) and tripolar(144, 102) instead.
 // Besides, one "remap_frac" line per (direction, location, order): a run with a dynamic
-// fractional mask (f x and f in one run, then the division, as the coupler's put with a
-// fraction does) against the static run of the same field, interleaved, and their ratio.
+// fractional mask (Remap::run of a RemapFracField, as the coupler's put with a fraction does)
+// against the static run of the same field, interleaved, and their ratio; with the unfused form
+// (f x formed, a run of [f x, f], the division) for comparison, and whether both agree bit for bit.
 //
 // Memory-bandwidth bound: a STREAM triad a[i] = b[i] + s*c[i] on three arrays of --triad-mb MB
 // each (default 80), best of 5, run by rank 0 alone while the others wait at a barrier, counted
@@ -84,13 +85,14 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   std::string direction = "both";
   int iterations = 10;
-  bool small = false;
+  bool small = false, frac_only = false;
   std::int64_t triad_mb = 80;
   bench::Cli cli("bench/remap: sparse application and CONSERV for T799 <-> ORCA025, one JSON line per case");
   cli.opt("direction", direction, "both, fwd (T799 -> ORCA025) or back")->check(CLI::IsMember({"both", "fwd", "back"}));
   cli.opt("iterations", iterations, "timed runs per case")->check(CLI::PositiveNumber);
   cli.flag("small", small, "reduced_gaussian(48) and tripolar(144, 102) instead of the full grids");
   cli.opt("triad-mb", triad_mb, "MB per array of the STREAM triad")->check(CLI::PositiveNumber);
+  cli.flag("frac-only", frac_only, "only the remap_frac lines (for profiling the fractional mask)");
   cli.parse(argc, argv);
   try {
     double triad = 0;
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
               std::nullopt, estuary::SumMethod::lsum8, estuary::SumMethod::lsum16, estuary::SumMethod::ddpdd,
               estuary::SumMethod::reprosum, estuary::SumMethod::gather};
           for (const auto& m : settings) {
+            if (frac_only) break;
             std::optional<estuary::Conserv> cv;
             if (m) cv.emplace(estuary::ConservSide{&sd, a.area, a.mask}, estuary::ConservSide{&dd, b.area, b.mask},
                               MPI_COMM_WORLD, *m);
@@ -176,9 +179,12 @@ int main(int argc, char** argv) {
             if (rank == 0) std::cout << j.str() << std::endl;
           }
           // Dynamic fractional mask (the coupler's put with a fraction, YAC's yac_cput_frac):
-          // one run with f x and f, then W (f x) / W f, against the static run of x just
-          // before (the same Remap, interleaved iterations). One line per location and order.
-          std::vector<double> fx(x.size()), f(x.size()), yy(2 * y.size());
+          // the whole masked step, Remap::run of a field with a fractional mask (x and f in one
+          // exchange, f x formed in the pass over the links, the division where the rows are
+          // complete), against the static run of x just before (the same Remap, interleaved
+          // iterations). Checked once against the unfused form (the product f x, a run of the
+          // two fields [f x, f], the division): bit_identical. One line per location and order.
+          std::vector<double> fx(x.size()), f(x.size()), yy(2 * y.size()), unfused(y.size());
           for (std::size_t i = 0; i < x.size(); ++i) {
             f[i] = 0.25 + 0.75 * std::fabs(std::sin(a.lon[i] * 0.1 + a.lat[i] * 0.07));  // changes with the point
             fx[i] = f[i] * x[i];
@@ -186,22 +192,32 @@ int main(int argc, char** argv) {
           const std::size_t nd = y.size();
           const estuary::RemapField two[2] = {{fx, std::span<double>(yy.data(), nd)},
                                                {f, std::span<double>(yy.data() + nd, nd)}};
-          Times st, dy, run2;  // run2: the two-field run alone (without the product and division)
-          rm.run(two);  // warm-up of the two-field exchange
+          const estuary::RemapFracField frac[1] = {{x, f, y}};  // into y, as the static run (a coupling's one buffer)
+          rm.run(two);
+          for (std::size_t i = 0; i < nd; ++i) unfused[i] = yy[nd + i] != 0.0 ? yy[i] / yy[nd + i] : 0.0;
+          rm.run(frac);
+          int same = std::equal(y.begin(), y.end(), unfused.begin()) ? 1 : 0;
+          MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+          Times st, dy, run2;  // run2: the unfused masked step (product, two-field run, division)
+          std::vector<double> st_move, dy_move;  // of which in the exchanges (this rank's)
           for (int it = 0; it < iterations; ++it) {
             MPI_Barrier(MPI_COMM_WORLD);
+            double m0 = rm.move_seconds();
             t0 = MPI_Wtime();
             rm.run(x, y);
             st.run.push_back(bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD));
+            st_move.push_back(rm.move_seconds() - m0);
+            MPI_Barrier(MPI_COMM_WORLD);
+            m0 = rm.move_seconds();
+            t0 = MPI_Wtime();
+            rm.run(frac);
+            dy.run.push_back(bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD));
+            dy_move.push_back(rm.move_seconds() - m0);
             MPI_Barrier(MPI_COMM_WORLD);
             t0 = MPI_Wtime();
-            for (std::size_t i = 0; i < x.size(); ++i) fx[i] = f[i] * x[i];  // the source side's product
+            for (std::size_t i = 0; i < x.size(); ++i) fx[i] = f[i] * x[i];
             rm.run(two);
             for (std::size_t i = 0; i < nd; ++i) y[i] = yy[nd + i] != 0.0 ? yy[i] / yy[nd + i] : 0.0;
-            dy.run.push_back(bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD));
-            MPI_Barrier(MPI_COMM_WORLD);
-            t0 = MPI_Wtime();
-            rm.run(two);
             run2.run.push_back(bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD));
           }
           bench::Json j;
@@ -212,7 +228,10 @@ int main(int argc, char** argv) {
               .add("static_s_median", bench::median(st.run)).add("frac_s_median", bench::median(dy.run))
               .add("static_s_min", *std::min_element(st.run.begin(), st.run.end()))
               .add("frac_s_min", *std::min_element(dy.run.begin(), dy.run.end()))
-              .add("two_field_run_s_median", bench::median(run2.run))
+              .add("static_move_s_median", bench::median(st_move)).add("frac_move_s_median", bench::median(dy_move))
+              .add("unfused_s_median", bench::median(run2.run))
+              .add("unfused_ratio_median", bench::median(run2.run) / bench::median(st.run))
+              .add("bit_identical", same == 1)
               .add("frac_ratio_median", bench::median(dy.run) / bench::median(st.run))
               .add("frac_ratio_min", *std::min_element(dy.run.begin(), dy.run.end()) /
                                          *std::min_element(st.run.begin(), st.run.end()));

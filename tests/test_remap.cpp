@@ -27,6 +27,16 @@ struct Loaded {
   std::vector<double> x, cdo, ref;  // source field, CDO's result, serial reference
 };
 
+// A Remap of `links` in `mode` (location, order), rows without links given `unmapped`.
+Remap remap_in(const rtest::Mode& mode, const estuary::Links& links, const estuary::Decomp& src, const estuary::Decomp& dst,
+               double unmapped = -5.0) {
+  RemapOptions opt;
+  opt.location = mode.location;
+  opt.order = mode.order;
+  opt.unmapped_value = unmapped;
+  return Remap(links, src, dst, MPI_COMM_WORLD, opt);
+}
+
 Loaded load(const rtest::Case& c) {
   Loaded l{c, rtest::read_matrix(rtest::weight_file(rtest::kData, c)), rtest::read_field(rtest::field_file(rtest::kData, c.src)),
            rtest::read_field(rtest::cdo_out_file(rtest::kData, c)), {}};
@@ -186,11 +196,7 @@ TEST(Remap, LinksInMemory) {
       const auto& [sk, dk] = pairs[pi];
       const rtest::Mode& mode = modes[mi];
       const estuary::Decomp src = rtest::decomp(sk, na, p, r), dst = rtest::decomp(dk, nb, p, r);
-      RemapOptions opt;
-      opt.location = mode.location;
-      opt.order = mode.order;
-      opt.unmapped_value = -5.0;
-      Remap rm(mine, src, dst, MPI_COMM_WORLD, opt);
+      Remap rm = remap_in(mode, mine, src, dst);
       std::vector<double> y(static_cast<std::size_t>(dst.size()));
       rm.run(rtest::pick(x, src), y);
       std::ostringstream why;
@@ -207,6 +213,71 @@ TEST(Remap, LinksInMemory) {
       EXPECT_TRUE(good) << mode.name() << " " << sk << "->" << dk << ": " << why.str();
       ok = ok && good;
     }
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
+// Fields with a fractional mask (Remap::run of RemapFracField, the coupler's put with a
+// fraction): bit-identical to the unfused form (the product f x, a run of the two fields
+// [f x, f], the division W (f x) / W f, 0 where W f = 0), for every mode and decomposition pair
+// (halos, empty ranks), rows without links (unmapped value -5: 1 after the division, as before;
+// 0: W f = 0, hence 0) and fractions 0, 1 and between; by run() and by start()/finish().
+TEST(Remap, FractionalMaskFusedIsBitIdentical) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const i64 na = 53, nb = 41, L = 300;
+  std::mt19937_64 rng(11);
+  estuary::Links all;
+  for (i64 k = 0; k < L; ++k)
+    all.add(static_cast<i64>(rng() % (nb - 3)), static_cast<i64>(rng() % na), 0.05 + static_cast<double>(rng() % 1000) / 997.0);
+  estuary::Links mine;  // links spread over the ranks in blocks
+  for (i64 k = L * r / p; k < L * (r + 1) / p; ++k) {
+    const auto u = static_cast<std::size_t>(k);
+    mine.add(all.row[u], all.col[u], all.weight[u]);
+  }
+  std::vector<double> x[2], f[2];
+  for (int v = 0; v < 2; ++v)
+    for (i64 g = 0; g < na; ++g) {
+      x[v].push_back(1.0 + 0.1 * static_cast<double>(g) + 1.0 / (3.0 + static_cast<double>(g + v)));
+      const i64 m = (g + v) % 5;
+      f[v].push_back(m == 0 ? 0.0 : m == 1 ? 1.0 : 0.1 + 0.13 * static_cast<double>((g * 7 + v) % 6));
+    }
+  bool ok = true;
+  int case_no = 0;
+  for (const auto& [sk, dk] : rtest::decomp_pairs()) {
+    ++case_no;
+    for (const rtest::Mode& mode : rtest::modes()) {
+      const estuary::Decomp src = rtest::decomp(sk, na, p, r), dst = rtest::decomp(dk, nb, p, r);
+      Remap rm = remap_in(mode, mine, src, dst, ++case_no % 2 ? 0.0 : -5.0);  // every mode both ways
+      rm.prepare(2);
+      rm.prepare(4);
+      const std::size_t ns = static_cast<std::size_t>(src.size()), nd = static_cast<std::size_t>(dst.size());
+      std::vector<double> xs[2], fs[2], fx[2], yy[4], want[2], got[2], split[2];
+      std::vector<estuary::RemapField> two;
+      std::vector<estuary::RemapFracField> frac, frac_split;
+      for (int v = 0; v < 2; ++v) {
+        xs[v] = rtest::pick(x[v], src), fs[v] = rtest::pick(f[v], src);
+        fx[v].resize(ns);
+        for (std::size_t i = 0; i < ns; ++i) fx[v][i] = fs[v][i] * xs[v][i];
+        want[v].assign(nd, 0.0), got[v].assign(nd, 0.0), split[v].assign(nd, 0.0);
+      }
+      for (auto& y : yy) y.assign(nd, 0.0);
+      for (int v = 0; v < 2; ++v) two.push_back({fx[v], yy[2 * v]}), two.push_back({fs[v], yy[2 * v + 1]});
+      rm.run(two);
+      for (int v = 0; v < 2; ++v)
+        for (std::size_t j = 0; j < nd; ++j) want[v][j] = yy[2 * v + 1][j] != 0.0 ? yy[2 * v][j] / yy[2 * v + 1][j] : 0.0;
+      for (int v = 0; v < 2; ++v) frac.push_back({xs[v], fs[v], got[v]}), frac_split.push_back({xs[v], fs[v], split[v]});
+      rm.run(frac);
+      rm.start(frac_split);
+      rm.finish(frac_split);
+      for (int v = 0; v < 2; ++v)
+        for (std::size_t j = 0; j < nd; ++j) {
+          const bool same = etest::same_bits(got[v][j], want[v][j]) && etest::same_bits(split[v][j], want[v][j]);
+          if (!same && ok)
+            ADD_FAILURE() << mode.name() << " " << sk << "->" << dk << " field " << v << " element " << j << ": " << got[v][j]
+                          << " (split " << split[v][j] << "), unfused " << want[v][j];
+          ok = ok && same;
+        }
+    }
+  }
   EXPECT_TRUE(etest::all_ok(ok));
 }
 

@@ -60,6 +60,14 @@ struct RemapField {
   std::span<double> dst;
 };
 
+// A field with a fractional mask (YAC's yac_cput_frac, the coupler's put with a fraction):
+// dst = W (f x) / W f where W f != 0, else 0. f (0..1 per source value) as src.
+struct RemapFracField {
+  std::span<const double> src;       // x
+  std::span<const double> fraction;  // f
+  std::span<double> dst;
+};
+
 // Per-rank figures of a Remap (local; no communication).
 struct RemapStats {
   std::int64_t links = 0;       // links applied on this rank
@@ -95,6 +103,12 @@ class Remap {
   void run(std::span<const RemapField> fields);
   void run(std::span<const double> src, std::span<double> dst);
 
+  // Collective. Fields with a fractional mask: the same values as run() of the two fields
+  // [f x, f] followed by the division, bit for bit, in fewer passes: x and f travel (as two
+  // fields would), f x is formed in the product's pass over the links (which forms W (f x) and
+  // W f together), and the division is done where each row is complete (at src with bfb before
+  // the results travel, so that one value per row moves, not two).
+  void run(std::span<const RemapFracField> fields);
   // Split-phase form, for coupling, where the two sides reach the exchange at different times.
   // start() does the source side's share (products at src, moves among the source ranks) and
   // starts the one move that crosses from source to destination ranks; finish() completes that
@@ -105,6 +119,10 @@ class Remap {
   // schedule (p2p, the default): a staged one forwards through ranks that may be busy elsewhere.
   void start(std::span<const RemapField> fields);
   void finish(std::span<const RemapField> fields);
+  // The split-phase form of run(fields with a fractional mask); prepare(2 * fields.size())
+  // (and fields.size() for location src with order bfb) beforehand.
+  void start(std::span<const RemapFracField> fields);
+  void finish(std::span<const RemapFracField> fields);
   // Collective: sets up the executors for `nfields` fields, which start() and finish() need
   // (they are not collective and cannot set up anything).
   void prepare(int nfields);

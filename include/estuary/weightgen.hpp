@@ -123,6 +123,33 @@ struct ReducedBilinearOptions {
 };
 Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, const ReducedBilinearOptions& options = {});
 
+// Bicubic weights from a reduced Gaussian source grid as OASIS3-MCT's SCRIP computes them for a
+// grid of type D (namcouple "BICUBIC D SCALAR LATITUDE bins": remap_bicubic_reduced). Rows as for
+// bilinear_weights_reduced (north to south whichever way the grid is stored); every row needs at
+// least 4 points with longitudes increasing, and there must be at least 4 rows. For a target:
+//  - the 4 rows around its latitude (fewer above the second row and below the last-but-one) and
+//    in each the 4 points around its longitude (2 on each side, cyclic, longitudes shifted by
+//    2 pi across the row's ends), masked ones left out;
+//  - in each row the cubic (parabola, line) through its points at the target's longitude, then
+//    the same across the rows at its latitude, in OASIS's own formulas (calcul_wght_irreg, _3, _2);
+//  - OASIS's fallbacks: 1 point found: weight 1; 2 points: each weighted by its distance over
+//    the sum of both (OASIS's formula, as it is); a single point in the outer rows dropped; a
+//    single point in an inner row: the two nearest rows or points, linear across two rows of
+//    several points, else 1/distance over the rows' polynomials; all 16 masked: with
+//    nearest_fill, the nearest unmasked point of the rows around (OASIS's address range), else of
+//    the grid, weight 1, else no link.
+// One weight per link (OASIS's D bicubic writes num_wts = 1 and 16 links per target, the missing
+// points with address 0, which estuary leaves out; zero weights of found points are kept). Each
+// target's links in increasing source index. Collective over comm; `src`, `dst` as for
+// distance_weights; the same on any number of ranks. Throws estuary::Error (on every rank) for
+// rows not strictly ordered by latitude, fewer than 4 rows, or a row of fewer than 4 points or
+// longitudes not increasing.
+struct ReducedBicubicOptions {
+  bool nearest_fill = true;  // OASIS's default; false for BICUBICNF
+};
+Links bicubic_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm,
+                              const ReducedBicubicOptions& options = {});
+
 // OASIS3-MCT's GAUSWGT (SCRIP's remap_dist_gaus_wgt): the n nearest source points by angular
 // distance d (ties to the smaller index), masked ones dropped, weighted by
 // 1 / (exp(d^2 / (2 sigma^2)) + epsilon) and normalised, where sigma^2 = variance x the mean

@@ -53,8 +53,7 @@ Coupling::~Coupling() {
 }
 
 // The fields of an action's Remap run: mode 0 the values; mode 1 per value field the stacked
-// source [x, g1, ...] (ncols * n_src) in xbuf; mode 2 the fields f x then f in xbuf, their
-// results in ybuf (divided into rbuf after the run).
+// source [x, g1, ...] (ncols * n_src) in xbuf. (Mode 2: frac_fields.)
 std::vector<RemapField> Coupling::remap_fields(int mode) {
   const auto sz = [](i64 n) { return static_cast<std::size_t>(n); };
   sbuf.resize(sz(nvalues * n_src));
@@ -67,19 +66,36 @@ std::vector<RemapField> Coupling::remap_fields(int mode) {
                   std::span<double>(rbuf.data() + v * n_dst, sz(n_dst))};
     return f;
   }
-  if (mode == 2) {
-    std::vector<RemapField> f(sz(2 * nvalues));
-    xbuf.resize(sz(2 * nvalues * n_src));
-    ybuf.resize(sz(2 * nvalues * n_dst));
-    for (int v = 0; v < 2 * nvalues; ++v)
-      f[sz(v)] = {std::span<const double>(xbuf.data() + v * n_src, sz(n_src)), std::span<double>(ybuf.data() + v * n_dst, sz(n_dst))};
-    return f;
-  }
   std::vector<RemapField> f(static_cast<std::size_t>(nvalues));
   for (int v = 0; v < nvalues; ++v)
     f[static_cast<std::size_t>(v)] = {std::span<const double>(sbuf.data() + v * n_src, static_cast<std::size_t>(n_src)),
                                       std::span<double>(rbuf.data() + v * n_dst, static_cast<std::size_t>(n_dst))};
   return f;
+}
+
+// Mode 2 (YAC's fractional mask): per value field x (sbuf) and f (frac_sent), the quotient
+// W (f x) / W f straight into rbuf; Remap forms f x and divides in its own passes.
+std::vector<RemapFracField> Coupling::frac_fields() {
+  const auto sz = [](i64 n) { return static_cast<std::size_t>(n); };
+  sbuf.resize(sz(nvalues * n_src));
+  frac_sent.resize(sz(nvalues * n_src));
+  rbuf.resize(sz(nvalues * n_dst));
+  std::vector<RemapFracField> f(sz(nvalues));
+  for (int v = 0; v < nvalues; ++v)
+    f[sz(v)] = {std::span<const double>(sbuf.data() + v * n_src, sz(n_src)),
+                std::span<const double>(frac_sent.data() + v * n_src, sz(n_src)),
+                std::span<double>(rbuf.data() + v * n_dst, sz(n_dst))};
+  return f;
+}
+
+void Coupling::remap_start(int mode) {
+  if (mode == 2) remap->start(frac_fields());
+  else remap_of(mode).start(remap_fields(mode));
+}
+
+void Coupling::remap_finish(int mode) {
+  if (mode == 2) remap->finish(frac_fields());
+  else remap_of(mode).finish(remap_fields(mode));
 }
 
 // The first value field of position k and its count.
@@ -265,14 +281,9 @@ void Coupling::act(double a) {
       std::copy_n(sbuf.begin() + v * n_src, n_src, out);
       for (i64 i = 0; i < g * n_src; ++i) out[n_src + i] = scale * grad_pending[sz(v * g * n_src + i)];
     }
-  } else if (mode == 2) {  // f x for every value field, then f
-    xbuf.resize(sz(2 * nvalues * n_src));
+  } else if (mode == 2) {  // the fractions travel with the values (frac_fields); the next puts refill frac_pending
     frac_pending.resize(sz(nvalues * n_src));
-    const std::size_t m = sz(nvalues * n_src);
-    for (std::size_t i = 0; i < m; ++i) {
-      xbuf[i] = frac_pending[i] * sbuf[i];
-      xbuf[m + i] = frac_pending[i];
-    }
+    std::swap(frac_pending, frac_sent);
   }
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -294,7 +305,7 @@ void Coupling::act(double a) {
   }
   Remap& r = remap_of(mode);
   const double t1 = MPI_Wtime(), moved = r.move_seconds();
-  r.start(mode == 0 ? fields : remap_fields(mode));
+  remap_start(mode);
   in_flight_mode = mode;
   in_flight = true;
   acted = true;
@@ -358,7 +369,7 @@ void Coupling::complete_previous(bool terminating) {
   if (in_flight) {
     Remap& r = remap_of(in_flight_mode);
     const double moved = r.move_seconds(), f0 = MPI_Wtime();
-    r.finish(remap_fields(in_flight_mode));
+    remap_finish(in_flight_mode);
     in_flight = false;
     products = MPI_Wtime() - f0 - (r.move_seconds() - moved);
   }
@@ -430,12 +441,8 @@ void Coupling::receive(double t) {
   Remap& r = remap_of(mode);
   const double t1 = MPI_Wtime(), moved = r.move_seconds();
   auto fields = remap_fields();
-  r.finish(mode == 0 ? fields : remap_fields(mode));
+  remap_finish(mode);  // mode 2: W (f x) / W f, the unmapped value (0) where W f = 0
   if (is_src) in_flight = false;  // this rank's own sends completed with it
-  if (mode == 2) {  // YAC's fractional mask: W (f x) / W f, the unmapped value (0) where W f = 0
-    const std::size_t m = static_cast<std::size_t>(nvalues * n_dst);
-    for (std::size_t i = 0; i < m; ++i) rbuf[i] = ybuf[m + i] != 0.0 ? ybuf[i] / ybuf[m + i] : 0.0;
-  }
   const double t2 = MPI_Wtime(), moves = r.move_seconds() - moved;
   dst_clock.wait += t1 - t0;
   dst_clock.transfer += moves;

@@ -88,8 +88,8 @@ struct Coupling {
   int action_mode = 0;
   std::vector<double> grad_pending;   // (ncols - 1) gradients per value field, each n_src
   std::vector<double> frac_pending;   // nvalues * n_src
-  std::vector<double> xbuf;           // modes 1 and 2: the source of the action in flight
-  std::vector<double> ybuf;           // mode 2: W (f x) and W f, 2 * nvalues * n_dst
+  std::vector<double> xbuf;           // mode 1: the source of the action in flight
+  std::vector<double> frac_sent;      // mode 2: the fractions of the action in flight
   int in_flight_mode = 0;
   double action_time = 0;
   std::vector<double> last_put;       // per position
@@ -142,7 +142,12 @@ struct Coupling {
 
  private:
   std::vector<RemapField> remap_fields(int mode = 0);
+  std::vector<RemapFracField> frac_fields();
   Remap& remap_of(int mode) { return mode == 1 ? *grad_remap : *remap; }
+  // The action's Remap, split-phase: mode 2 (a fractional mask) with frac_fields(), the others
+  // with remap_fields(mode).
+  void remap_start(int mode);
+  void remap_finish(int mode);
   void check_extras(int k, const PutExtras& extra) const;
   void act(double a);
   void complete_previous(bool terminating = false);

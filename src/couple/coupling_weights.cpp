@@ -165,21 +165,27 @@ CouplingWeights coupling_weights(const CouplingConfig& cfg, const Grid& sg, cons
       } catch (const Error& e) {  // name the coupling (file and line) the neighbours come from
         throw Error("SCRIPR DISTWGT: " + e.fault(), ctx.here + ", distance_weights", e.fix());
       }
-    } else if (method == "BILINEAR" && cfg.scripr->grid_type == "D") {
-      // A reduced Gaussian source (OASIS's grid type D): OASIS's row-by-row search, with its
-      // own nearest-neighbour fallback (the fill below then finds nothing left to fill).
-      ReducedBilinearOptions o;
-      o.nearest_fill = cfg.scripr->nearest_fill;
+    } else if ((method == "BILINEAR" || method == "BICUBIC") && cfg.scripr->grid_type == "D") {
+      // A reduced Gaussian source (OASIS's grid type D): OASIS's row-by-row searches (bilinear:
+      // remap_bi's quads; bicubic: remap_bicubic_reduced's 16 points in 4 rows), with their own
+      // fallbacks and nearest-neighbour fill (the fill below then finds nothing left to fill).
+      const bool cubic = method == "BICUBIC";
       try {
-        out.links = bilinear_weights_reduced(sg, dg, comm, o);
+        if (cubic) {
+          ReducedBicubicOptions o;
+          o.nearest_fill = cfg.scripr->nearest_fill;
+          out.links = bicubic_weights_reduced(sg, dg, comm, o);
+        } else {
+          ReducedBilinearOptions o;
+          o.nearest_fill = cfg.scripr->nearest_fill;
+          out.links = bilinear_weights_reduced(sg, dg, comm, o);
+        }
       } catch (const MpiError&) {
         throw;
       } catch (const Error& e) {
-        throw Error("SCRIPR BILINEAR D: " + e.fault(), ctx.here + ", bilinear_weights_reduced", e.fix());
+        throw Error("SCRIPR " + method + " D: " + e.fault(),
+                    ctx.here + (cubic ? ", bicubic_weights_reduced" : ", bilinear_weights_reduced"), e.fix());
       }
-    } else if (method == "BICUBIC" && cfg.scripr->grid_type == "D") {
-      throw Error("SCRIPR BICUBIC on a reduced (D) source grid is not supported yet by estuary", ctx.here,
-                  "use BILINEAR D, or MAPPING with weights generated offline (OASIS's remap_bicubic_reduced)");
     } else if (method == "BILINEAR") {
       out.links = bilinear_weights(sg, dg, comm);
     } else if (const auto ro = runoff_options(*cfg.scripr)) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstring>
 #include <map>
 #include <numeric>
 
@@ -11,6 +12,7 @@
 #include "common/shared_comm.hpp"
 #include "estuary/error.hpp"
 #include "estuary/redist.hpp"
+#include "estuary/settings.hpp"
 #include "remap/route.hpp"
 
 namespace estuary {
@@ -178,8 +180,29 @@ struct Remap::Impl {
   std::vector<Field> gather_moves(std::span<const RemapField> fields);
   std::vector<Field> after_moves(std::span<const RemapField> fields);
   void product(std::span<const RemapField> fields);
+  void product_frac(std::span<const RemapField> fields);
   void finalize(std::span<const RemapField> fields);
   bool started = false;     // split phase: start() called, finish() not yet
+  // Fields with a fractional mask: during such a call, the fields are pairs [x, f] (both with
+  // the field's dst), kept here so that a step allocates nothing.
+  bool frac = false;
+  std::vector<RemapField> pairs;
+  std::vector<double> dbuf;  // bfb: a pair's two rows before the division
+  struct FracCall {
+    Impl& im;
+    FracCall(Impl& i, std::span<const RemapFracField> fields) : im(i) {
+      im.pairs.clear();
+      for (const RemapFracField& f : fields) {
+        im.pairs.push_back({f.src, f.dst});
+        im.pairs.push_back({f.fraction, f.dst});
+      }
+      im.frac = true;
+    }
+    ~FracCall() { im.frac = false; }
+    FracCall(const FracCall&) = delete;
+    FracCall& operator=(const FracCall&) = delete;
+    std::span<const RemapField> fields() const { return im.pairs; }
+  };
   double move_s = 0;        // seconds in the exchanges (move_seconds)
   // Runs an exchange step, adding its time to move_s (two clock readings: some 50 ns).
   template <class F>
@@ -451,6 +474,21 @@ void Remap::run(std::span<const RemapField> fields) {
   im.finalize(fields);
 }
 
+void Remap::run(std::span<const RemapFracField> fields) {
+  const Impl::FracCall call(*impl_, fields);
+  run(call.fields());
+}
+
+void Remap::start(std::span<const RemapFracField> fields) {
+  const Impl::FracCall call(*impl_, fields);
+  start(call.fields());
+}
+
+void Remap::finish(std::span<const RemapFracField> fields) {
+  const Impl::FracCall call(*impl_, fields);
+  finish(call.fields());
+}
+
 void Remap::start(std::span<const RemapField> fields) {
   Impl& im = *impl_;
   im.check_split(fields, "Remap::start");
@@ -499,11 +537,15 @@ void Remap::prepare(int nfields) {
 
 void Remap::Impl::check_sizes(std::span<const RemapField> fields, const char* where) const {
   for (std::size_t f = 0; f < fields.size(); ++f)
-    if (static_cast<i64>(fields[f].src.size()) != src_n || static_cast<i64>(fields[f].dst.size()) != dst_n)
-      throw Error("field " + std::to_string(f) + " has " + std::to_string(fields[f].src.size()) + " source and " +
+    if (static_cast<i64>(fields[f].src.size()) != src_n || static_cast<i64>(fields[f].dst.size()) != dst_n) {
+      // With a fractional mask the fields are pairs [x, f]: name the caller's field and its fraction.
+      std::string what = "field ";
+      what.append(std::to_string(frac ? f / 2 : f)).append(frac && f % 2 ? "'s fraction" : "");
+      throw Error(what + " has " + std::to_string(fields[f].src.size()) + " source and " +
                       std::to_string(fields[f].dst.size()) + " destination values, the decompositions " +
                       std::to_string(src_n) + " and " + std::to_string(dst_n),
                   std::string(where) + ", " + detail::world_rank_label());
+    }
 }
 
 void Remap::Impl::check_split(std::span<const RemapField> fields, const char* where) {
@@ -534,8 +576,10 @@ std::vector<Field> Remap::Impl::after_moves(std::span<const RemapField> fields) 
   ybuf.resize(nf * ny);
   std::vector<Field> moves;
   if (opt.order == RemapOrder::bfb) {  // rows in blocks: results to their owners
-    for (std::size_t f = 0; f < nf; ++f)
-      moves.emplace_back(Type::f64, ybuf.data() + f * ny, static_cast<i64>(ny), fields[f].dst.data(), dst_n);
+    // With a fractional mask the rows were divided already: one value per row and field.
+    const std::size_t step = frac ? 2 : 1;
+    for (std::size_t f = 0; f < nf; f += step)
+      moves.emplace_back(Type::f64, ybuf.data() + f / step * ny, static_cast<i64>(ny), fields[f].dst.data(), dst_n);
   } else {  // partial sums to the row holders
     zbuf.resize(nf * nz);
     for (std::size_t f = 0; f < nf; ++f)
@@ -544,31 +588,92 @@ std::vector<Field> Remap::Impl::after_moves(std::span<const RemapField> fields) 
   return moves;
 }
 
+namespace {
+// One pass over the links forming two rows at once (weights and indices read once), each summed
+// in link order as it would be alone (bit-identical): s0 = sum of w a(j), s1 = sum of w b(j);
+// then put(r, s0, s1), the unmapped value for a row without links.
+template <class A, class B, class Put>
+void two_rows(const std::vector<i64>& ptr, const std::vector<double>& w, const std::vector<std::uint32_t>& xi,
+              double unmapped, const A& a, const B& b, const Put& put) {
+  const std::size_t ny = ptr.size() - 1;
+  for (std::size_t r = 0; r < ny; ++r) {
+    const i64 first = ptr[r], end = ptr[r + 1];
+    double s0 = 0.0, s1 = 0.0;
+    for (i64 k = first; k < end; ++k) {
+      const double wk = w[static_cast<std::size_t>(k)];
+      const std::uint32_t j = xi[static_cast<std::size_t>(k)];
+      s0 += wk * a(j);
+      s1 += wk * b(j);
+    }
+    put(r, first == end ? unmapped : s0, first == end ? unmapped : s1);
+  }
+}
+
+// The fractional mask's division, as the coupler did it after a run of [f x, f].
+inline double frac_ratio(double wfx, double wf) { return wf != 0.0 ? wfx / wf : 0.0; }
+
+// Two and four doubles in a vector register (GCC/Clang vector extensions: IEEE arithmetic per lane).
+typedef double Double2 __attribute__((vector_size(16)));
+typedef double Double4 __attribute__((vector_size(32)));
+
+// q[r] = frac_ratio(a[r], b[r]) for n rows (q may be a), 2 or 4 rows at a time: the divider
+// bounds a division per row, and its vector form does several for the price of about one.
+// Per-lane IEEE division: the same bits as frac_ratio's.
+
+template <class V>
+inline void divide_rows_with(const double* a, const double* b, double* q, std::size_t n) {
+  constexpr std::size_t width = sizeof(V) / sizeof(double);
+  static_assert(width == 2 || width == 4, "a vector of doubles");
+  std::size_t r = 0;
+  for (; r + width <= n; r += width) {
+    V va, vb;
+    std::memcpy(&va, a + r, sizeof va);
+    std::memcpy(&vb, b + r, sizeof vb);
+    const V zero = {};
+    const auto nonzero = vb != zero;
+    const V t = va / (nonzero ? vb : zero + 1.0);  // no lane divides by 0
+    const V out = nonzero ? t : zero;
+    std::memcpy(q + r, &out, sizeof out);
+  }
+  for (; r < n; ++r) q[r] = frac_ratio(a[r], b[r]);
+}
+
+void divide_rows_generic(const double* a, const double* b, double* q, std::size_t n) {
+  divide_rows_with<Double2>(a, b, q, n);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ESTUARY_HAVE_AVX_DIVIDE 1
+__attribute__((target("avx"))) void divide_rows_avx(const double* a, const double* b, double* q, std::size_t n) {
+  divide_rows_with<Double4>(a, b, q, n);
+}
+#endif
+
+void divide_rows(const double* a, const double* b, double* q, std::size_t n) {
+#ifdef ESTUARY_HAVE_AVX_DIVIDE
+  static const bool avx = __builtin_cpu_supports("avx") && !Settings::get().simd_generic;
+  if (avx) return divide_rows_avx(a, b, q, n);
+#endif
+  divide_rows_generic(a, b, q, n);
+}
+}  // namespace
+
 // y[r] = sum of the row's links, in link order; into the field itself when rows are elements.
 void Remap::Impl::product(std::span<const RemapField> fields) {
+  if (frac) return product_frac(fields);
   const std::size_t nf = fields.size(), nx = static_cast<std::size_t>(x_size), ny = ptr.size() - 1;
   if (!direct_rows) ybuf.resize(nf * ny);
   const auto src_of = [&](std::size_t f) { return gather ? xbuf.data() + f * nx : fields[f].src.data(); };
   const auto dst_of = [&](std::size_t f) { return direct_rows ? fields[f].dst.data() : ybuf.data() + f * ny; };
   // Fields in pairs: one pass over the links (weights and indices read once) forms two rows,
-  // each summed in link order as alone (bit-identical). The coupler's fractional mask runs
-  // f x and f together; most multi-field couplings gain too.
+  // each summed in link order as alone (bit-identical); most multi-field couplings gain.
   std::size_t f0 = 0;
   for (; f0 + 1 < nf; f0 += 2) {
     const double *x0 = src_of(f0), *x1 = src_of(f0 + 1);
     double *y0 = dst_of(f0), *y1 = dst_of(f0 + 1);
-    for (std::size_t r = 0; r < ny; ++r) {
-      const i64 b = ptr[r], e = ptr[r + 1];
-      double s0 = 0.0, s1 = 0.0;
-      for (i64 k = b; k < e; ++k) {
-        const double wk = w[static_cast<std::size_t>(k)];
-        const std::uint32_t j = xi[static_cast<std::size_t>(k)];
-        s0 += wk * x0[j];
-        s1 += wk * x1[j];
-      }
-      y0[r] = b == e ? opt.unmapped_value : s0;
-      y1[r] = b == e ? opt.unmapped_value : s1;
-    }
+    two_rows(
+        ptr, w, xi, opt.unmapped_value, [&](std::uint32_t j) { return x0[j]; }, [&](std::uint32_t j) { return x1[j]; },
+        [&](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
   }
   for (std::size_t f = f0; f < nf; ++f) {
     const double* x = src_of(f);
@@ -582,8 +687,33 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
   }
 }
 
+// Pairs [x, f] (fractional masks): one pass over the links forms both rows, W (f x) with each
+// link's f x rounded as the product formed beforehand would be (f x, then times the weight),
+// and W f, each summed in link order: the same bits as a run of the two fields [f x, f] (and
+// measured faster than forming f x per source value first). bfb rows are complete here:
+// divided (divide_rows) into the field (rows = elements) or ybuf (one value per row and field,
+// which bfb at src moves); sum keeps both partial rows in ybuf.
+void Remap::Impl::product_frac(std::span<const RemapField> fields) {
+  const std::size_t np = fields.size() / 2, nx = static_cast<std::size_t>(x_size), ny = ptr.size() - 1;
+  const bool divide = opt.order == RemapOrder::bfb;
+  if (!direct_rows) ybuf.resize(2 * np * ny);
+  if (divide) dbuf.resize(2 * ny);
+  const auto src_of = [&](std::size_t f) { return gather ? xbuf.data() + f * nx : fields[f].src.data(); };
+  for (std::size_t v = 0; v < np; ++v) {
+    const double *x = src_of(2 * v), *fr = src_of(2 * v + 1);
+    double* y0 = divide ? dbuf.data() : ybuf.data() + 2 * v * ny;
+    double* y1 = y0 + ny;
+    two_rows(
+        ptr, w, xi, opt.unmapped_value, [&](std::uint32_t j) { return fr[j] * x[j]; },
+        [&](std::uint32_t j) { return fr[j]; }, [&](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
+    if (divide) divide_rows(y0, y1, direct_rows ? fields[2 * v].dst.data() : ybuf.data() + v * ny, ny);
+  }
+}
+
 // After the last move: sum adds the partial sums per row (ascending source rank); then each
-// destination element takes its row's value. bfb at src moved the results into place already.
+// destination element takes its row's value (with a fractional mask: the quotient of its
+// pair's rows, divided here for sum, in the product for bfb). bfb at src moved the results into
+// place already.
 void Remap::Impl::finalize(std::span<const RemapField> fields) {
   if (opt.order == RemapOrder::bfb && after) return;
   const std::size_t nf = fields.size(), nz = static_cast<std::size_t>(z_size);
@@ -592,18 +722,34 @@ void Remap::Impl::finalize(std::span<const RemapField> fields) {
   if (opt.order == RemapOrder::sum) {
     nu = cptr.empty() ? 0 : cptr.size() - 1;
     ubuf.resize(nf * nu);
-    for (std::size_t f = 0; f < nf; ++f)
+    const i64* cp = cptr.data();
+    for (std::size_t f = 0; f < nf; ++f) {
+      const double* z = zbuf.data() + f * nz;
+      double* u = ubuf.data() + f * nu;
       for (std::size_t r = 0; r < nu; ++r) {
-        const i64 b = cptr[r], e = cptr[r + 1];
+        const i64 b = cp[r], e = cp[r + 1];
         double s = 0.0;
-        for (i64 k = b; k < e; ++k) s += zbuf[f * nz + static_cast<std::size_t>(k)];
-        ubuf[f * nu + r] = b == e ? opt.unmapped_value : s;
+        for (i64 k = b; k < e; ++k) s += z[k];
+        u[r] = b == e ? opt.unmapped_value : s;
+      }
+    }
+    // With a fractional mask each pair's rows are complete now: divided in place.
+    if (frac)
+      for (std::size_t f = 0; f < nf; f += 2) {
+        double* u = ubuf.data() + f * nu;
+        divide_rows(u, u + nu, u, nu);
       }
     rows = ubuf.data();
   }
-  for (std::size_t f = 0; f < nf; ++f)
-    for (std::size_t j = 0; j < dst_slot.size(); ++j)
-      fields[f].dst[j] = rows[f * nu + static_cast<std::size_t>(dst_slot[j])];
+  // With a fractional mask, the divided rows of pair f/2: at f (sum) or f/2 (bfb) in `rows`.
+  const std::size_t step = frac ? 2 : 1;
+  const bool halved = frac && opt.order == RemapOrder::bfb;
+  const i64* slot = dst_slot.data();
+  for (std::size_t f = 0; f < nf; f += step) {
+    const double* from = rows + (halved ? f / 2 : f) * nu;
+    double* d = fields[f].dst.data();
+    for (std::size_t j = 0; j < dst_slot.size(); ++j) d[j] = from[slot[j]];
+  }
 }
 
 }  // namespace estuary

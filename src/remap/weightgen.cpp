@@ -515,7 +515,7 @@ Links bilinear_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const
   return bilinear_weights(part, dst, comm, options);
 }
 
-// ---- bilinear from a reduced Gaussian grid (OASIS3-MCT's SCRIP, grid type D) ----
+// ---- reduced Gaussian source grids (OASIS3-MCT's SCRIP, grid type D) ----
 
 namespace {
 
@@ -525,58 +525,128 @@ struct Row {
   double lat;  // radians
 };
 
+// A target point in radians, with the sines and cosines OASIS's distances take.
+struct ReducedTarget {
+  double lat, lon, sa, ca, so, co;
+  ReducedTarget(double lat_deg, double lon_deg)
+      : lat(cdo_lat(lat_deg)), lon(cdo_lon(lon_deg)), sa(std::sin(lat)), ca(std::cos(lat)), so(std::sin(lon)),
+        co(std::cos(lon)) {}
+  // OASIS's angular distance to a point given by its latitude and longitude.
+  double distance(double slat, double slon) const {
+    const double c = ca * std::cos(slat) * (co * std::cos(slon) + so * std::sin(slon)) + sa * std::sin(slat);
+    return std::acos(std::clamp(c, -1.0, 1.0));
+  }
+};
 
-}  // namespace
-
-Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, const ReducedBilinearOptions& options) {
-  const char* who = "bilinear_weights_reduced";
+// A reduced source grid as both D methods search it: every point on every rank (as OASIS's SCRIP
+// has them), in radians with their sines and cosines, and its rows (OASIS's latitude bins, the
+// runs of equal latitude grids.f90 counts) from north to south, so that a grid stored south to
+// north is searched as the same grid stored north to south.
+struct ReducedSource {
   detail::SourcePoints s;
+  std::vector<double> lon, lat, cla, sla, clo, slo;
+  std::vector<Row> rows;
+  std::vector<char> increasing;  // per row: longitudes strictly increasing
+
+  bool valid(i64 a) const { return s.valid[static_cast<std::size_t>(a)] != 0; }
+  double L(i64 a) const { return lon[static_cast<std::size_t>(a)]; }
+  // OASIS's angular distance from the target to source point a (sines and cosines precomputed).
+  double distance(const ReducedTarget& t, i64 a) const {
+    const auto v = static_cast<std::size_t>(a);
+    return std::acos(std::clamp(t.ca * cla[v] * (t.co * clo[v] + t.so * slo[v]) + t.sa * sla[v], -1.0, 1.0));
+  }
+  // Calls f(a) for the points of rows r0..r1 in row order (north to south), leaving out the
+  // first `skip` points of row r0.
+  template <class F>
+  void each(std::size_t r0, std::size_t r1, const F& f, i64 skip = 0) const {
+    for (std::size_t n = r0; n <= r1; ++n)
+      for (i64 a = rows[n].first + (n == r0 ? skip : 0); a <= rows[n].last; ++a) f(a);
+  }
+  // The nearest unmasked point of rows r0..r1 (the first `skip` points of row r0 left out), else
+  // of the whole grid, the first in row order on a tie; -1 when every point is masked.
+  i64 nearest_valid(const ReducedTarget& t, std::size_t r0, std::size_t r1, i64 skip) const {
+    i64 best = -1;
+    double bd = DBL_MAX;
+    const auto nearer = [&](i64 a) {
+      if (!valid(a)) return;
+      const double x = distance(t, a);
+      if (x < bd) bd = x, best = a;
+    };
+    each(r0, r1, nearer, skip);
+    if (best < 0) each(0, rows.size() - 1, nearer);
+    return best;
+  }
+};
+
+// Collective over comm: the source gathered and checked (the same Error on every rank): rows
+// strictly ordered by latitude, at least `min_rows` of them; with `cubic_rows` (OASIS's 16-point
+// search takes up to 4 points of a row around the target, wrapping at its ends), every row of at
+// least 4 points with strictly increasing longitudes.
+ReducedSource reduced_source(const Grid& src, const Grid& dst, MPI_Comm comm, const char* who, const char* method,
+                             std::size_t min_rows, bool cubic_rows) {
+  ReducedSource g;
   detail::agree(comm, [&] {
     src.check();
     dst.check();
   });
-  detail::agree(comm, [&] { s = detail::gather_source(src, comm, who); });
-  const std::size_t ng = s.xyz.size();
-  std::vector<double> lon(ng), lat(ng), cla(ng), sla(ng), clo(ng), slo(ng);
+  detail::agree(comm, [&] { g.s = detail::gather_source(src, comm, who); });
+  const std::size_t ng = g.s.xyz.size();
+  g.lon.resize(ng), g.lat.resize(ng), g.cla.resize(ng), g.sla.resize(ng), g.clo.resize(ng), g.slo.resize(ng);
   for (std::size_t u = 0; u < ng; ++u) {
-    lon[u] = cdo_lon(s.lon[u]);
-    lat[u] = cdo_lat(s.lat[u]);
-    cla[u] = std::cos(lat[u]), sla[u] = std::sin(lat[u]), clo[u] = std::cos(lon[u]), slo[u] = std::sin(lon[u]);
+    g.lon[u] = cdo_lon(g.s.lon[u]);
+    g.lat[u] = cdo_lat(g.s.lat[u]);
+    g.cla[u] = std::cos(g.lat[u]), g.sla[u] = std::sin(g.lat[u]);
+    g.clo[u] = std::cos(g.lon[u]), g.slo[u] = std::sin(g.lon[u]);
   }
-  // The rows (runs of equal latitude, as OASIS's grids.f90 counts them), north to south.
-  std::vector<Row> rows;
+  std::vector<Row>& rows = g.rows;
   for (std::size_t u = 0; u < ng; ++u) {
-    if (u == 0 || lat[u] != lat[u - 1]) rows.push_back({static_cast<i64>(u), static_cast<i64>(u), lat[u]});
+    if (u == 0 || g.lat[u] != g.lat[u - 1]) rows.push_back({static_cast<i64>(u), static_cast<i64>(u), g.lat[u]});
     rows.back().last = static_cast<i64>(u);
   }
   if (rows.size() >= 2 && rows[0].lat < rows[1].lat) std::reverse(rows.begin(), rows.end());
+  g.increasing.assign(rows.size(), 1);
+  for (std::size_t n = 0; n < rows.size(); ++n)
+    for (i64 a = rows[n].first; a < rows[n].last; ++a)
+      if (!(g.L(a) < g.L(a + 1))) g.increasing[n] = 0;
   detail::agree(comm, [&] {
-    if (rows.size() < 2)
-      throw Error("the source grid " + src.name + " has " + std::to_string(rows.size()) + " row(s) of equal latitude", who,
-                  "a reduced (D) grid for BILINEAR needs at least two rows");
+    if (rows.size() < min_rows) {
+      std::string fix = "a reduced (D) grid for ";
+      fix.append(method).append(" needs at least ").append(std::to_string(min_rows)).append(" rows");
+      throw Error("the source grid " + src.name + " has " + std::to_string(rows.size()) + " row(s) of equal latitude",
+                  who, fix);
+    }
     for (std::size_t n = 1; n < rows.size(); ++n)
       if (!(rows[n].lat < rows[n - 1].lat))
         throw Error("the rows of the source grid " + src.name + " are not ordered by latitude: row " + std::to_string(n) +
                         " (points " + std::to_string(rows[n].first) + ".." + std::to_string(rows[n].last) +
                         ") comes after a row at the same or the other side's latitude",
                     who, "store a reduced grid row by row, from north to south or from south to north");
+    if (cubic_rows)
+      for (std::size_t n = 0; n < rows.size(); ++n)
+        if (rows[n].last - rows[n].first < 3 || !g.increasing[n])
+          throw Error("row " + std::to_string(n) + " (points " + std::to_string(rows[n].first) + ".." +
+                          std::to_string(rows[n].last) + ") of the source grid " + src.name +
+                          (g.increasing[n] ? " has fewer than 4 points" : " has longitudes that do not increase"),
+                      who,
+                      "a reduced (D) grid for BICUBIC needs rows of at least 4 points, longitudes increasing from [0, 360)");
   });
-  const std::size_t nr = rows.size();
-  std::vector<char> increasing(nr, 1);
-  for (std::size_t n = 0; n < nr; ++n)
-    for (i64 a = rows[n].first; a < rows[n].last; ++a)
-      if (!(lon[static_cast<std::size_t>(a)] < lon[static_cast<std::size_t>(a + 1)])) increasing[n] = 0;
+  return g;
+}
 
-  // OASIS's angular distance from the target (sines and cosines given) to source point v.
-  auto distance = [&](double sa, double ca, double so, double co, std::size_t v) {
-    return std::acos(std::clamp(ca * cla[v] * (co * clo[v] + so * slo[v]) + sa * sla[v], -1.0, 1.0));
-  };
+}  // namespace
+
+Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, const ReducedBilinearOptions& options) {
+  const char* who = "bilinear_weights_reduced";
+  const ReducedSource g = reduced_source(src, dst, comm, who, "BILINEAR", 2, false);
+  const std::vector<Row>& rows = g.rows;
+  const std::size_t nr = rows.size();
   Links out;
   std::string failed;  // a target where SCRIP's iteration did not converge
   for (i64 k = 0; k < dst.size() && failed.empty(); ++k) {
     if (!dst.valid(k)) continue;
     const auto ku = static_cast<std::size_t>(k);
-    const double plat = cdo_lat(dst.lat[ku]), plon = cdo_lon(dst.lon[ku]);
+    const ReducedTarget t(dst.lat[ku], dst.lon[ku]);
+    const double plat = t.lat, plon = t.lon;
     // grid_search_bilin_reduced: the bin between rows n and n+1 (0-based); the first bin, and
     // above the first row, fall back on rows 0 and 1; below the last row on the last row.
     std::size_t lo_row = 0, hi_row = 1;
@@ -594,18 +664,18 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
     i64 c[4] = {0, 0, 0, 0};
     if (quad) {
       const Row &up = rows[lo_row], &dn = rows[hi_row];
-      const auto L = [&](i64 a) { return lon[static_cast<std::size_t>(a)]; };
+      const auto L = [&](i64 a) { return g.L(a); };
       // In a row of strictly increasing longitudes the first point of OASIS's scan is found by
       // bisection; otherwise the row is scanned as OASIS does.
       const auto first_geq = [&](const Row& row) {
-        if (!increasing[static_cast<std::size_t>(&row - rows.data())]) return i64{-1};
-        const auto b = lon.begin() + row.first, e = lon.begin() + row.last + 1;
-        return static_cast<i64>(std::lower_bound(b, e, plon) - lon.begin());
+        if (!g.increasing[static_cast<std::size_t>(&row - rows.data())]) return i64{-1};
+        const auto b = g.lon.begin() + row.first, e = g.lon.begin() + row.last + 1;
+        return static_cast<i64>(std::lower_bound(b, e, plon) - g.lon.begin());
       };
       i64 a1 = up.last, a2 = up.first, a3 = dn.last, a4 = dn.first;
       if (!(plon <= L(up.first) || plon > L(up.last))) {
-        if (const i64 g = first_geq(up); g > up.first) {
-          a1 = g - 1, a2 = g;
+        if (const i64 f = first_geq(up); f > up.first) {
+          a1 = f - 1, a2 = f;
         } else {
           for (i64 a = up.first; a <= up.last - 1; ++a)
             if (plon > L(a) && plon <= L(a + 1)) {
@@ -615,8 +685,8 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
         }
       }
       if (!(plon <= L(dn.first) || plon >= L(dn.last))) {
-        if (const i64 g = first_geq(dn); g > dn.first) {
-          a3 = g - 1, a4 = g;
+        if (const i64 f = first_geq(dn); f > dn.first) {
+          a3 = f - 1, a4 = f;
         } else {
           for (i64 a = dn.first; a < dn.last; ++a)
             if (plon >= L(a) && plon <= L(a + 1)) {
@@ -627,7 +697,7 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
       }
       c[0] = a3, c[1] = a4, c[2] = a2, c[3] = a1;  // SW, SE, NE, NW
       for (i64 a : c)
-        if (!s.valid[static_cast<std::size_t>(a)]) quad = false;
+        if (!g.valid(a)) quad = false;
     }
     double w[4] = {0, 0, 0, 0};
     int nlinks = 4;
@@ -635,8 +705,8 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
       Quad q{};
       for (int m = 0; m < 4; ++m) {
         q.idx[m] = c[m];
-        q.lon[m] = lon[static_cast<std::size_t>(c[m])];
-        q.lat[m] = lat[static_cast<std::size_t>(c[m])];
+        q.lon[m] = g.lon[static_cast<std::size_t>(c[m])];
+        q.lat[m] = g.lat[static_cast<std::size_t>(c[m])];
       }
       const auto [x, y] = find_weights(plon, plat, q);
       if (x == -1.0 && y == -1.0) {
@@ -650,15 +720,10 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
       // one only when strictly nearer), 1/(d + tiny) over the four, masked ones then dropped.
       // (Points are visited row by row from north to south, so that a grid stored south to north
       // breaks ties as the same grid stored north to south.)
-      const auto each = [&](std::size_t r0, std::size_t r1, const auto& f) {
-        for (std::size_t n = r0; n <= r1; ++n)
-          for (i64 a = rows[n].first; a <= rows[n].last; ++a) f(a);
-      };
-      const double sa = std::sin(plat), ca = std::cos(plat), so = std::sin(plon), co = std::cos(plon);
       double d[4] = {DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX};
       c[0] = c[1] = c[2] = c[3] = -1;
-      each(lo_row, hi_row, [&](i64 a) {
-        const double x = distance(sa, ca, so, co, static_cast<std::size_t>(a));
+      g.each(lo_row, hi_row, [&](i64 a) {
+        const double x = g.distance(t, a);
         if (!(x < d[3])) return;
         int at = 0;
         while (!(x < d[at])) ++at;
@@ -670,23 +735,14 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
       int count = 0;
       for (int m = 0; m < 4; ++m) {
         w[m] /= total;
-        if (c[m] < 0 || !s.valid[static_cast<std::size_t>(c[m])]) w[m] = 0.0;
+        if (c[m] < 0 || !g.valid(c[m])) w[m] = 0.0;
         else ++count;
       }
       if (count > 0) {
         const double sum = w[0] + w[1] + w[2] + w[3];
         for (double& x : w) x /= sum;
       } else if (options.nearest_fill) {
-        // The nearest unmasked point of the rows, else of the whole grid.
-        i64 best = -1;
-        double bd = DBL_MAX;
-        const auto nearer = [&](i64 a) {
-          if (!s.valid[static_cast<std::size_t>(a)]) return;
-          const double x = distance(sa, ca, so, co, static_cast<std::size_t>(a));
-          if (x < bd) bd = x, best = a;
-        };
-        each(lo_row, hi_row, nearer);
-        if (best < 0) each(0, nr - 1, nearer);
+        const i64 best = g.nearest_valid(t, lo_row, hi_row, 0);
         if (best < 0) continue;
         c[0] = best, w[0] = 1.0, nlinks = 1;
       } else {
@@ -704,6 +760,311 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
       throw Error("SCRIP's bilinear iteration did not converge for " + failed + " (OASIS stops there too)", who,
                   "check the source grid's rows (longitudes increasing within each row)");
   });
+  return out;
+}
+
+// ---- bicubic from a reduced Gaussian grid (OASIS3-MCT's SCRIP remap_bicubic_reduced) ----
+
+namespace {
+
+// OASIS's calcul_wght_2, calcul_wght_3 and calcul_wght_irreg: the weights at p of the line,
+// parabola and cubic through the points x (Lagrange's polynomials), in OASIS's own arithmetic
+// (its coefficients from differences of 1/x^k, a point at x = 0 on a branch of its own), so that
+// the weights are OASIS's to the last bits rather than the same polynomial rounded otherwise.
+void line_weights(const double (&x)[2], double p, double (&w)[2]) {
+  double a0, a1, b0, b1;
+  if (x[0] != 0 && x[1] != 0) {
+    b0 = 1 / (1 - x[0] / x[1]);
+    b1 = -1 / (x[1] / x[0] - 1);
+    a0 = 1 / x[0] - b0 / x[0];
+    a1 = -b1 / x[0];
+  } else if (x[0] == 0) {
+    b0 = 1, b1 = 0, a0 = -1 / x[1], a1 = 1 / x[1];
+  } else {
+    b0 = 0, b1 = 1, a0 = 1 / x[0], a1 = -1 / x[0];
+  }
+  w[0] = a0 * p + b0;
+  w[1] = a1 * p + b1;
+}
+
+void parabola_weights(const double (&x)[3], double p, double (&w)[3]) {
+  double a[3], b[3], c[3];
+  const auto q = [](double v) { return 1 / (v * v); };  // 1/x**2
+  if (x[0] != 0 && x[1] != 0 && x[2] != 0) {
+    const double t1 = 1 / x[0] - 1 / x[1], t2 = q(x[0]) - q(x[1]), t3 = 1 / x[0] - 1 / x[2], t4 = q(x[0]) - q(x[2]);
+    const double den = t2 / t1 - t4 / t3;
+    c[0] = (q(x[0]) / t1 - q(x[0]) / t3) / den;
+    c[1] = -q(x[1]) / t1 / den;
+    c[2] = q(x[2]) / t3 / den;
+    b[0] = q(x[0]) / t1 - c[0] * t2 / t1;
+    b[1] = -q(x[1]) / t1 - c[1] * t2 / t1;
+    b[2] = -(c[2] * t2 / t1);
+    a[0] = q(x[0]) - b[0] / x[0] - c[0] / (x[0] * x[0]);
+    a[1] = -b[1] / x[0] - c[1] / (x[0] * x[0]);
+    a[2] = -b[2] / x[0] - c[2] / (x[0] * x[0]);
+  } else {
+    // The point at 0 (z) gives the constant; the polynomial through the other two (u, v, in
+    // order) is solved in 1/u, 1/v.
+    const int z = x[0] == 0 ? 0 : x[1] == 0 ? 1 : 2;
+    const int u = z == 0 ? 1 : 0, v = z == 2 ? 1 : 2;
+    const double den = 1 / x[u] - 1 / x[v];
+    c[0] = c[1] = c[2] = 0, c[z] = 1;
+    b[z] = (-q(x[u]) + q(x[v])) / den;
+    b[u] = q(x[u]) / den;
+    b[v] = -q(x[v]) / den;
+    a[z] = -q(x[u]) - b[z] / x[u];
+    a[u] = q(x[u]) - b[u] / x[u];
+    a[v] = -b[v] / x[u];
+  }
+  for (int i = 0; i < 3; ++i) w[i] = a[i] * (p * p) + b[i] * p + c[i];
+}
+
+void cubic_weights(const double (&x)[4], double p, double (&w)[4]) {
+  double a[4], b[4], c[4], d[4];
+  const auto r2 = [](double v) { return 1 / (v * v); };      // 1/x**2
+  const auto r3 = [](double v) { return 1 / (v * v * v); };  // 1/x**3
+  const auto c3 = [](double v) { return v * v * v; };        // x**3
+  if (x[0] != 0 && x[1] != 0 && x[2] != 0 && x[3] != 0) {
+    const double t1 = 1 / x[0] - 1 / x[1], t2 = r2(x[0]) - r2(x[1]), t3 = r3(x[0]) - r3(x[1]);
+    const double t4 = 1 / x[0] - 1 / x[2], t5 = r2(x[0]) - r2(x[2]), t6 = r3(x[0]) - r3(x[2]);
+    const double t7 = 1 / x[0] - 1 / x[3], t8 = r2(x[0]) - r2(x[3]), t9 = r3(x[0]) - r3(x[3]);
+    const double u1 = t2 / t1 - t5 / t4, u2 = t3 / t1 - t6 / t4, u3 = t2 / t1 - t8 / t7, u4 = t3 / t1 - t9 / t7;
+    const double den = u2 / u1 - u4 / u3;
+    const double k1 = (1 / (t1 * u1) - 1 / (t1 * u3)) / den, k2 = -1 / (t4 * u1) / den, k3 = 1 / (t7 * u3) / den;
+    d[0] = (k1 + k2 + k3) / c3(x[0]);
+    d[1] = -k1 / c3(x[1]);
+    d[2] = -k2 / c3(x[2]);
+    d[3] = -k3 / c3(x[3]);
+    c[0] = 1 / u1 * (1 / (t1 * c3(x[0])) - 1 / (t4 * c3(x[0])) - u2 * d[0]);
+    c[1] = 1 / u1 * (1 / (-t1 * c3(x[1])) - u2 * d[1]);
+    c[2] = 1 / u1 * (1 / (t4 * c3(x[2])) - u2 * d[2]);
+    c[3] = 1 / u1 * (-u2 * d[3]);
+    b[0] = 1 / t1 / c3(x[0]) - t2 / t1 * c[0] - t3 / t1 * d[0];
+    b[1] = -1 / t1 / c3(x[1]) - t2 / t1 * c[1] - t3 / t1 * d[1];
+    for (int i = 2; i < 4; ++i) b[i] = -(t2 / t1 * c[i]) - t3 / t1 * d[i];
+    a[0] = r3(x[0]) - 1 / x[0] * b[0] - r2(x[0]) * c[0] - r3(x[0]) * d[0];
+    for (int i = 1; i < 4; ++i) a[i] = -(1 / x[0] * b[i]) - r2(x[0]) * c[i] - r3(x[0]) * d[i];
+  } else {
+    // The point at 0 (z) gives the constant; the other three (y, in order) a system in 1/y.
+    const int z = x[0] == 0 ? 0 : x[1] == 0 ? 1 : x[2] == 0 ? 2 : 3;
+    int o[3], n = 0;
+    for (int i = 0; i < 4; ++i)
+      if (i != z) o[n++] = i;
+    const double y1 = x[o[0]], y2 = x[o[1]], y3 = x[o[2]];
+    const double t1 = 1 / y1 - 1 / y2, t2 = r2(y1) - r2(y2), t3 = 1 / y1 - 1 / y3, t4 = r2(y1) - r2(y3);
+    const double den = t2 / t1 - t4 / t3;
+    double ay[4], by[4], cy[4];  // OASIS's a1_y..a4_y: the other three, then the point at 0
+    cy[0] = (r3(y1) / t1 - r3(y1) / t3) / den;
+    cy[1] = -r3(y2) / t1 / den;
+    cy[2] = r3(y3) / t3 / den;
+    cy[3] = (-r3(y1) / t1 + r3(y2) / t1 + r3(y1) / t3 - r3(y3) / t3) / den;
+    by[0] = r3(y1) / t1 - cy[0] * t2 / t1;
+    by[1] = -r3(y2) / t1 - cy[1] * t2 / t1;
+    by[2] = -(cy[2] * t2 / t1);
+    by[3] = -r3(y1) / t1 + r3(y2) / t1 - cy[3] * t2 / t1;
+    ay[0] = r3(y1) - by[0] / y1 - cy[0] / (y1 * y1);
+    ay[1] = -by[1] / y1 - cy[1] / (y1 * y1);
+    ay[2] = -by[2] / y1 - cy[2] / (y1 * y1);
+    ay[3] = -r3(y1) - by[3] / y1 - cy[3] / (y1 * y1);
+    for (int m = 0; m < 3; ++m) a[o[m]] = ay[m], b[o[m]] = by[m], c[o[m]] = cy[m], d[o[m]] = 0;
+    a[z] = ay[3], b[z] = by[3], c[z] = cy[3], d[z] = 1;
+  }
+  for (int i = 0; i < 4; ++i) w[i] = a[i] * c3(p) + b[i] * (p * p) + c[i] * p + d[i];
+}
+
+// The weights at p of the polynomial through the first n points of x (n = 1..4).
+void poly_weights(int n, const double (&x)[4], double p, double (&w)[4]) {
+  if (n == 4) {
+    cubic_weights(x, p, w);
+  } else if (n == 3) {
+    double x3[3] = {x[0], x[1], x[2]}, w3[3];
+    parabola_weights(x3, p, w3);
+    std::copy(w3, w3 + 3, w);
+  } else if (n == 2) {
+    double x2[2] = {x[0], x[1]}, w2[2];
+    line_weights(x2, p, w2);
+    std::copy(w2, w2 + 2, w);
+  } else if (n == 1) {
+    w[0] = 1;
+  }
+}
+
+}  // namespace
+
+Links bicubic_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, const ReducedBicubicOptions& options) {
+  const char* who = "bicubic_weights_reduced";
+  const ReducedSource g = reduced_source(src, dst, comm, who, "BICUBIC", 4, true);
+  const std::vector<Row>& rows = g.rows;
+  const auto nr = static_cast<int>(rows.size());
+  const double pi2 = 2 * M_PI;
+  Links out;
+  for (i64 k = 0; k < dst.size(); ++k) {
+    if (!dst.valid(k)) continue;
+    const auto ku = static_cast<std::size_t>(k);
+    const ReducedTarget t(dst.lat[ku], dst.lon[ku]);
+    const double plat = t.lat, plon = t.lon;
+    // grid_search_16_points: OASIS's bin (0 above the first row, nr below the last; rows
+    // numbered 1..nr from the north) and the (up to) 4 rows around it, north to south.
+    const auto lat1 = [&](int m) { return rows[static_cast<std::size_t>(m - 1)].lat; };  // 1-based
+    int bin, line_row[4];  // 0-based rows, -1: none
+    if (plat > lat1(1)) {
+      bin = 0, line_row[0] = line_row[1] = -1, line_row[2] = 0, line_row[3] = 1;
+    } else if (plat > lat1(2)) {
+      bin = 1, line_row[0] = -1, line_row[1] = 0, line_row[2] = 1, line_row[3] = 2;
+    } else if (plat < lat1(nr)) {
+      bin = nr, line_row[0] = nr - 2, line_row[1] = nr - 1, line_row[2] = line_row[3] = -1;
+    } else if (plat < lat1(nr - 1)) {
+      bin = nr - 1, line_row[0] = nr - 3, line_row[1] = nr - 2, line_row[2] = nr - 1, line_row[3] = -1;
+    } else {
+      int lo = 2, hi = nr - 1;  // OASIS's bisection, as it is (a latitude on a row goes north)
+      while (lo != hi - 1) {
+        const int mid = (hi - lo) / 2 + lo;
+        if (plat <= lat1(lo) && plat > lat1(mid)) hi = mid;
+        else lo = mid;
+      }
+      bin = lo;
+      for (int m = 0; m < 4; ++m) line_row[m] = bin - 2 + m;
+    }
+    // In each row, the 4 points around the target's longitude (2 on each side, wrapping at the
+    // row's ends with the longitude shifted by 2 pi), unmasked ones only, in OASIS's order.
+    int found[4] = {0, 0, 0, 0};
+    i64 add[4][4];
+    double slon[4][4] = {}, slat[4] = {0, 0, 0, 0};
+    for (auto& line : add) std::fill(line, line + 4, i64{-1});
+    for (int m = 0; m < 4; ++m) {
+      if (line_row[m] < 0) continue;
+      const Row& row = rows[static_cast<std::size_t>(line_row[m])];
+      slat[m] = row.lat;
+      const i64 lo = row.first, hi = row.last;
+      std::pair<i64, double> cand[4];  // point, longitude shift
+      if (plon < g.L(lo)) {
+        cand[0] = {hi - 1, -pi2}, cand[1] = {hi, -pi2}, cand[2] = {lo, 0}, cand[3] = {lo + 1, 0};
+      } else if (plon < g.L(lo + 1)) {
+        cand[0] = {hi, -pi2}, cand[1] = {lo, 0}, cand[2] = {lo + 1, 0}, cand[3] = {lo + 2, 0};
+      } else if (plon > g.L(hi)) {
+        cand[0] = {hi - 1, 0}, cand[1] = {hi, 0}, cand[2] = {lo, pi2}, cand[3] = {lo + 1, pi2};
+      } else if (plon > g.L(hi - 1)) {
+        cand[0] = {hi - 2, 0}, cand[1] = {hi - 1, 0}, cand[2] = {hi, 0}, cand[3] = {lo, pi2};
+      } else {
+        // The point at or west of the target, by bisection. At the longitude of the
+        // last-but-one point OASIS's 4th point is the next row's first: estuary takes the
+        // row's first (its weight is 0 either way: the cubic goes through the 2nd point).
+        i64 a = lo, b = hi;
+        while (a != b - 1) {
+          const i64 mid = (b - a) / 2 + a;
+          if (plon >= g.L(a) && plon < g.L(mid)) b = mid;
+          else a = mid;
+        }
+        for (int n = 0; n < 4; ++n) cand[n] = {a - 1 + n, 0};
+        if (a + 2 > hi) cand[3] = {lo, pi2};
+      }
+      for (const auto& [a, shift] : cand)
+        if (g.valid(a)) add[m][found[m]] = a, slon[m][found[m]] = g.L(a) + shift, ++found[m];
+    }
+    double w[4][4] = {};
+    const int total = found[0] + found[1] + found[2] + found[3];
+    const i64 row = dst.global_index(k);
+    // The links of add with their weights, in increasing source index (OASIS writes 16 per
+    // target, the missing ones with address 0, which estuary leaves out).
+    const auto store = [&] {
+      std::pair<i64, double> l[16];
+      int n = 0;
+      for (int m = 0; m < 4; ++m)
+        for (int j = 0; j < 4; ++j)
+          if (add[m][j] >= 0) l[n++] = {add[m][j], w[m][j]};
+      std::sort(l, l + n, [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (int i = 0; i < n; ++i) out.add(row, l[i].first, l[i].second);
+    };
+    if (total == 0) {
+      if (!options.nearest_fill) continue;  // OASIS writes 16 links of address 0
+      // All 16 masked: the nearest unmasked point of OASIS's rows around the bin (the first
+      // point of the northern one left out, as OASIS's address range does), else of the grid.
+      std::size_t r0 = static_cast<std::size_t>(bin - 2), r1 = static_cast<std::size_t>(bin + 1);
+      i64 skip = bin >= 3 ? 1 : 0;
+      if (bin <= 1) r0 = 0, r1 = 2, skip = 0;
+      if (bin >= nr - 1) r0 = static_cast<std::size_t>(nr - 3), r1 = static_cast<std::size_t>(nr - 1), skip = 0;
+      const i64 a = g.nearest_valid(t, r0, r1, skip);
+      if (a < 0) continue;
+      out.add(row, a, 1.0);
+      continue;
+    }
+    if (total == 1) {
+      for (int m = 0; m < 4; ++m)
+        if (found[m] == 1) w[m][0] = 1;
+      store();
+      continue;
+    }
+    if (total == 2) {
+      // OASIS weights the two points by their distance over the sum of both (sic: the nearer
+      // one weighs less).
+      double sum = 0;
+      for (int m = 0; m < 4; ++m)
+        for (int j = 0; j < found[m]; ++j) sum += w[m][j] = t.distance(slat[m], slon[m][j]);
+      for (auto& line : w)
+        for (double& x : line) x /= sum;
+      store();
+      continue;
+    }
+    // A single point in the outer rows is dropped; a single point in an inner row: the two rows
+    // (or points) nearest the target, interpolated linearly across two rows of several points,
+    // else weighted by 1/distance over the rows' own polynomials.
+    for (int m : {0, 3})
+      if (found[m] == 1) found[m] = 0, add[m][0] = -1;
+    int near[2] = {3, 3};
+    bool across_two = false;
+    double wl[4][4] = {};
+    if (found[1] == 1 || found[2] == 1) {
+      double nd[2] = {DBL_MAX, DBL_MAX};
+      for (int m = 0; m < 4; ++m) {
+        const double d = found[m] > 1    ? std::fabs(slat[m] - plat)
+                         : found[m] == 1 ? t.distance(slat[m], slon[m][0])
+                                         : DBL_MAX;
+        if (d < nd[0]) {
+          near[1] = near[0], near[0] = m, nd[1] = nd[0], nd[0] = d;
+        } else if (d < nd[1]) {
+          near[1] = m, nd[1] = d;
+        }
+      }
+      if (found[near[0]] > 1 && found[near[1]] > 1) {
+        across_two = true;
+      } else {
+        for (int i = 0; i < 2; ++i) {
+          const int m = near[i];
+          if (found[m] == 0) continue;
+          poly_weights(found[m], slon[m], plon, wl[m]);
+          for (int j = 0; j < found[m]; ++j) wl[m][j] = found[m] == 1 ? 1 / nd[i] : wl[m][j] / nd[i];
+        }
+        double sum = 0;
+        for (const auto& line : wl) sum += ((line[0] + line[1]) + line[2]) + line[3];
+        for (int m = 0; m < 4; ++m)
+          for (int j = 0; j < 4; ++j) w[m][j] = wl[m][j] / sum;
+        store();
+        continue;
+      }
+    }
+    // The cubic (or lower) polynomial along each row, then across the rows.
+    for (int m = 0; m < 4; ++m)
+      if (found[m] >= 2) poly_weights(found[m], slon[m], plon, wl[m]);
+    double wlat[4] = {0, 0, 0, 0};
+    if (across_two) {
+      const double x[2] = {slat[near[0]], slat[near[1]]};
+      double v[2];
+      line_weights(x, plat, v);
+      wlat[near[0]] = v[0], wlat[near[1]] = v[1];
+    } else {
+      double x[4] = {0, 0, 0, 0}, v[4] = {0, 0, 0, 0};
+      int n = 0;
+      for (int m = 0; m < 4; ++m)
+        if (found[m] != 0) x[n++] = slat[m];
+      poly_weights(n, x, plat, v);
+      n = 0;
+      for (int m = 0; m < 4; ++m)
+        if (found[m] != 0) wlat[m] = v[n++];
+    }
+    for (int m = 0; m < 4; ++m)
+      for (int j = 0; j < 4; ++j) w[m][j] = wlat[m] * wl[m][j];
+    store();
+  }
   return out;
 }
 
