@@ -247,6 +247,18 @@ nlohmann::ordered_json replay(const std::vector<sim::RemapExchangeFlows>& exchan
   return rec;
 }
 
+// The bytes each rank sends each rank over the exchanges (the flows: what P2P sends), summed
+// into bins x bins blocks of consecutive ranks.
+nlohmann::ordered_json flow_matrix(const std::vector<sim::RemapExchangeFlows>& exchanges, int ranks, i64 bins,
+                                   i64 bytes_per_element) {
+  bins = std::max<i64>(1, std::min<i64>(bins, ranks));
+  std::vector<std::vector<double>> m(static_cast<std::size_t>(bins), std::vector<double>(static_cast<std::size_t>(bins)));
+  auto bin = [&](int r) { return static_cast<std::size_t>(static_cast<i64>(r) * bins / ranks); };
+  for (const auto& e : exchanges)
+    for (const auto& f : e.flows) m[bin(f.from)][bin(f.to)] += static_cast<double>(f.count * bytes_per_element);
+  return m;
+}
+
 }  // namespace
 
 int simulate_config(const ConfigRun& run, int* argc, char*** argv) {
@@ -369,7 +381,7 @@ int simulate_config(const ConfigRun& run, int* argc, char*** argv) {
         j.add("src_ranks", ranks[static_cast<std::size_t>(c.src)]).add("dst_ranks", ranks[static_cast<std::size_t>(c.dst)]);
         j.add("ranks", P).add("platform", pl.describe()).add("weights", c.weights).add("links", c.rows.size());
         j.add("weights_s", c.weights_s).add("fields", c.fields).add("bytes_per_element", eb);
-        nlohmann::ordered_json options = nlohmann::ordered_json::array(), best;
+        nlohmann::ordered_json options = nlohmann::ordered_json::array(), best, matrices;
         double flows_s = 0;
         for (const std::string& loc : run.locations) {
           estuary::RemapOptions ro;
@@ -378,6 +390,7 @@ int simulate_config(const ConfigRun& run, int* argc, char*** argv) {
           const auto t0 = std::chrono::steady_clock::now();
           const std::vector<sim::RemapExchangeFlows> ex = sim::remap_flows(P, src, dst, c.rows, c.cols, ro);
           flows_s += seconds_since(t0);
+          if (run.matrix_bins > 0) matrices[loc] = flow_matrix(ex, P, run.matrix_bins, eb);
           for (const std::string& algo : run.algos) {
             nlohmann::ordered_json rec = replay(ex, P, eb, algo, pl, run, c.label + " " + loc);
             nlohmann::ordered_json o = {{"location", loc}, {"order", estuary::name_of(c.order)}};
@@ -388,6 +401,7 @@ int simulate_config(const ConfigRun& run, int* argc, char*** argv) {
           }
         }
         j.add("options", options).add("best", best);
+        if (run.matrix_bins > 0) j.add("matrix_bytes", matrices);
         j.add("remap_flows_s", flows_s).add("setup_s", setup_s);
         j.add("host_peak_rss_mb", proc_status_mb("VmHWM"));
       } catch (const std::exception& e) {
