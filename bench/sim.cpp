@@ -336,8 +336,9 @@ int main(int argc, char** argv) {
         if (!a.empty()) run.algos.push_back(a);
     }
     for (const std::string& a : run.algos)
-      if (a != "p2p" && a != "butterfly" && a != "adaptive") {
-        std::cerr << "bench/sim --config: unknown algorithm '" << a << "' (use p2p, butterfly, adaptive)\n";
+      if (a != "p2p" && a != "butterfly" && a != "adaptive" && a != "none") {
+        std::cerr << "bench/sim --config: unknown algorithm '" << a << "' (use p2p, butterfly, adaptive; none: the "
+                     "exchanges' flows only)\n";
         return 2;
       }
     for (const std::string& l : run.locations)
