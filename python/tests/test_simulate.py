@@ -330,6 +330,7 @@ def test_coupling_config_equals_brute_force(tmp_path, location):
             load[("r", b)] = load.get(("r", b), 0) + n * eb
         expect += ALPHA + max(load.values()) / BW
     assert close(p2p["simulated_s"], expect), (p2p["simulated_s"], expect)
+    assert close(p2p["alpha_beta_s"], expect), (p2p["alpha_beta_s"], expect)  # one crossbar: no contention
     assert rec["best"]["simulated_s"] == min(o["simulated_s"] for o in rec["options"])
     assert_png(tmp_path / "t.png")
     assert_png(tmp_path / f"m_0_{rec['best']['location']}.png")

@@ -323,13 +323,13 @@ def _simulate_config(args, bench: Path) -> int:
             print(f"coupling {r['coupling']}: {r['src_component']} ({r['src_ranks']} ranks, {r['src_grid']['n']} points) "
                   f"-> {r['dst_component']} ({r['dst_ranks']} ranks, {r['dst_grid']['n']} points), {r['weights']}, "
                   f"{r['links']} links, {r['fields']} field(s); {r['platform']}")
-            print(f"  {'location':<9} {'order':<5} {'algorithm':<10} {'simulated (s)':>14} {'stages':>6} "
-                  f"{'messages':>9} {'bytes':>12}")
+            print(f"  {'location':<9} {'order':<5} {'algorithm':<10} {'simulated (s)':>14} {'alpha-beta (s)':>14} "
+                  f"{'stages':>6} {'messages':>9} {'bytes':>12}")
             best = r["best"]
             for o in r["options"]:
                 mark = "  <- best" if (o["location"], o["algorithm"]) == (best["location"], best["algorithm"]) else ""
                 print(f"  {o['location']:<9} {o['order']:<5} {o['algorithm']:<10} {o['simulated_s']:>14.6g} "
-                      f"{o['stages']:>6} {o['messages']:>9} {o['bytes']:>12}{mark}")
+                      f"{o['alpha_beta_s']:>14.6g} {o['stages']:>6} {o['messages']:>9} {o['bytes']:>12}{mark}")
             print(f"  virtual Remap (remap_flows) {r['remap_flows_s']:.2f} s, peak memory {r['host_peak_rss_mb']:.0f} MB"
                   f" (simulation {max(o['peak_rss_mb'] for o in r['options']):.0f} MB)\n")
     if args.plot and ok:
