@@ -33,6 +33,7 @@
 #include <sstream>
 
 #include "bench_util.hpp"
+#include "sim_config.hpp"
 #include "estuary/decomp.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/error.hpp"
@@ -160,6 +161,10 @@ struct Options {
   double bw_GBps = 12.5, lat_ns = 100, overhead_ns = 0;
   bool crosstraffic = false;
   std::vector<std::string> cfg;
+  // --config: a coupled set-up's own exchanges (bench/sim_config.cpp)
+  std::string config, rundir = ".", workdir;
+  std::vector<std::string> components, grids, locations{"src", "dst"};
+  std::vector<std::int64_t> total_ranks;
 };
 
 int calibrate(const Options& args) {
@@ -304,7 +309,58 @@ int main(int argc, char** argv) {
   cli.opt("network", args.network, "SimGrid network model")->check(CLI::IsMember({"cm02", "ib"}));
   cli.opt("stack-kib", args.stack_kib, "actor stack size, KiB (0: SimGrid's)");
   cli.list("cfg", args.cfg, "more SimGrid settings name:value, comma-separated");
+  cli.opt("config", args.config,
+          "a namcouple or YAML: each coupling's Remap exchanges (sim::remap_flows) replayed for mapping at src and "
+          "dst with --algo p2p,butterfly,adaptive (default p2p,butterfly); needs --component");
+  cli.opt("component", args.components,
+          "config: NAME:RANKS:KIND[:GRID[=RECIPE],...] (KIND serial, apple, box, orange, points), once per component");
+  cli.opt("grid", args.grids, "config: GRID=RECIPE (an `estuary weights` grid recipe), repeatable");
+  cli.opt("rundir", args.rundir, "config: where the configuration's weight files and grids.nc/masks.nc are");
+  cli.opt("workdir", args.workdir, "config: where generated weights are cached (default: --rundir)");
+  cli.list("locations", args.locations, "config: mapping locations to replay (src,dst)");
+  cli.list("total-ranks", args.total_ranks, "config: total rank counts, the components scaled (default: as given)");
   cli.parse(argc, argv);
+  if (!args.config.empty()) {
+    bench::ConfigRun run;
+    run.config = args.config;
+    run.components = args.components;
+    run.grids = args.grids;
+    run.rundir = args.rundir;
+    run.workdir = args.workdir;
+    run.totals = args.total_ranks;
+    run.locations = args.locations;
+    if (!args.algo.empty()) {
+      run.algos.clear();
+      std::stringstream ss(args.algo);
+      for (std::string a; std::getline(ss, a, ',');)
+        if (!a.empty()) run.algos.push_back(a);
+    }
+    for (const std::string& a : run.algos)
+      if (a != "p2p" && a != "butterfly" && a != "adaptive" && a != "none") {
+        std::cerr << "bench/sim --config: unknown algorithm '" << a << "' (use p2p, butterfly, adaptive; none: the "
+                     "exchanges' flows only)\n";
+        return 2;
+      }
+    for (const std::string& l : run.locations)
+      if (l != "src" && l != "dst") {
+        std::cerr << "bench/sim --config: unknown location '" << l << "' (use src, dst)\n";
+        return 2;
+      }
+    run.platform = [&](std::int64_t ranks) {
+      Platform pl = args.platform.empty() ? machine(args.topology, ranks) : Platform::by_name(args.platform);
+      pl.bandwidth_Bps = args.bw_GBps * 1e9;
+      pl.latency_s = args.lat_ns * 1e-9;
+      pl.routing = parse_routing(args.routing);
+      return pl;
+    };
+    run.options.crosstraffic = args.crosstraffic;
+    if (args.network == "ib") run.options.network = SimOptions::Network::ib;
+    run.options.stack_kib = args.stack_kib;
+    run.options.message_overhead_s = args.overhead_ns * 1e-9;
+    run.options.config = args.cfg;
+    run.matrix_bins = args.matrix_bins;
+    return bench::simulate_config(run, &argc, &argv) == 0 ? 0 : 1;
+  }
   if (args.calibrate) {
     MPI_Init(&argc, &argv);
     int rc = 1;

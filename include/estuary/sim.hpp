@@ -21,6 +21,7 @@
 #include "estuary/butterfly.hpp"
 #include "estuary/decomp.hpp"
 #include "estuary/plan.hpp"
+#include "estuary/remap.hpp"
 #include "estuary/schedule.hpp"
 
 namespace estuary::sim {
@@ -151,6 +152,27 @@ std::vector<butterfly::Flow> plan_flows(int ranks, const std::function<Decomp(in
 // The P2P schedule of every rank for these flows (one stage, messages in peer order).
 std::unique_ptr<Pattern> p2p_pattern(std::string name, int ranks, std::span<const butterfly::Flow> flows,
                                      std::int64_t bytes_per_element);
+
+// ---- the coupler's Remap without the ranks ----
+
+// One exchange of a Remap run: "gather" (source values to the ranks holding the links) or
+// "after" (results or partial sums to the destination's ranks), as Remap::exchanges() names
+// them, with the flows of its Plan (elements per (from, to), a rank's part to itself dropped,
+// sorted by (from, to)).
+struct RemapExchangeFlows {
+  std::string name;
+  std::vector<butterfly::Flow> flows;
+};
+// The exchanges, in order, that a Remap(links, src(r), dst(r), comm of `ranks` ranks, options)
+// runs, computed in one process: links (rows[k] <- cols[k], global destination and source
+// points) routed as the Remap routes them, with Remap's own decisions (src/remap/
+// remap_layout.hpp: the working ranks, the rows or columns each takes, each exchange's Plan
+// options) for options.location and options.order. Equal, message for message, to the real
+// Remap's schedules (test_sim_remap). Throws estuary::Error for links outside the grids or using
+// source points no rank holds. Memory: O(points + links + flows).
+std::vector<RemapExchangeFlows> remap_flows(int ranks, const std::function<Decomp(int)>& src,
+                                            const std::function<Decomp(int)>& dst, std::span<const std::int64_t> rows,
+                                            std::span<const std::int64_t> cols, const RemapOptions& options);
 
 // The coupler exchange with estuary's "butterfly" schedule: butterfly_pattern of the exchange's
 // flows (source i is rank i, destination j rank src_ranks + j). Bit s of skip_mask skips kernel

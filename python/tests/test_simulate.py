@@ -230,3 +230,194 @@ def test_errors_are_reported():
     assert "routers" in rec["error"]
     out = simulate("allreduce", "--bench", "/nonexistent/sim", check=False)
     assert out.returncode == 2 and "bench/sim" in out.stderr
+
+
+# ---- `estuary simulate coupling --config`: a coupled set-up's own exchanges ----
+
+def _write_scrip(path, nsrc, ndst, rows, cols):
+    import netCDF4
+    import numpy as np
+
+    with netCDF4.Dataset(path, "w") as f:
+        f.createDimension("src_grid_size", nsrc)
+        f.createDimension("dst_grid_size", ndst)
+        f.createDimension("num_links", len(rows))
+        f.createDimension("num_wgts", 1)
+        f.createVariable("src_address", "i4", ("num_links",))[:] = np.array(cols) + 1
+        f.createVariable("dst_address", "i4", ("num_links",))[:] = np.array(rows) + 1
+        f.createVariable("remap_matrix", "f8", ("num_links", "num_wgts"))[:] = np.ones((len(rows), 1))
+
+
+def _namcouple(path, order):
+    path.write_text(f""" $NFIELDS
+ 1
+ $END
+ $RUNTIME
+ 7200
+ $END
+ $STRINGS
+A_X:A_Y O_X:O_Y 1 3600 1 x.nc EXPORTED
+agrid ogrid LAG=0 SEQ=1
+P 0 P 0
+MAPPING
+rmp_a_to_o.nc src {order}
+ $END
+""")
+
+
+def _brute_force_remap(nsrc, ndst, rows, cols, S, D, location):
+    """The messages of one exchange of the coupler's Remap (bfb), written out from its rules by
+    brute force: sources apple over ranks 0..S-1, destinations points (round-robin) over ranks
+    S..S+D-1. Returns a list of exchanges, each a dict (from, to) -> elements."""
+    src_owner = {c: i for i in range(S) for c in range(nsrc * i // S, nsrc * (i + 1) // S)}
+    dst_owner = {b: S + b % D for b in range(ndst)}
+    links = list(zip(rows, cols))
+    if location == "dst":  # the rows on their destination ranks; their columns gathered there
+        holder = dst_owner
+    else:  # rows in blocks over the source ranks, results then sent to the destination ranks
+        holder = {b: i for i in range(S) for b in range(ndst * i // S, ndst * (i + 1) // S)}
+    need = {}
+    for b, c in links:
+        need.setdefault(holder[b], set()).add(c)
+    gather = {}
+    for r, cs in need.items():
+        for c in cs:
+            if src_owner[c] != r:
+                gather[(src_owner[c], r)] = gather.get((src_owner[c], r), 0) + 1
+    if location == "dst":
+        return [gather]
+    after = {}
+    for b in range(ndst):
+        if holder[b] != dst_owner[b]:
+            after[(holder[b], dst_owner[b])] = after.get((holder[b], dst_owner[b]), 0) + 1
+    return [gather, after]
+
+
+@pytest.mark.parametrize("location", ["dst", "src"])
+def test_coupling_config_equals_brute_force(tmp_path, location):
+    import random
+
+    rng = random.Random(7)
+    nsrc, ndst, S, D, fields = 41, 29, 3, 2, 2
+    rows, cols = [], []
+    for b in range(ndst):
+        for _ in range(rng.randint(0, 3)):
+            rows.append(b)
+            cols.append(rng.randrange(nsrc))
+    _write_scrip(tmp_path / "rmp_a_to_o.nc", nsrc, ndst, rows, cols)
+    _namcouple(tmp_path / "namcouple", "bfb")
+    out = simulate("coupling", "--config", str(tmp_path / "namcouple"), "--rundir", str(tmp_path),
+                   "--component", f"atm:{S}:apple:agrid", "--component", f"ocn:{D}:points:ogrid",
+                   "--topology", "switch", "--locations", location, "--algorithm", "p2p,butterfly", "--json",
+                   "--plot", str(tmp_path / "t.png"), "--matrix", str(tmp_path / "m.png"))
+    (rec,) = records(out)
+    assert rec["links"] == len(rows) and rec["ranks"] == S + D and rec["fields"] == fields
+    p2p = next(o for o in rec["options"] if o["algorithm"] == "p2p")
+    ref = _brute_force_remap(nsrc, ndst, rows, cols, S, D, location)
+    eb = 8 * fields
+    assert [e["name"] for e in p2p["exchanges"]] == (["gather"] if location == "dst" else ["gather", "after"])
+    assert p2p["messages"] == sum(len(x) for x in ref)
+    assert p2p["bytes"] == sum(n * eb for x in ref for n in x.values())
+    # One crossbar: each exchange takes alpha + the busiest rank's bytes (the larger of sent and
+    # received) over the bandwidth; the exchanges follow one another.
+    expect = 0.0
+    for x in ref:
+        if not x:
+            continue
+        load = {}
+        for (a, b), n in x.items():
+            load[("s", a)] = load.get(("s", a), 0) + n * eb
+            load[("r", b)] = load.get(("r", b), 0) + n * eb
+        expect += ALPHA + max(load.values()) / BW
+    assert close(p2p["simulated_s"], expect), (p2p["simulated_s"], expect)
+    assert close(p2p["alpha_beta_s"], expect), (p2p["alpha_beta_s"], expect)  # one crossbar: no contention
+    assert rec["best"]["simulated_s"] == min(o["simulated_s"] for o in rec["options"])
+    assert_png(tmp_path / "t.png")
+    assert_png(tmp_path / f"m_0_{rec['best']['location']}.png")
+
+
+def test_coupling_config_errors(tmp_path):
+    _namcouple(tmp_path / "namcouple", "bfb")
+    out = simulate("coupling", "--config", str(tmp_path / "namcouple"), check=False)
+    assert out.returncode == 2 and "--component" in out.stderr
+    out = simulate("coupling", "--config", str(tmp_path / "namcouple"), "--component", "atm:3:apple:agrid",
+                   "--component", "ocn:2:points:ogrid", "--rundir", str(tmp_path), "--json", check=False)
+    assert out.returncode == 1 and "rmp_a_to_o.nc" in out.stdout + out.stderr  # the weight file is missing
+    out = simulate("coupling", "--config", str(tmp_path / "namcouple"), "--component", "atm:3:hexagon:agrid",
+                   check=False)
+    assert out.returncode != 0 and "hexagon" in out.stdout + out.stderr
+
+
+CONFIG_NAMCOUPLE = """ $NFIELDS
+ 4
+ $END
+ $RUNTIME
+ 7200
+ $END
+ $STRINGS
+O_A O_A2 1 3600 1 a.nc EXPORTED
+torc lmdz LAG=0 SEQ=1
+P 0 P 0
+SCRIPR
+DISTWGT LR SCALAR LATLON 1 4
+O_B:O_C O_B2:O_C2 1 3600 1 b.nc EXPORTED
+torc lmdz LAG=0 SEQ=1
+P 0 P 0
+MAPPING
+w_o2a.nc src bfb
+O_D O_D2 1 3600 1 d.nc EXPORTED
+torc lmdz LAG=0 SEQ=1
+P 0 P 0
+MAPPING
+w_o2a.nc dst opt
+A_E O_E 1 3600 1 e.nc EXPORTED
+lmdz torc LAG=0 SEQ=1
+P 0 P 0
+MAPPING
+w_a2o.nc src opt
+ $END
+"""
+
+
+def test_coupling_config_equals_the_real_coupler(tmp_path, split=("3:box", "2:orange")):
+    """The virtual set-up equals the real one: `estuary inspect schedule --config` (the coupler set
+    up on real MPI ranks: its Remaps' schedules, world rank x world rank bytes) and `estuary
+    simulate coupling --config` (the same namcouple, partitions, grids and weights, without the
+    ranks) give the same byte matrix for every coupling at its configured location and order
+    (SCRIPR weights generated by both; MAPPING at src bfb, dst sum, src sum)."""
+    import random
+
+    rng = random.Random(3)
+    no, na = 12 * 8, 8 * 6
+    for name, ns, nd in (("w_o2a.nc", no, na), ("w_a2o.nc", na, no)):
+        rows, cols = [], []
+        for b in range(nd):
+            for _ in range(rng.randint(0, 4)):
+                rows.append(b)
+                cols.append(rng.randrange(ns))
+        _write_scrip(tmp_path / name, ns, nd, rows, cols)
+    (tmp_path / "namcouple").write_text(CONFIG_NAMCOUPLE)
+    comps = ["--component", f"ocean:{split[0]}:torc", "--component", f"atmos:{split[1]}:lmdz",
+             "--grid", "torc=lonlat:12x8", "--grid", "lmdz=lonlat:8x6", "--rundir", str(tmp_path)]
+    real = subprocess.run([sys.executable, "-m", "estuary", "inspect", "schedule", "--config",
+                           str(tmp_path / "namcouple"), *comps, "--no-png", "--json"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert real.returncode == 0, real.stdout + real.stderr
+    reals = [json.loads(line) for line in real.stdout.splitlines() if line.strip()]
+    virt = records(simulate("coupling", "--config", str(tmp_path / "namcouple"), *comps, "--topology", "switch",
+                            "--algorithm", "p2p", "--json", "--matrix", str(tmp_path / "m.png"),
+                            "--matrix-bins", "1000"))
+    assert [r["coupling"] for r in virt] == [r["coupling"] for r in reals] and len(reals) == 4
+    locations = []
+    for r, v in zip(reals, virt):
+        loc, order = r["mapping"]["location"], r["mapping"]["order"]
+        locations.append((loc, order))
+        assert v["fields"] == r["fields"]
+        assert v["matrix_bytes"][loc] == r["matrix_bytes"], r["coupling"]
+        (o,) = [o for o in v["options"] if o["location"] == loc]
+        assert o["order"] == order
+        assert [e["name"] for e in o["exchanges"]] == [e["name"] for e in r["exchanges"]]
+        assert [e["bytes"] for e in o["exchanges"]] == [e["bytes"] for e in r["exchanges"]]
+        assert o["messages"] == sum(e["messages"] for e in r["exchanges"])
+        assert sum(map(sum, r["matrix_bytes"])) > 0
+    assert locations == [("dst", "bfb"), ("src", "bfb"), ("dst", "sum"), ("src", "sum")]

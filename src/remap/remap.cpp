@@ -13,6 +13,7 @@
 #include "estuary/error.hpp"
 #include "estuary/redist.hpp"
 #include "estuary/settings.hpp"
+#include "remap/remap_layout.hpp"
 #include "remap/route.hpp"
 
 namespace estuary {
@@ -47,32 +48,15 @@ std::size_t position_in(const std::vector<i64>& sorted, i64 value) {
   return static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), value) - sorted.begin());
 }
 
-// The ranks doing the work (those with points on one side) and this rank's place among them.
-struct Side {
-  int count = 0, index = -1;
-  // Part `index` of `count` blocks of [0, n); empty off the side.
-  std::pair<i64, i64> block(i64 n) const {
-    if (index < 0) return {0, 0};
-    return {static_cast<i64>(index) * n / count, static_cast<i64>(index + 1) * n / count};
-  }
-};
-
-Side work_side(bool mine, MPI_Comm comm) {
+// This rank's place among the ranks doing the work (those with points on one side).
+detail::WorkSide work_side(bool mine, MPI_Comm comm) {
   int rank = 0, p = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &p);
   std::vector<int> flags(static_cast<std::size_t>(p));
   int f = mine ? 1 : 0;
   detail::check_mpi(MPI_Allgather(&f, 1, MPI_INT, flags.data(), 1, MPI_INT, comm), "MPI_Allgather");
-  if (std::none_of(flags.begin(), flags.end(), [](int x) { return x != 0; }))
-    std::fill(flags.begin(), flags.end(), 1);  // nobody has points: everyone shares the (empty) work
-  Side s;
-  for (int r = 0; r < p; ++r)
-    if (flags[static_cast<std::size_t>(r)]) {
-      if (r == rank) s.index = s.count;
-      ++s.count;
-    }
-  return s;
+  return detail::work_side_of(flags, rank);
 }
 
 }  // namespace
@@ -107,11 +91,10 @@ struct Remap::Setup {
   void setup(Links links, const Decomp& src, const Decomp& dst);
   void setup_bfb(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst);
   void setup_sum(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst);
-  RedistOptions redist_options(bool from_src) const {
+  RedistOptions redist_options(bool from_src, bool fill_missing = false) const {
     RedistOptions o;
     o.algorithm = opt.algorithm;
-    // A source decomposition may hold halo copies: any copy is the value, take the lowest rank's.
-    if (from_src) o.plan.duplicate = DuplicatePolicy::lowest_rank;
+    o.plan = detail::exchange_plan_options(from_src, fill_missing);
     return o;
   }
   void set_columns(const std::vector<i64>& col, const std::vector<i64>& x_index_of_sorted_cols,
@@ -266,15 +249,10 @@ void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
 // bfb: each row with all its links in global order, on one rank per row holder.
 void Remap::Setup::setup_bfb(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst) {
   const i64 na = src.global_size(), nb = dst.global_size();
-  const bool at_dst = opt.location == RemapLocation::dst;
-  const Side side = work_side(at_dst ? dst_n > 0 : src_n > 0, comm);
+  const bool at_dst = detail::works_on_dst(opt);
+  const detail::WorkSide side = work_side(at_dst ? dst_n > 0 : src_n > 0, comm);
   const auto [rlo, rhi] = side.block(nb);
-  std::vector<i64> rows;
-  if (at_dst) rows = udst;
-  else {
-    rows.resize(static_cast<std::size_t>(rhi - rlo));
-    std::iota(rows.begin(), rows.end(), rlo);
-  }
+  const std::vector<i64> rows = detail::bfb_rows(opt, udst, {rlo, rhi});
   KeyedItems items;
   items.key = std::move(links.row);
   items.ints.push_back(std::move(links.col));
@@ -321,16 +299,14 @@ void Remap::Setup::setup_sum(Links links, const Decomp& src, const Decomp& dst, 
       }
     x_size = src_n;
   } else {
-    const Side side = work_side(dst_n > 0, comm);
+    const detail::WorkSide side = work_side(dst_n > 0, comm);
     const auto [clo, chi] = side.block(na);
     cols.resize(static_cast<std::size_t>(chi - clo));
     std::iota(cols.begin(), cols.end(), clo);
     x_size = chi - clo;
     // Points no rank holds are allowed (a model may leave out land) as long as no link uses
     // them: the gather fills them, and the links are checked below.
-    RedistOptions ro = redist_options(true);
-    ro.plan.missing = MissingPolicy::fill;
-    gather = std::make_unique<Redist>(src, Decomp::stripes(na, {{clo, chi - clo, 1}}), comm, ro);
+    gather = std::make_unique<Redist>(src, Decomp::stripes(na, {{clo, chi - clo, 1}}), comm, redist_options(true, true));
     for (const Segment& seg : gather->plan().missing())
       for (i64 k = 0; k < seg.count; ++k) unheld.push_back(clo + seg.offset + k * seg.stride);
     std::sort(unheld.begin(), unheld.end());

@@ -4,6 +4,8 @@
     estuary simulate halo --ranks 16,64 --width 3,10,20 --topology dragonfly --matrix halo.png
     estuary simulate allreduce --ranks 64,512 --algorithm recursive-2,recursive-8 --json
     estuary simulate coupling --ranks 16,64 --algorithm p2p,butterfly,adaptive --dst-chunk 4
+    estuary simulate coupling --config namcouple --component ocn:10000:box:torc=orca025 \
+                              --component atm:10000:apple:atmo=t799 --topology dragonfly
 
 Each run (one variant at one rank count) is one call of the `bench/sim` program of the build
 (found with --bench, $ESTUARY_SIM_BENCH, or build*/bench/sim of the checkout), which prints one
@@ -223,11 +225,151 @@ def plot_matrix(rec: dict, path: str):
     plt.close(fig)
 
 
+def config_command(bench: Path, args, v: dict) -> list[str]:
+    """bench/sim --config for one machine variant; every algorithm and rank count in one run (the
+    weights are made once)."""
+    cmd = [str(bench), "--config", str(Path(args.config).resolve()), "--routing", v["routing"],
+           "--bw", repr(v["bandwidth_GBps"]), "--lat", repr(v["latency_ns"]), "--network", v["network"],
+           "--algo", args.algorithm or "p2p,butterfly", "--locations", args.locations,
+           "--rundir", str(Path(args.rundir).resolve())]
+    cmd += ["--platform", v["platform"]] if "platform" in v else ["--topology", v["topology"]]
+    for c in args.component:
+        cmd += ["--component", c]
+    for g in args.grid:
+        cmd += ["--grid", g]
+    if args.workdir:
+        cmd += ["--workdir", str(Path(args.workdir).resolve())]
+    if args.ranks:
+        cmd += ["--total-ranks", ",".join(str(r) for r in _ints(args.ranks))]
+    if args.overhead:
+        cmd += ["--overhead", repr(args.overhead)]
+    if args.crosstraffic:
+        cmd += ["--crosstraffic"]
+    if args.matrix:
+        cmd += ["--matrix-bins", str(args.matrix_bins)]
+    return cmd
+
+
+def _short(label: str) -> str:
+    return label.split(" (")[0]
+
+
+def cmd_simulate_config(args, bench: Path) -> int:
+    """`estuary simulate coupling --config`: per coupling of the set-up, the predicted time of one
+    exchange for each mapping location and algorithm, and the best."""
+    if not args.component:
+        return _fail("--config needs the components: --component NAME:RANKS:KIND[:GRID[=RECIPE],...] once for each")
+    if not Path(args.config).is_file():
+        return _fail(f"configuration file {args.config} not found")
+    for loc in _list(args.locations):
+        if loc not in ("src", "dst"):
+            return _fail(f"--locations {args.locations}: use src, dst or src,dst")
+    for a in _list(args.algorithm):
+        if a not in ("p2p", "butterfly", "adaptive"):
+            return _fail(f"coupling algorithm '{a}': use p2p, butterfly or adaptive")
+    temporary = args.workdir is None
+    if temporary:
+        import tempfile
+        args.workdir = tempfile.mkdtemp(prefix="estuary_simulate_")
+    try:
+        return _simulate_config(args, bench)
+    finally:
+        if temporary:
+            import shutil
+            shutil.rmtree(args.workdir, ignore_errors=True)
+
+
+def _simulate_config(args, bench: Path) -> int:
+    try:
+        algorithms, args.algorithm = args.algorithm, None  # every algorithm in each bench run, not a variant
+        vs = variants(args)
+        args.algorithm = algorithms
+        if args.ranks:
+            _ints(args.ranks)
+    except ValueError as e:
+        return _fail(str(e))
+    for v in vs:
+        if v["label"] == DEFAULT_ALGORITHM["coupling"]:  # nothing varied: name the machine
+            v["label"] = v.get("topology") or v.get("platform")
+    prog = Progress(total=len(vs), desc="estuary simulate coupling --config", enabled=not args.no_progress)
+    records, failures = [], 0
+    for v in vs:
+        t0 = time.time()
+        out = _run_ticking(config_command(bench, args, v), prog, f"{v['label']}: running", args.time_limit)
+        got = []
+        for line in out.stdout.splitlines():
+            try:
+                got.append(json.loads(line))
+            except ValueError:
+                pass
+        if not got:
+            got = [{"error": (out.stderr.strip() or f"bench/sim exited with {out.returncode} and no JSON")[-2000:]}]
+        for rec in got:
+            rec = {"command": "simulate", "kind": "coupling", "variant": v["label"], **rec}
+            rec.pop("bench", None)
+            rec["wall_s"] = time.time() - t0  # the whole bench run: weights, flows, every replay
+            if "error" in rec:
+                failures += 1
+                print(f"\nestuary simulate: {rec.get('coupling', args.config)} ({v['label']}): {rec['error']}",
+                      file=sys.stderr)
+            records.append(rec)
+            if args.json:
+                print(json.dumps(rec), flush=True)
+        prog.update(1, note=v["label"])
+    prog.close()
+    ok = [r for r in records if "options" in r]
+    if not args.json:
+        for r in ok:
+            print(f"coupling {r['coupling']}: {r['src_component']} ({r['src_ranks']} ranks, {r['src_grid']['n']} points) "
+                  f"-> {r['dst_component']} ({r['dst_ranks']} ranks, {r['dst_grid']['n']} points), {r['weights']}, "
+                  f"{r['links']} links, {r['fields']} field(s); {r['platform']}")
+            print(f"  {'location':<9} {'order':<5} {'algorithm':<10} {'simulated (s)':>14} {'alpha-beta (s)':>14} "
+                  f"{'stages':>6} {'messages':>9} {'bytes':>12}")
+            best = r["best"]
+            for o in r["options"]:
+                mark = "  <- best" if (o["location"], o["algorithm"]) == (best["location"], best["algorithm"]) else ""
+                print(f"  {o['location']:<9} {o['order']:<5} {o['algorithm']:<10} {o['simulated_s']:>14.6g} "
+                      f"{o['alpha_beta_s']:>14.6g} {o['stages']:>6} {o['messages']:>9} {o['bytes']:>12}{mark}")
+            print(f"  virtual Remap (remap_flows) {r['remap_flows_s']:.2f} s, peak memory {r['host_peak_rss_mb']:.0f} MB"
+                  f" (simulation {max(o['peak_rss_mb'] for o in r['options']):.0f} MB)\n")
+    if args.plot and ok:
+        flat = [{"variant": f"{_short(r['coupling'])}, {o['location']} {o['algorithm']}" +
+                 (f", {r['variant']}" if len(vs) > 1 else ""), "ranks": r["ranks"], "simulated_s": o["simulated_s"]}
+                for r in ok for o in r["options"]]
+        plot_times(flat, args.plot, f"coupling --config {Path(args.config).name}")
+        if not args.json:
+            print(f"plot: {Path(args.plot).resolve()}")
+    if args.matrix:
+        drawn = 0
+        for k, r in enumerate(ok):
+            if "matrix_bytes" not in r or r["ranks"] != min(x["ranks"] for x in ok):
+                continue
+            loc = r["best"]["location"]
+            p = Path(args.matrix)
+            name = str(p.with_name(f"{p.stem}_{k}_{loc}{p.suffix or '.png'}"))
+            plot_matrix({"matrix_bytes": r["matrix_bytes"][loc], "ranks": r["ranks"],
+                         "pattern": f"{_short(r['coupling'])}, mapping at {loc}"}, name)
+            drawn += 1
+            if not args.json:
+                print(f"matrix: {Path(name).resolve()}")
+        if not drawn:
+            print("estuary simulate: no communication matrix (no coupling was simulated)", file=sys.stderr)
+            failures += 1
+    return 1 if failures else 0
+
+
 def cmd_simulate(args, argv) -> int:
     bench = find_program("sim", "bench", args.bench, "ESTUARY_SIM_BENCH")
     if bench is None:
         return _fail("the bench/sim program was not found: build it (ninja -C build sim), or give --bench or "
                      "$ESTUARY_SIM_BENCH")
+    if args.config:
+        if args.kind != "coupling":
+            return _fail("--config is for `estuary simulate coupling`")
+        return cmd_simulate_config(args, bench)
+    if args.component:
+        return _fail("--component needs --config (the coupled set-up)")
+    args.ranks = args.ranks or "16,64"
     try:
         ranks_list = _ints(args.ranks)
         vs = variants(args)
@@ -298,7 +440,8 @@ def add_parser(sub):
     s = sub.add_parser("simulate", help="replay Zheng & Marguinaud 2018's skeletons on simulated machines (SimGrid)",
                        description=__doc__.split("\n\n")[0])
     s.add_argument("kind", choices=KINDS, help="the exchange to simulate: a skeleton of Zheng & Marguinaud (2018), or a coupling")
-    s.add_argument("--ranks", default="16,64", help="comma list of rank counts (1e3 allowed)")
+    s.add_argument("--ranks", help="comma list of rank counts (1e3 allowed; default 16,64); with --config the "
+                                   "total ranks, the components scaled (default: their own counts)")
     s.add_argument("--topology", default="dragonfly",
                    help="comma list of torus, fattree, dragonfly, switch (a machine just large enough per rank count)")
     s.add_argument("--platform", help="comma list of Zheng & Marguinaud 2018 Table 1 machines (torus-M, dragonfly-MM, ...) "
@@ -326,6 +469,17 @@ def add_parser(sub):
                                       "with --dst-kind, the plan the ranks would build, made in one process "
                                       "(sim::plan_flows) and replayed with the engine's schedules")
     s.add_argument("--dst-kind", help="coupling: the destinations' decomposition (as --src-kind)")
+    g = s.add_argument_group("a coupled set-up's own exchanges (coupling --config)")
+    g.add_argument("--config", help="namcouple or estuary YAML: each coupling's Remap exchanges (its grids, weights "
+                                    "and the components' partitions, made without the ranks) for mapping at src and "
+                                    "dst, with --algorithm p2p,butterfly,adaptive (default p2p,butterfly)")
+    g.add_argument("--component", action="append", default=[], metavar="NAME:RANKS:KIND[:GRID[=RECIPE],...]",
+                   help="a component: its ranks, partition kind (serial, apple, box, orange, points) and grids, "
+                        "each with an `estuary weights` recipe where the weights are generated (torc=orca025)")
+    g.add_argument("--grid", action="append", default=[], metavar="NAME=RECIPE", help="a grid's recipe")
+    g.add_argument("--rundir", default=".", help="where the configuration's weight files and grids.nc are (.)")
+    g.add_argument("--workdir", help="where generated weights are cached (default: a temporary folder)")
+    g.add_argument("--locations", default="src,dst", help="mapping locations to compare (src,dst)")
     s.add_argument("--overhead", type=float, default=0.0,
                    help="CPU time per message sent or received, ns (LogP's o; 0: the network alone)")
     s.add_argument("--crosstraffic", action="store_true", help="SimGrid network/crosstraffic on")
