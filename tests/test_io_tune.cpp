@@ -89,6 +89,13 @@ TEST(IoTune, RankCaps) {
     EXPECT_LE(sv.writers, std::max(1, ranks / 8));
     EXPECT_GE(sv.writers, 1);
   }
+  // No more writers than the nodes' cores (ranks beyond them take turns with the writers).
+  for (int cores : {1, 2, 3, 48}) {
+    io::TuneInput c = input(io::Mode::serverless, 64, 100, 6400, 64, 1e12);
+    c.many = 64;
+    c.cores = cores;
+    EXPECT_EQ(io::choose_tuning(c).writers, std::min(cores, 64)) << cores;
+  }
   // Files only one writer can write (no PnetCDF / parallel netCDF-4): one writer.
   io::TuneInput in = input(io::Mode::serverless, 16, 100, 1600, 16, 1e12);
   in.parallel_files = false;

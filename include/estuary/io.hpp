@@ -209,6 +209,9 @@ bool have_pnetcdf();
 //              reservation, the record-count commit, ~10 % at 2 writers in docs/performance.md)
 //              outweigh the bandwidth gained. So D <= step_bytes / kMinSlabBytes, at least 1 —
 //              more volume never gives fewer writers.
+//   cores      D <= the cores of the nodes (cores > 0): a writer packs, rearranges and writes
+//              on its own core, and on a node whose ranks outnumber its cores the writers take
+//              turns with the model (the probe's plain file writes do not show that).
 //   ranks      serverless D <= ranks; server mode D <= max(1, ranks / 8), dedicated ranks costing
 //              their cores in full (CPMIP), and D <= ranks - 1; several writers need files every
 //              writer can write at once (PnetCDF, netCDF-4 parallel), else D = 1.
@@ -220,6 +223,7 @@ bool have_pnetcdf();
 struct TuneInput {
   Mode mode = Mode::serverless;
   int ranks = 1;
+  int cores = 0;                        // cores of the nodes the ranks run on (0: unknown)
   int writers = 0, buffer_records = 0;  // as configured: > 0 is kept, 0 is chosen
   bool parallel_files = true;           // several writers can write every file at once
   double one_mb_s = 0;                  // one writer's bandwidth (0: unknown)

@@ -49,7 +49,8 @@ Tuning choose_tuning(const TuneInput& in) {
     add("writers " + std::to_string(in.writers) + " as configured");
   } else {
     t.writers_auto = true;
-    const int cap = server ? std::max(1, std::min(in.ranks - 1, in.ranks / 8)) : std::max(1, in.ranks);
+    int cap = server ? std::max(1, std::min(in.ranks - 1, in.ranks / 8)) : std::max(1, in.ranks);
+    if (in.cores > 0) cap = std::min(cap, in.cores);
     const double gain = in.many > 1 && in.one_mb_s > 0
                             ? std::clamp((in.many_mb_s / in.one_mb_s - 1) / (in.many - 1), 0.0, 1.0)
                             : 0.0;
@@ -76,8 +77,9 @@ Tuning choose_tuning(const TuneInput& in) {
            mb(kMinSlabBytes) + " a writer";
     else
       w += "; the volume is not known before the fields";
-    w += "; " + std::to_string(in.ranks) + " ranks " + (server ? "in server mode" : "serverless") + " -> at most " +
-         std::to_string(cap);
+    w += "; " + std::to_string(in.ranks) + " ranks " + (server ? "in server mode" : "serverless");
+    if (in.cores > 0) w += " on " + std::to_string(in.cores) + " cores";
+    w += " -> at most " + std::to_string(cap);
     if (!in.parallel_files) w += "; a file needs one writer (no PnetCDF / parallel netCDF-4)";
     add(w + ")");
   }
@@ -108,7 +110,8 @@ namespace detail {
 
 // One writer's and several writers' bandwidth to `dir`: rank 0 writes kProbeBytes and syncs,
 // then min(ranks, 4) ranks spread over the communicator (w * P / k, over nodes when ranks are
-// placed by node) do so at once. Collective; every rank gets rank 0's numbers. Measured once
+// placed by node) do so at once, each its slab of one shared file (as the writers share an
+// output file: separate files scale better than the output does). Collective; every rank gets rank 0's numbers. Measured once
 // per process and directory (the cache is used only when every rank has it).
 struct Probe {
   double one = 0, many = 0;
@@ -119,18 +122,18 @@ namespace {
 
 constexpr std::size_t kProbeBytes = 8u << 20;
 
-// Seconds to write kProbeBytes to `path` and fdatasync it (negative: failed, errno kept).
-double timed_write(const std::string& path) {
+// Seconds to write kProbeBytes to `path` at `offset` and fdatasync it (negative: failed). The
+// file is shared by the writers of a probe, as the output files are (one file, disjoint slabs).
+double timed_write(const std::string& path, std::size_t offset) {
   std::vector<char> block(1u << 20, 'e');
   const double t0 = MPI_Wtime();
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT, 0644);
   if (fd < 0) return -1;
   bool ok = true;
   for (std::size_t done = 0; ok && done < kProbeBytes; done += block.size())
-    ok = ::write(fd, block.data(), block.size()) == static_cast<ssize_t>(block.size());
+    ok = ::pwrite(fd, block.data(), block.size(), static_cast<off_t>(offset + done)) == static_cast<ssize_t>(block.size());
   ok = ::fdatasync(fd) == 0 && ok;
   ::close(fd);
-  ::unlink(path.c_str());
   return ok ? MPI_Wtime() - t0 : -1;
 }
 
@@ -153,15 +156,23 @@ Probe measure_bandwidth(const std::string& directory, MPI_Comm comm) {
       std::filesystem::create_directories(dir, ec);  // the writers report a failure later
     }
     MPI_Barrier(comm);
-    const std::string base = dir + "/.estuary_bandwidth_" + std::to_string(::getpid()) + "_";
+    const std::string base = dir + "/.estuary_bandwidth_" + std::to_string(::getpid());
     double one = 0;
-    if (rank == 0) one = timed_write(base + "0");
+    if (rank == 0) {
+      one = timed_write(base + "_one", 0);
+      ::unlink((base + "_one").c_str());
+    }
     p.k = std::min(size, 4);
-    bool mine = false;
+    int mine = -1;  // this rank's slab of the shared probe file
     for (int w = 0; w < p.k; ++w)
-      if (static_cast<std::int64_t>(w) * size / p.k == rank) mine = true;
+      if (static_cast<std::int64_t>(w) * size / p.k == rank) mine = w;
+    int pid0 = static_cast<int>(::getpid());  // rank 0's: one name for the shared file
+    MPI_Bcast(&pid0, 1, MPI_INT, 0, comm);
+    const std::string shared = dir + "/.estuary_bandwidth_shared_" + std::to_string(pid0);
     MPI_Barrier(comm);
-    const double t = mine ? timed_write(base + std::to_string(rank)) : 0;
+    const double t = mine >= 0 ? timed_write(shared, static_cast<std::size_t>(mine) * kProbeBytes) : 0;
+    MPI_Barrier(comm);
+    if (rank == 0) ::unlink(shared.c_str());
     // A failed write anywhere (-1) makes the measurement unknown on every rank.
     const double mt[2] = {t, t < 0 ? 1.0 : 0.0};
     double red[2] = {0, 0};
@@ -230,12 +241,27 @@ bool could_use_writers(const TuneInput& in) {
   return choose_tuning(best).writers > 1;
 }
 
+// The cores of the nodes comm's ranks run on (each node counted once). Collective.
+int node_cores(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  estuary::detail::check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+                             "MPI_Comm_split_type");
+  int nrank = 0;
+  MPI_Comm_rank(node, &nrank);
+  MPI_Comm_free(&node);
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  int mine = nrank == 0 ? static_cast<int>(std::max(1L, online)) : 0, all = 0;  // once per node
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, comm);
+  return all;
+}
+
 }  // namespace
 
 void Output::Impl::tune_writers_at_start(int size) {
   TuneInput in;
   in.mode = cfg.mode;
   in.ranks = size;
+  in.cores = node_cores(xcomm);
   in.parallel_files = parallel_files();
   if (could_use_writers(in)) bandwidth_into(in, xcomm);
   tuning = choose_tuning(in);
@@ -252,6 +278,7 @@ void Output::Impl::tune_at_end_def() {
   TuneInput in;
   in.mode = cfg.mode;
   in.ranks = xsize;
+  in.cores = node_cores(xcomm);
   in.writers = server_mode || cfg.writers > 0 ? nwriters : 0;
   in.buffer_records = cfg.buffer_records;
   in.parallel_files = parallel_files();
