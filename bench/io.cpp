@@ -25,7 +25,19 @@
 //                --cmip-dt s steps on a noleap calendar, serverless (D = 1) and in server mode (the
 //                last rank writes), against the same loop without output and a dd of the same
 //                volume in the same run: the writers' throughput as a fraction of dd's, and the
-//                model ranks' slow-down. Off unless --cmip 1.
+//                model ranks' slow-down. Off unless --cmip 1. --cmip-writers: D (or auto).
+//
+//   tune         the CMIP-style set with estuary's automatic writers and buffers (no `writers`,
+//                no `buffer_records`) and with each hand-picked writer count 1, 2, 4, ..., P
+//                (server mode: 1 .. P-1, each with 2 and 32 buffer records), in one run: each
+//                run's time, and auto / best (issue 21's target: within 15 %). Off unless --tune 1.
+//
+//   cmip-compress the CMIP-style set in netCDF-4, serverless, with each compression setting
+//                (none, deflate 1, bitgroom/granularbr --cmip-digits digits + deflate 1,
+//                bitround --cmip-bits bits + deflate 1, zstd 3, bitround + zstd 3): the files'
+//                size against the uncompressed netCDF-4 one and the writers' throughput (bytes
+//                of data over their write time) against dd in the same run. A setting this
+//                netCDF cannot write (zstd without its filter) prints its error.
 //
 //   regrid       output on another grid (a file's grid:, issue 21): with --regrid RECIPE (e.g.
 //                lonlat:360x180) and --regrid-method (conservative, bilinear, bicubic, distwgt,
@@ -40,7 +52,8 @@
 //                              [--dir /tmp/estuary_bench_io] [--repeat 2] [--format cdf5|netcdf4]
 //                              [--bandwidth 1] [--cpmip 1] [--days 1] [--dt 1800] [--work 20]
 //                              [--derived 1] [--cmip 0] [--cmip-days 365] [--cmip-dt 21600]
-//                              [--cmip-3d 10] [--cmip-2d 20] [--regrid RECIPE]
+//                              [--cmip-3d 10] [--cmip-2d 20] [--cmip-writers 1|auto] [--tune 0]
+//                              [--cmip-compress 0] [--cmip-digits 3] [--cmip-bits 10] [--regrid RECIPE]
 //                              [--regrid-method conservative]
 // One JSON object per method: bytes, seconds (min and median of repeats), MB/s, ratio to dd.
 #include <fcntl.h>
@@ -53,6 +66,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -172,7 +186,9 @@ int main(int argc, char** argv) {
   std::string dir = "/tmp/estuary_bench_io", format = "cdf5";
   bool bandwidth = true, cpmip = true, derived = true, cmip = false;
   i64 cmip_days = 365, cmip_dt = 21600;
-  int cmip_3d = 10, cmip_2d = 20;
+  int cmip_3d = 10, cmip_2d = 20, cmip_digits = 3, cmip_bits = 10;
+  bool tune = false, cmip_compress = false;
+  std::string cmip_writers = "1";
   std::string regrid, regrid_method = "conservative";
   bench::Cli cli("bench/io: output bandwidth of the ways to get 3-D fields into one netCDF file, one JSON line per method");
   cli.opt("nx", nx, "grid points along longitude")->check(CLI::PositiveNumber);
@@ -196,6 +212,11 @@ int main(int argc, char** argv) {
   cli.opt("cmip-2d", cmip_2d, "cmip: 2-D fields, daily means")->check(CLI::NonNegativeNumber);
   cli.opt("regrid", regrid, "a grid recipe (lonlat:360x180): measure the output on that grid too (off: none)");
   cli.opt("regrid-method", regrid_method, "regrid: conservative, bilinear, bicubic, distwgt or nn");
+  cli.opt("cmip-writers", cmip_writers, "cmip, cmip-compress: writers (a count, or auto: estuary's choice)");
+  cli.flag("tune", tune, "the CMIP-style set with the automatic writers and buffers and with each hand-picked count");
+  cli.flag("cmip-compress", cmip_compress, "the CMIP-style set (netCDF-4, serverless) with each compression setting");
+  cli.opt("cmip-digits", cmip_digits, "cmip-compress: significant digits of bitgroom and granularbr")->check(CLI::PositiveNumber);
+  cli.opt("cmip-bits", cmip_bits, "cmip-compress: significant bits of bitround")->check(CLI::PositiveNumber);
   cli.parse(argc, argv);
   const i64 n = nx * ny * nlev;
   const i64 bytes = n * 8 * nfields * steps;
@@ -468,52 +489,76 @@ int main(int argc, char** argv) {
         MPI_Comm_free(&mcomm);
       }
     }
-    if (cmip) {
-      // ---- a CMIP-style set: monthly 3-D means and daily 2-D means over a noleap year ----
-      const i64 nsteps = cmip_days * 86400 / cmip_dt;
-      auto yaml = [&](const std::string& sub, const std::string& mode) {
-        std::string y = "output:\n  mode: " + mode + "\n  writers: 1\n  directory: " + sub +
-                        "\n  catch_sigterm: false\n  format: " + format +
-                        "\n  calendar: noleap\n  reference_time: 2000-01-01\n  files:\n";
-        for (const auto& [name, freq, prefix, count] :
-             {std::tuple{"cmip_mon", "1mo", 't', cmip_3d}, std::tuple{"cmip_day", "1d", 's', cmip_2d}}) {
-          if (count == 0) continue;
-          y += std::string("    - name: ") + name + "\n      output_freq: " + freq + "\n      fields:\n";
-          for (int k = 0; k < count; ++k)
-            y += std::string("        - {name: ") + prefix + std::to_string(k) + ", operation: average, precision: float}\n";
-        }
-        return y;
-      };
-      std::vector<std::string> modes{"serverless"};
-      if (ranks >= 2) modes.push_back("server");
-      for (const std::string& mode : modes) {
-        const int model_ranks = mode == "server" ? ranks - 1 : ranks;
-        const bool is_model = rank < model_ranks;
-        const Layout l = layout(nx, ny, nlev, model_ranks, is_model ? rank : 0);
-        const estuary::Decomp d3 = l.decomp();
-        const estuary::Decomp d2 = estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0});
-        std::vector<std::vector<double>> f;  // the 3-D fields, then the 2-D ones
-        if (is_model) {
-          for (int k = 0; k < cmip_3d; ++k) f.push_back(field_values(d3, k, 1));
-          for (int k = 0; k < cmip_2d; ++k) f.push_back(field_values(d2, k, 1));
-        }
-        // The same loop without output, on the same model ranks (the server idles).
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        if (is_model)
-          for (i64 s = 1; s <= nsteps; ++s) model_work(f, work);
-        MPI_Barrier(MPI_COMM_WORLD);
-        const double base = MPI_Wtime() - t0;
-
-        const std::string sub = dir + "/cmip_" + mode;
-        const auto cfg = estuary::io::OutputConfig::from_yaml_string(yaml(sub, mode), "bench cmip");
-        double t1 = 0;
-        t0 = 0;
+    // ---- the CMIP-style set: monthly 3-D means and daily 2-D means over a noleap year ----
+    // One run of it: `c` says the mode, the writers and buffers (0: estuary's automatic choice),
+    // the format and what every field adds (compression). The loop without output is timed on
+    // as many model ranks as the run had (cached per count).
+    struct CmipCase {
+      std::string mode = "serverless";
+      int writers = 1, buffers = 0;
+      std::string format = "cdf5", field_extra, label;
+    };
+    struct CmipResult {
+      bool ok = false;
+      std::string error;
+      estuary::io::IoReport rep;
+      double run_s = 0, base = 0, dd_s = 0, file_bytes = 0;
+    };
+    std::map<int, double> base_by_model_ranks;
+    const i64 cmip_steps = cmip_days * 86400 / cmip_dt;
+    auto cmip_yaml = [&](const std::string& sub, const CmipCase& c) {
+      std::string y = "output:\n  mode: " + c.mode + "\n  directory: " + sub + "\n  catch_sigterm: false\n  format: " +
+                      c.format + "\n  calendar: noleap\n  reference_time: 2000-01-01\n";
+      if (c.writers > 0) y += "  writers: " + std::to_string(c.writers) + "\n";
+      if (c.buffers > 0) y += "  buffer_records: " + std::to_string(c.buffers) + "\n";
+      y += "  files:\n";
+      for (const auto& [name, freq, prefix, count] :
+           {std::tuple{"cmip_mon", "1mo", 't', cmip_3d}, std::tuple{"cmip_day", "1d", 's', cmip_2d}}) {
+        if (count == 0) continue;
+        y += std::string("    - name: ") + name + "\n      output_freq: " + freq + "\n      fields:\n";
+        for (int k = 0; k < count; ++k)
+          y += std::string("        - {name: ") + prefix + std::to_string(k) + ", operation: average, precision: float" +
+               c.field_extra + "}\n";
+      }
+      return y;
+    };
+    auto cmip_fields = [&](const Layout& l) {
+      const estuary::Decomp d3 = l.decomp();
+      const estuary::Decomp d2 = estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0});
+      std::vector<std::vector<double>> f;  // the 3-D fields, then the 2-D ones
+      for (int k = 0; k < cmip_3d; ++k) f.push_back(field_values(d3, k, 1));
+      for (int k = 0; k < cmip_2d; ++k) f.push_back(field_values(d2, k, 1));
+      return f;
+    };
+    auto cmip_base = [&](int model_ranks) {
+      if (base_by_model_ranks.count(model_ranks)) return base_by_model_ranks[model_ranks];
+      const bool is_model = rank < model_ranks;
+      std::vector<std::vector<double>> f;
+      if (is_model) f = cmip_fields(layout(nx, ny, nlev, model_ranks, rank));
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      if (is_model)
+        for (i64 s = 1; s <= cmip_steps; ++s) model_work(f, work);
+      MPI_Barrier(MPI_COMM_WORLD);
+      return base_by_model_ranks[model_ranks] = MPI_Wtime() - t0;
+    };
+    auto cmip_run = [&](const CmipCase& c) {
+      CmipResult res;
+      const std::string sub = dir + "/cmip_" + c.mode + (c.label.empty() ? "" : "_" + c.label);
+      const auto cfg = estuary::io::OutputConfig::from_yaml_string(cmip_yaml(sub, c), "bench cmip");
+      double t0 = 0, t1 = 0;
+      try {
         estuary::io::Output out(cfg, MPI_COMM_WORLD);
         if (out.is_server()) {
           out.serve();
         } else {
-          out.def_grid("g", estuary::GridGen::lonlat(nx, ny).make(d2));
+          int p = 1, r = 0;
+          MPI_Comm_size(out.model_comm(), &p);
+          MPI_Comm_rank(out.model_comm(), &r);
+          const Layout l = layout(nx, ny, nlev, p, r);
+          std::vector<std::vector<double>> f = cmip_fields(l);
+          out.def_grid("g", estuary::GridGen::lonlat(nx, ny).make(
+                                estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0})));
           std::vector<std::string> names;
           for (int k = 0; k < cmip_3d + cmip_2d; ++k) {
             estuary::io::FieldDef fd;
@@ -522,44 +567,147 @@ int main(int argc, char** argv) {
             fd.grid = std::string(1, 'g');
             if (three_d)
               for (i64 z = 0; z < nlev; ++z) fd.levels.push_back(10.0 * static_cast<double>(z + 1));
-            fd.decomp = three_d ? d3 : d2;
+            fd.decomp = three_d ? l.decomp() : estuary::Decomp::box({ny, nx}, {l.y0, l.x0}, {l.y1 - l.y0, l.x1 - l.x0});
             out.def_field(fd);
             names.push_back(fd.name);
           }
           out.end_def();
           MPI_Barrier(out.model_comm());
           t0 = MPI_Wtime();
-          for (i64 s = 1; s <= nsteps; ++s) {
+          for (i64 s = 1; s <= cmip_steps; ++s) {
             model_work(f, work);
             for (std::size_t k = 0; k < f.size(); ++k) out.write(names[k], static_cast<double>(cmip_dt * s), f[k]);
           }
           out.close();
-          int r = 0;
-          MPI_Comm_rank(out.model_comm(), &r);
           if (r == 0)
             for (const char* file : {"/cmip_mon.nc", "/cmip_day.nc"}) fdatasync_path(sub + file);
           MPI_Barrier(out.model_comm());
           t1 = MPI_Wtime();
         }
-        const double run_s = bench::max_over_ranks(t1 - t0, MPI_COMM_WORLD);
-        const estuary::io::IoReport rep = out.report(run_s, base);
-        double dd_s = 0;
-        if (rank == 0) dd_s = dd_seconds(dir, rep.bytes_written);
+        res.run_s = bench::max_over_ranks(t1 - t0, MPI_COMM_WORLD);
+        res.rep = out.report(res.run_s);
+        res.ok = true;
+      } catch (const estuary::Error& e) {  // every rank alike (a zstd this netCDF lacks, say)
+        res.error = e.what();
+        return res;
+      }
+      res.base = cmip_base(res.rep.model_ranks);
+      res.rep.run_without_io_s = res.base;
+      if (rank == 0) {
+        res.dd_s = dd_seconds(dir, res.rep.bytes_written);
+        std::error_code ec;
+        for (const char* file : {"/cmip_mon.nc", "/cmip_day.nc"})
+          if (std::filesystem::exists(sub + file)) res.file_bytes += static_cast<double>(std::filesystem::file_size(sub + file, ec));
+        if (!c.label.empty()) std::filesystem::remove_all(sub, ec);  // the next run's room on the disk
+      }
+      return res;
+    };
+    auto cmip_json = [&](const char* bench_name, const CmipCase& c, const CmipResult& r) {
+      bench::Json j;
+      j.add("bench", bench_name).add("mode", c.mode).add("ranks", ranks).add("label", c.label);
+      j.add("writers_configured", c.writers > 0 ? std::to_string(c.writers) : std::string("auto"));
+      j.add("buffers_configured", c.buffers > 0 ? std::to_string(c.buffers) : std::string("auto"));
+      if (!r.ok) return j.add("error", r.error);
+      const double dd_mbs = static_cast<double>(r.rep.bytes_written) / 1e6 / r.dd_s;
+      j.add("writers", r.rep.writers).add("buffer_records", r.rep.buffer_records).add("writers_auto", r.rep.writers_auto);
+      j.add("model_ranks", r.rep.model_ranks).add("format", c.format).add("calendar", "noleap");
+      j.add("nx", nx).add("ny", ny).add("nlev", nlev).add("fields_3d_monthly", cmip_3d).add("fields_2d_daily", cmip_2d);
+      j.add("days", cmip_days).add("dt_s", cmip_dt).add("steps", cmip_steps).add("work", work);
+      j.add("bytes", r.rep.bytes_written).add("files", r.rep.files_created).add("records", r.rep.records_written);
+      j.add("run_s", r.run_s).add("run_without_io_s", r.base).add("model_io_s", r.rep.model_io_s);
+      j.add("model_time_increase", r.base > 0 ? r.run_s / r.base - 1 : 0.0);
+      // The writers' throughput (bytes over their time in writes and closes) and the whole
+      // run's (bytes over the model loop), each against dd's for the same volume.
+      j.add("write_s", r.rep.write_s).add("write_mb_per_s", r.rep.write_mb_per_s);
+      j.add("dd_s", r.dd_s).add("dd_mb_per_s", dd_mbs).add("write_fraction_of_dd", r.rep.write_mb_per_s / dd_mbs);
+      j.add("run_mb_per_s", static_cast<double>(r.rep.bytes_written) / 1e6 / r.run_s);
+      j.add("file_bytes", r.file_bytes);
+      j.add("tuning", r.rep.tuning);
+      return j;
+    };
+    std::vector<std::string> cmip_modes{"serverless"};
+    if (ranks >= 2) cmip_modes.push_back("server");
+    const int cmip_d = cmip_writers == "auto" ? 0 : std::stoi(cmip_writers);
+    if (cmip) {
+      for (const std::string& mode : cmip_modes) {
+        CmipCase c;
+        c.mode = mode;
+        c.writers = cmip_d;
+        c.format = format;
+        const CmipResult r = cmip_run(c);
+        if (rank == 0) std::cout << cmip_json("io_cmip", c, r).str() << std::endl;
+      }
+    }
+    if (tune) {
+      // The automatic choice against every hand-picked writer count (and, in server mode,
+      // buffer size) in the same run, on the same set: the run time of each, and auto / best.
+      for (const std::string& mode : cmip_modes) {
+        std::vector<CmipCase> cases;
+        CmipCase a;
+        a.mode = mode;
+        a.writers = 0;
+        a.format = format;
+        a.label = "auto";
+        cases.push_back(a);
+        const int most = mode == "server" ? ranks - 1 : ranks;
+        std::vector<int> counts;
+        for (int w = 1; w <= most; w *= 2) counts.push_back(w);
+        if (counts.back() != most) counts.push_back(most);
+        for (int w : counts)
+          for (int b : mode == "server" ? std::vector<int>{2, 32} : std::vector<int>{0}) {
+            CmipCase c = a;
+            c.writers = w;
+            c.buffers = b;
+            c.label = std::string(1, 'd');  // (appended: GCC 12's -Wrestrict misfires on + chains)
+            c.label.append(std::to_string(w));
+            if (b > 0) c.label.append("_b").append(std::to_string(b));
+            cases.push_back(c);
+          }
+        double auto_s = 0, best_s = 0;
+        std::string best;
+        for (const CmipCase& c : cases) {
+          const CmipResult r = cmip_run(c);
+          if (rank == 0) std::cout << cmip_json("io_tune", c, r).str() << std::endl;
+          if (!r.ok) continue;
+          if (c.label == "auto") auto_s = r.run_s;
+          else if (best.empty() || r.run_s < best_s) {
+            best_s = r.run_s;
+            best = c.label;
+          }
+        }
         if (rank == 0) {
-          const double dd_mbs = static_cast<double>(rep.bytes_written) / 1e6 / dd_s;
           bench::Json j;
-          j.add("bench", "io_cmip").add("mode", mode).add("writers", 1).add("ranks", ranks);
-          j.add("model_ranks", rep.model_ranks).add("format", format).add("calendar", "noleap");
-          j.add("nx", nx).add("ny", ny).add("nlev", nlev).add("fields_3d_monthly", cmip_3d).add("fields_2d_daily", cmip_2d);
-          j.add("days", cmip_days).add("dt_s", cmip_dt).add("steps", nsteps).add("work", work);
-          j.add("bytes", rep.bytes_written).add("files", rep.files_created).add("records", rep.records_written);
-          j.add("run_s", run_s).add("run_without_io_s", base).add("model_io_s", rep.model_io_s);
-          j.add("model_time_increase", base > 0 ? run_s / base - 1 : 0.0);
-          // The writers' throughput (bytes over their time in writes and closes) and the whole
-          // run's (bytes over the model loop), each against dd's for the same volume.
-          j.add("write_s", rep.write_s).add("write_mb_per_s", rep.write_mb_per_s);
-          j.add("dd_s", dd_s).add("dd_mb_per_s", dd_mbs).add("write_fraction_of_dd", rep.write_mb_per_s / dd_mbs);
-          j.add("run_mb_per_s", static_cast<double>(rep.bytes_written) / 1e6 / run_s);
+          j.add("bench", "io_tune_summary").add("mode", mode).add("ranks", ranks).add("days", cmip_days);
+          j.add("auto_run_s", auto_s).add("best_hand_picked", best).add("best_run_s", best_s);
+          j.add("auto_over_best", best_s > 0 ? auto_s / best_s : 0.0);
+          std::cout << j.str() << std::endl;
+        }
+      }
+    }
+    if (cmip_compress) {
+      // netCDF-4 compression of the CMIP set, serverless: each setting's file size against the
+      // uncompressed netCDF-4 file, and the writers' throughput against dd in the same run.
+      const std::string sig = std::to_string(cmip_digits), bits = std::to_string(cmip_bits);
+      std::vector<std::pair<std::string, std::string>> settings{
+          {"none", ""},
+          {"deflate1", ", deflate: 1"},
+          {"bitgroom" + sig + "_deflate1", ", quantize: bitgroom, significant_digits: " + sig + ", deflate: 1"},
+          {"granularbr" + sig + "_deflate1", ", quantize: granularbr, significant_digits: " + sig + ", deflate: 1"},
+          {"bitround" + bits + "_deflate1", ", quantize: bitround, significant_bits: " + bits + ", deflate: 1"},
+          {"zstd3", ", zstd: 3"},
+          {"bitround" + bits + "_zstd3", ", quantize: bitround, significant_bits: " + bits + ", zstd: 3"}};
+      double plain = 0;
+      for (const auto& [label, extra] : settings) {
+        CmipCase c;
+        c.writers = cmip_d;
+        c.format = "netcdf4";
+        c.field_extra = extra;
+        c.label = label;
+        const CmipResult r = cmip_run(c);
+        if (label == "none") plain = r.file_bytes;
+        if (rank == 0) {
+          bench::Json j = cmip_json("io_cmip_compress", c, r);
+          if (r.ok) j.add("size_ratio", plain > 0 ? r.file_bytes / plain : 0.0);
           std::cout << j.str() << std::endl;
         }
       }

@@ -161,8 +161,14 @@ struct XiosXmlInfo;
 
 struct OutputConfig {
   Mode mode = Mode::serverless;
-  int writers = 1;             // D
-  int buffer_records = 2;      // server mode: records a variable may have in flight
+  // D, the writer ranks; 0 (the default, YAML `writers: auto` or no key): chosen by Output from
+  // the ranks, the output volume and the write bandwidth (choose_tuning; docs/io.md, "Tuning").
+  int writers = 0;
+  // Server mode: records a variable may have in flight; 0 (the default): chosen likewise.
+  int buffer_records = 0;
+  // One writer's bandwidth to `directory` in MB/s for the automatic choice; 0: measured once per
+  // process and directory (a short timed write, collective), unless ESTUARY_IO_BANDWIDTH gives it.
+  double write_bandwidth = 0;
   std::string directory = ".";
   std::string calendar = "standard";
   std::string reference_time = "2000-01-01 00:00:00";  // model time 0
@@ -252,6 +258,52 @@ bool have_netcdf4_parallel();
 // 64-bit offset) from D > 1 writers need it; without it Output refuses such a configuration.
 bool have_pnetcdf();
 
+// The automatic choice of the writer count and the server mode's buffers (OutputConfig's 0s),
+// a pure function of what Output measures and knows (docs/io.md, "Tuning"). The model:
+//   bandwidth  D writers together write at one * (1 + (min(D, many) - 1) * g) MB/s, g the gain of
+//              each added writer measured with `many` writers at once (clamped to 0..1): no
+//              gain is assumed beyond what was measured. Bandwidth rule: the fewest D that reach
+//              90 % of what `many` writers reach (the last writers would add < 10 %).
+//   volume     each writer needs kMinSlabBytes of an output step (the records of every file
+//              whose period ends at once): below it the per-record collective steps (space
+//              reservation, the record-count commit, ~10 % at 2 writers in docs/performance.md)
+//              outweigh the bandwidth gained. So D <= step_bytes / kMinSlabBytes, at least 1 —
+//              more volume never gives fewer writers.
+//   cores      D <= the cores of the nodes (cores > 0): a writer packs, rearranges and writes
+//              on its own core, and on a node whose ranks outnumber its cores the writers take
+//              turns with the model (the probe's plain file writes do not show that).
+//   ranks      serverless D <= ranks; server mode D <= max(1, ranks / 8), dedicated ranks costing
+//              their cores in full (CPMIP), and D <= ranks - 1; several writers need files every
+//              writer can write at once (PnetCDF, netCDF-4 parallel), else D = 1.
+//   buffers    (server mode) a model rank may run one longest output period ahead of the
+//              servers, so that while the servers write the biggest step (a month's 3-D means)
+//              the shorter periods' records (daily) keep being handed over: buffer_records =
+//              the most records one transfer gets in the longest period, at least 2 (double
+//              buffering), at most what buffer_budget_bytes holds over every transfer.
+struct TuneInput {
+  Mode mode = Mode::serverless;
+  int ranks = 1;
+  int cores = 0;                        // cores of the nodes the ranks run on (0: unknown)
+  int writers = 0, buffer_records = 0;  // as configured: > 0 is kept, 0 is chosen
+  bool parallel_files = true;           // several writers can write every file at once
+  double one_mb_s = 0;                  // one writer's bandwidth (0: unknown)
+  double many_mb_s = 0;                 // `many` writers' together
+  int many = 1;
+  double step_bytes = -1;               // an output step's bytes (< 0: not known yet, server
+                                        // mode's writers are chosen before the fields are)
+  // Server mode: per transfer (a model field), the records it gets in the longest output
+  // period and the most bytes one of its records takes on a model rank.
+  std::vector<double> records_per_period, record_bytes;
+  double buffer_budget_bytes = 0;       // what the buffers may take on a model rank
+};
+struct Tuning {
+  int writers = 1, buffer_records = 2;
+  bool writers_auto = false, buffers_auto = false;
+  std::string reason;  // why, in one line (logged by Output on rank 0, in IoReport)
+};
+inline constexpr double kMinSlabBytes = 4.0 * (1 << 20);
+Tuning choose_tuning(const TuneInput& in);
+
 // A model field. decomp numbers the global array in file order: level slowest, then the
 // grid's points in grid order (longitude fastest for 2-D grids).
 struct FieldDef {
@@ -299,6 +351,9 @@ struct IoStats {
 // cost in full.
 struct IoReport {
   int ranks = 0, model_ranks = 0, writers = 0;
+  int buffer_records = 0;            // server mode's; serverless: as configured (unused)
+  bool writers_auto = false;         // writers chosen by Output (choose_tuning), not configured
+  std::string tuning;                // why those writers and buffers (Tuning::reason)
   std::int64_t bytes_written = 0;    // all writers
   std::int64_t records_written = 0;  // all writers (a record: one variable at one time)
   std::int64_t files_created = 0;
@@ -342,6 +397,9 @@ class Output {
   void close();   // flush, close files, stop servers
 
   const IoStats& stats() const;
+  // The writer ranks: as configured, or chosen (in serverless mode at end_def, 0 before).
+  int writers() const;
+  const Tuning& tuning() const;  // the choice and its reason (complete after end_def/serve)
   // Collective over the communicator given to the constructor (servers too, after serve()).
   // run_s: the run's wall time; run_without_io_s: a run without output, if measured (else 0).
   IoReport report(double run_s, double run_without_io_s = 0) const;

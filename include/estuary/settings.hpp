@@ -34,6 +34,9 @@ struct Settings {
   // (the fault tests).
   bool nc4_in_turn = false;
   std::optional<std::string> io_fault;
+  // ESTUARY_IO_BANDWIDTH: one writer's bandwidth in MB/s for the I/O layer's automatic writer
+  // count, instead of measuring it (output.write_bandwidth wins). The text as given.
+  std::optional<std::string> io_bandwidth;
 
   // ESTUARY_SIMD=generic keeps the reproducible sums off the AVX2 kernel (same results, for
   // comparing the two).

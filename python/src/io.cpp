@@ -31,7 +31,6 @@ namespace eio = estuary::io;
 struct PyOutput {
   std::unique_ptr<eio::Output> out;
   eio::Mode mode = eio::Mode::serverless;
-  int writers = 1;
   double opened = 0;  // MPI_Wtime at open: report()'s default run time
 
   eio::Output& get() {
@@ -58,7 +57,6 @@ void open_output(PyOutput& p, eio::OutputConfig cfg, PyComm comm, const std::opt
   if (writers) cfg.writers = *writers;
   if (directory) cfg.directory = fspath(*directory);
   p.mode = cfg.mode;
-  p.writers = cfg.writers;
   nb::gil_scoped_release release;
   p.opened = MPI_Wtime();
   p.out = std::make_unique<eio::Output>(cfg, comm.comm);
@@ -84,6 +82,9 @@ PyDict io_report_dict(const eio::IoReport& r) {
   d["ranks"] = r.ranks;
   d["model_ranks"] = r.model_ranks;
   d["writers"] = r.writers;
+  d["writers_auto"] = r.writers_auto;      // chosen by estuary (no `writers` given)
+  d["buffer_records"] = r.buffer_records;
+  d["tuning"] = r.tuning;                  // why those writers and buffers
   d["bytes_written"] = r.bytes_written;
   d["records_written"] = r.records_written;
   d["files_created"] = r.files_created;
@@ -307,7 +308,8 @@ void bind_io(nb::module_& m, nb::handle error) {
       .def_prop_ro(
           "mode", [](const PyOutput& o) { return eio::name_of(o.mode); }, "\"server\" or \"serverless\".")
       .def_prop_ro(
-          "writers", [](const PyOutput& o) { return o.writers; }, "The number of writer ranks.")
+          "writers", [](PyOutput& o) { return o.get().writers(); },
+          "The number of writer ranks: as given, or chosen by estuary (serverless: at end_def, 0 before).")
       .def_prop_ro(
           "model_comm",
           [](PyOutput& o) -> std::optional<PyComm> {

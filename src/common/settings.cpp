@@ -36,6 +36,7 @@ Settings read() {
   s.timeline_max_events = env("ESTUARY_TIMELINE_MAX_EVENTS");
   s.nc4_in_turn = env("ESTUARY_NC4_IN_TURN") == std::optional<std::string>("1");
   s.io_fault = env("ESTUARY_IO_FAULT");
+  s.io_bandwidth = env("ESTUARY_IO_BANDWIDTH");
   s.simd_generic = env("ESTUARY_SIMD") == std::optional<std::string>("generic");
   return s;
 }

@@ -146,7 +146,7 @@ OutputConfig parse(const YamlFile& doc) {
   doc.check_sections();  // the coupler's sections may be there too
   const YAML::Node o = root["output"];
   if (!o.IsMap()) doc.fail(o, "output", "`output` must be a map");
-  doc.keys(o, "output", {"mode", "writers", "buffer_records", "directory", "calendar", "reference_time",
+  doc.keys(o, "output", {"mode", "writers", "buffer_records", "write_bandwidth", "directory", "calendar", "reference_time",
                          "catch_sigterm", "format", "files", "title", "institution", "source", "comment", "history"});
   auto text = [&](const YAML::Node& n, const char* key, std::string& to) {
     if (const YAML::Node v = n[key]) to = doc.scalar(v, std::string("output.") + key);
@@ -164,8 +164,25 @@ OutputConfig parse(const YamlFile& doc) {
       doc.fail(v, "output.mode", e.fault(), e.fix());
     }
   }
-  if (const YAML::Node v = o["writers"]) c.writers = positive_int(doc, v, "output.writers");
-  if (const YAML::Node v = o["buffer_records"]) c.buffer_records = positive_int(doc, v, "output.buffer_records");
+  // Absent or `auto`: Output chooses them (io/tune.cpp).
+  auto count_or_auto = [&](const char* key, int& to) {
+    const std::string path = std::string("output.") + key;
+    if (const YAML::Node v = o[key]) to = doc.scalar(v, path) == "auto" ? 0 : positive_int(doc, v, path);
+  };
+  count_or_auto("writers", c.writers);
+  count_or_auto("buffer_records", c.buffer_records);
+  if (const YAML::Node v = o["write_bandwidth"]) {
+    const std::string s = doc.scalar(v, "output.write_bandwidth");
+    std::size_t used = 0;
+    try {
+      c.write_bandwidth = std::stod(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size() || !(c.write_bandwidth > 0) || !std::isfinite(c.write_bandwidth))
+      doc.fail(v, "output.write_bandwidth", "expected one writer's bandwidth in MB/s, got '" + s + "'",
+               "give a positive number (MB/s), or leave the key out to measure it");
+  }
   text(o, "directory", c.directory);
   // One file for the coupler and the I/O layer: the run's `calendar` and `start_date` (top
   // level, the coupler's) are the output's defaults.

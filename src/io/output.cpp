@@ -127,8 +127,11 @@ Output::Output(const OutputConfig& config, MPI_Comm comm) : impl_(std::make_uniq
   // The configuration decides the writers, the files and every collective that follows.
   estuary::detail::agree_same(comm, "output configuration (" + config.source + ")", describe(config));
   rename_fields(x.cfg);  // files on another grid take their fields' remapped copies (io/regrid.hpp)
-  if (config.writers < 1)
-    throw Error("writers must be at least 1", "config " + config.source + ", key output.writers");
+  if (config.writers < 0)
+    throw Error("writers must be at least 1 (0: chosen automatically)", "config " + config.source + ", key output.writers");
+  if (config.buffer_records < 0)
+    throw Error("buffer_records must be at least 1 (0: chosen automatically)",
+                "config " + config.source + ", key output.buffer_records");
   if (!have_pnetcdf() && std::min(config.writers, size) > 1)
     for (const FileConfig& f : config.files)
       if (f.format != Format::netcdf4)
@@ -136,14 +139,26 @@ Output::Output(const OutputConfig& config, MPI_Comm comm) : impl_(std::make_uniq
                         std::to_string(config.writers) + " writers",
                     "config " + config.source + ", key output.writers",
                     "use writers: 1 or format: netcdf4, or build estuary with PnetCDF (ESTUARY_WITH_PNETCDF)");
+  estuary::detail::check_mpi(MPI_Comm_dup(comm, &x.xcomm), "MPI_Comm_dup");
   if (x.server_mode) {
-    if (config.writers >= size)
-      throw Error("server mode with " + std::to_string(config.writers) + " writers needs more than " +
+    // The servers split off now: the model decomposes over model_comm() before it defines the
+    // fields, so an automatic count here cannot know the volume (tune.cpp).
+    if (config.writers == 0) x.tune_writers_at_start(size);
+    else {
+      TuneInput in;
+      in.mode = config.mode;
+      in.ranks = size;
+      in.writers = config.writers;
+      x.tuning = choose_tuning(in);
+    }
+    const int writers = x.tuning.writers;
+    if (writers >= size)
+      throw Error("server mode with " + std::to_string(writers) + " writers needs more than " +
                       std::to_string(size) + " ranks",
                   "config " + config.source + ", key output.writers",
                   "use fewer writers, more ranks, or mode: serverless");
-    x.nwriters = config.writers;
-    x.server = rank >= size - config.writers;
+    x.nwriters = writers;
+    x.server = rank >= size - writers;
     x.model = !x.server;
     x.writer = x.server;
     estuary::detail::check_mpi(MPI_Comm_split(comm, x.model ? 0 : 1, rank, &x.model_comm), "MPI_Comm_split");
@@ -151,22 +166,18 @@ Output::Output(const OutputConfig& config, MPI_Comm comm) : impl_(std::make_uniq
       MPI_Comm_free(&x.model_comm);
       x.model_comm = MPI_COMM_NULL;
     }
-    estuary::detail::check_mpi(MPI_Comm_dup(comm, &x.xcomm), "MPI_Comm_dup");
-    for (int s = size - config.writers; s < size; ++s) x.server_xranks.push_back(s);
+    for (int s = size - writers; s < size; ++s) x.server_xranks.push_back(s);
   } else {
-    x.nwriters = std::min(config.writers, size);
     estuary::detail::check_mpi(MPI_Comm_dup(comm, &x.model_comm), "MPI_Comm_dup");
-    estuary::detail::check_mpi(MPI_Comm_dup(comm, &x.xcomm), "MPI_Comm_dup");
-    // Writers spread over the ranks (w * P / D), so that on several nodes they share the load.
-    for (int w = 0; w < x.nwriters; ++w)
-      if (static_cast<i64>(w) * size / x.nwriters == rank) x.writer = true;
   }
   MPI_Comm_rank(x.xcomm, &x.xrank);
   MPI_Comm_size(x.xcomm, &x.xsize);
   if (x.model) MPI_Comm_rank(x.model_comm, &x.model_rank);
   estuary::detail::check_mpi(MPI_Comm_dup(x.xcomm, &x.ctrl), "MPI_Comm_dup");
-  estuary::detail::check_mpi(MPI_Comm_split(x.xcomm, x.writer ? 0 : MPI_UNDEFINED, x.xrank, &x.wcomm), "MPI_Comm_split");
-  if (x.writer) MPI_Comm_rank(x.wcomm, &x.windex);
+  // Serverless writers are chosen at end_def, from the volume, unless configured.
+  if (x.server_mode) x.split_writers();
+  else if (config.writers > 0) x.assign_writers(config.writers);
+  else x.nwriters = 0;  // until end_def
   x.install_handler();
 }
 
@@ -187,7 +198,22 @@ Output::~Output() {
   impl_->restore_handler();
 }
 
+void Output::Impl::assign_writers(int d) {
+  nwriters = std::min(d, xsize);
+  // Writers spread over the ranks (w * P / D), so that on several nodes they share the load.
+  for (int w = 0; w < nwriters; ++w)
+    if (static_cast<i64>(w) * xsize / nwriters == xrank) writer = true;
+  split_writers();
+}
+
+void Output::Impl::split_writers() {
+  estuary::detail::check_mpi(MPI_Comm_split(xcomm, writer ? 0 : MPI_UNDEFINED, xrank, &wcomm), "MPI_Comm_split");
+  if (writer) MPI_Comm_rank(wcomm, &windex);
+}
+
 bool Output::is_server() const { return impl_->server; }
+int Output::writers() const { return impl_->nwriters; }
+const Tuning& Output::tuning() const { return impl_->tuning; }
 MPI_Comm Output::model_comm() const { return impl_->model_comm; }
 const IoStats& Output::stats() const { return impl_->stats; }
 
@@ -196,6 +222,9 @@ IoReport Output::report(double run_s, double run_without_io_s) const {
   IoReport r;
   r.ranks = x.xsize;
   r.writers = x.nwriters;
+  r.buffer_records = x.cfg.buffer_records;
+  r.writers_auto = x.tuning.writers_auto;
+  r.tuning = x.tuning.reason;
   const int is_model = x.model ? 1 : 0;
   MPI_Allreduce(&is_model, &r.model_ranks, 1, MPI_INT, MPI_SUM, x.xcomm);
   const i64 mine[3] = {x.stats.bytes_written, x.stats.records_written, x.writer && x.windex == 0 ? x.stats.files_created : 0};
@@ -225,11 +254,19 @@ std::string IoReport::json() const {
                 "{\"ranks\": %d, \"model_ranks\": %d, \"writers\": %d, \"bytes_written\": %lld, "
                 "\"records_written\": %lld, \"files_created\": %lld, \"write_s\": %.6g, "
                 "\"write_mb_per_s\": %.6g, \"model_io_s\": %.6g, \"run_s\": %.6g, \"run_without_io_s\": %.6g, "
-                "\"core_hours\": %.6g, \"data_output_cost\": %.6g, \"data_intensity_gb_per_ch\": %.6g}",
+                "\"core_hours\": %.6g, \"data_output_cost\": %.6g, \"data_intensity_gb_per_ch\": %.6g, ",
                 ranks, model_ranks, writers, static_cast<long long>(bytes_written),
                 static_cast<long long>(records_written), static_cast<long long>(files_created), write_s,
                 write_mb_per_s, model_io_s, run_s, run_without_io_s, core_hours, data_output_cost, data_intensity);
-  return b;
+  std::string j = b;
+  j.append("\"buffer_records\": ").append(std::to_string(buffer_records));
+  j.append(", \"writers_auto\": ").append(writers_auto ? "true" : "false").append(", \"tuning\": \"");
+  for (char c : tuning) {
+    if (c == '"' || c == '\\') j.push_back('\\');
+    if (static_cast<unsigned char>(c) >= 0x20) j.push_back(c);
+  }
+  j.append("\"}");
+  return j;
 }
 
 void Output::def_grid(const std::string& name, const Grid& local) {
@@ -280,6 +317,7 @@ void Output::end_def() {
   // The derived fields join the catalog's fields here, on every rank alike.
   x.derived.add(x.cfg, x.fields);
   x.plan_vars();
+  x.tune_at_end_def();
   estuary::detail::agree(x.xcomm, [&] {
     if (x.model) {
       x.resolve_masks();
@@ -312,6 +350,7 @@ void Output::serve() {
   x.unpack_catalog(cat);
   x.derived.add(x.cfg, x.fields);
   x.plan_vars();
+  x.tune_at_end_def();
   estuary::detail::agree(x.xcomm, [&] {
     if (x.model) {
       x.resolve_masks();

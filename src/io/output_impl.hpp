@@ -111,7 +111,8 @@ inline std::string history_line() {
 inline std::string describe(const OutputConfig& c) {
   std::ostringstream o;
   o.precision(17);
-  o << static_cast<int>(c.mode) << ' ' << c.writers << ' ' << c.buffer_records << ' ' << c.directory << '\n'
+  o << static_cast<int>(c.mode) << ' ' << c.writers << ' ' << c.buffer_records << ' ' << c.write_bandwidth << ' '
+    << c.directory << '\n'
     << c.calendar << ' ' << c.reference_time << ' ' << static_cast<int>(c.format) << ' ' << c.catch_sigterm << '\n';
   for (const FileConfig& f : c.files) {
     o << f.name << ' ' << f.output_freq.seconds << '/' << f.output_freq.months << ' ' << f.restart << ' '
@@ -300,12 +301,24 @@ struct Output::Impl {
   std::string error_sent;  // server 0: the text of its pending error message
   MPI_Request error_request = MPI_REQUEST_NULL;
   IoStats stats;
+  Tuning tuning;  // the writers and buffers used, and why (io/tune.cpp)
   struct sigaction old_action {};
   bool handler_installed = false;
 
   std::string where_rank() const { return estuary::detail::world_rank_label(); }
 
   // ---- set-up ----
+
+  // Serverless: writers D of xcomm's ranks (w * P / D) and their communicator. Collective.
+  void assign_writers(int d);
+  void split_writers();  // wcomm: the writers of xcomm (collective over xcomm)
+  // io/tune.cpp. Server mode with writers left to choose: the servers, before the fields are
+  // known (collective over xcomm). Both modes at end_def/serve, after plan_vars: serverless
+  // writers and server buffers from the volume, logged on rank 0 (collective over xcomm).
+  void tune_writers_at_start(int size);
+  void tune_at_end_def();
+  void bandwidth_into(TuneInput& in, MPI_Comm comm) const;
+  bool parallel_files() const;  // every file can take several writers at once
 
   std::vector<char> pack_catalog() const;
 
