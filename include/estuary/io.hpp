@@ -85,11 +85,18 @@ struct FieldConfig {
   // a derived field's: its `expr` key), for errors found after reading (end_def); empty for a
   // configuration built in code.
   std::string origin;
+  // false: no _FillValue and missing_value attributes. For a variable that has every point of
+  // every record (no mask, operation instant or once), as the coupler's files on a grid without
+  // a mask are written: readers then do not look for fill values that cannot occur.
+  bool fill_value = true;
 };
 
 struct FileConfig {
   std::string name;            // file path without ".nc", relative to OutputConfig::directory
-  Frequency output_freq;        // one record a period
+  // One record a period. Unset (a configuration built in code, the coupler's files): every
+  // write is a record at its own model time, so the time axis holds whatever times the model
+  // wrote at (coupling times, say); only instant and once fields may be in such a file.
+  Frequency output_freq;
   bool restart = false;        // written to a temporary name, renamed when closed
   Frequency split_freq;         // set: one file per split period, "<name>_<period start>.nc"
   Format format = Format::cdf5;
@@ -111,6 +118,9 @@ struct OutputConfig {
   // Global attributes of every file (CF/CMIP): empty ones are left out; `history` gets a line
   // "<UTC date> estuary <version>: written" in front of what is given here.
   std::string title, institution, source_attribute = "estuary I/O (remap-and-write)", comment, history;
+  // The `comment` attribute of every file's time variable (empty: none); the coupler says there
+  // where its reference time came from when the configuration gave none.
+  std::string time_comment;
   std::vector<FileConfig> files;
   std::string source = "<in memory>";  // where it came from, for error messages
 
@@ -271,6 +281,10 @@ class Output {
   // Model ranks, collective over model_comm() in the same order on every rank.
   // `local` holds this rank's points of the grid (Grid::points global indices, or whole).
   void def_grid(const std::string& name, const Grid& local);
+  // A grid known by its shape alone ({nx, ny}: variables (y, x); {n}: (cell)): no coordinate
+  // variables, no mask. For fields whose coordinates are unknown (the coupler's restart arrays,
+  // a coupling field on a grid in no grid file).
+  void def_grid(const std::string& name, const std::vector<std::int64_t>& dims);
   void def_field(const FieldDef& field);
   void end_def();  // builds the rearrangements (collective with the servers) and creates files
   // Hands over one sample of `field` at model time `time` (seconds since reference_time).
@@ -296,6 +310,9 @@ class Reader {
   Reader(const std::string& path, MPI_Comm comm);  // collective
   ~Reader();
   std::int64_t records() const;                    // length of the time dimension (0: none)
+  // The points of one record of `var` (the product of its dimensions but time); -1 when the
+  // file has no such variable. From the header, on every rank alike.
+  std::int64_t points(const std::string& var) const;
   const std::vector<double>& times() const;        // time coordinate values
   // Collective. Record whose time equals `time` (Error naming file and variable if none).
   void read(const std::string& var, double time, const Decomp& decomp, std::span<double> out);

@@ -153,6 +153,14 @@ Reader::~Reader() {
 }
 
 std::int64_t Reader::records() const { return impl_->records; }
+
+std::int64_t Reader::points(const std::string& var) const {
+  const Impl& x = *impl_;
+  std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
+  if (x.file->find_var(var) < 0) return -1;
+  bool has_time = false;
+  return x.record_points(var, x.record_shape(var, has_time));
+}
 const std::vector<double>& Reader::times() const { return impl_->times; }
 
 void Reader::set_period(double period_s) {
