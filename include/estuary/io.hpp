@@ -235,6 +235,9 @@ struct IoStats {
                                          // their inputs, evaluating, handing them over)
   double setup_s = 0;                    // end_def: plans, file creation, coordinates
   std::int64_t files_created = 0;        // writer side: files opened (split files count each)
+  std::int64_t largest_slab = 0;         // writer side: values in this rank's largest slab of a
+                                         // field (one record): about n / D, never n for D > 1
+                                         // (coordinates aside: their slabs are ncorner n / D)
 };
 
 // A run's I/O metrics over every rank of the Output's communicator (model and servers), with
@@ -326,6 +329,8 @@ class Reader {
   // background thread; the next read() of that record only waits for it.
   void set_period(double period_s);
   std::int64_t prefetch_hits() const;  // reads served by a prefetched record
+  // Values in the largest slab this rank has read (one record of one variable): n / ranks.
+  std::int64_t largest_slab() const;
 
   struct Impl;
 

@@ -24,6 +24,9 @@ std::string join_names(const std::vector<std::string>& names) {
   for (const std::string& n : names) out.append(out.empty() ? "" : ", ").append(n);
   return out;
 }
+i64 g_buffer_peak = 0;
+void meter(i64 values) { g_buffer_peak = std::max(g_buffer_peak, values); }
+
 int size_of(MPI_Comm comm) {
   int p = 1;
   MPI_Comm_size(comm, &p);
@@ -92,6 +95,9 @@ std::optional<Grid> file_grid(const RecordFile& file, const Decomp& mine, MPI_Co
 
 }  // namespace
 
+i64 coupler_file_buffer_peak() { return g_buffer_peak; }
+void reset_coupler_file_buffer_peak() { g_buffer_peak = 0; }
+
 RecordWriter::RecordWriter(const std::string& path, const std::vector<std::string>& names, const Decomp& mine,
                            const std::vector<i64>& dims, const RecordFile& file, MPI_Comm side)
     : names_(names), n_(mine.size()) {
@@ -132,6 +138,7 @@ RecordWriter::RecordWriter(const std::string& path, const std::vector<std::strin
     out_->def_field(d);
   }
   out_->end_def();
+  meter(std::max(n_, out_->stats().largest_slab));
 }
 
 RecordWriter::~RecordWriter() = default;
@@ -148,6 +155,7 @@ void read_records(const std::string& path, const std::vector<std::string>& names
   io::Reader r(path, comm);
   const auto n = static_cast<std::size_t>(decomp.size());
   for (std::size_t k = 0; k < names.size(); ++k) r.read(names[k], t, decomp, values.subspan(k * n, n));
+  meter(std::max(decomp.size(), r.largest_slab()));
 }
 
 void write_restart(const std::string& path, const std::vector<RestartVar>& vars, MPI_Comm comm) {
@@ -178,7 +186,11 @@ void write_restart(const std::string& path, const std::vector<RestartVar>& vars,
     out.def_field(d);
   }
   out.end_def();
-  for (const RestartVar& v : vars) out.write(v.name, 0, v.values);
+  for (const RestartVar& v : vars) {
+    out.write(v.name, 0, v.values);
+    meter(v.decomp.size());
+  }
+  meter(out.stats().largest_slab);
   out.close();
 }
 
@@ -209,6 +221,7 @@ bool RestartReader::read(const std::string& name, const Decomp& decomp, std::spa
                 "restart file " + impl_->path + ", variable " + name,
                 "a restart belongs to the grid it was written for; remove it to start afresh");
   impl_->reader->read_record(name, -1, decomp, out);
+  meter(std::max(decomp.size(), impl_->reader->largest_slab()));
   return true;
 }
 

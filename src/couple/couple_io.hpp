@@ -25,6 +25,12 @@ namespace estuary::detail {
 inline constexpr const char* kDefaultStartDate = "2000-01-01 00:00:00";  // the I/O layer's reference_time
 inline constexpr double kCouplerFillValue = 1.0e20;  // the I/O layer's (CMIP's) fill value
 
+// The largest buffer of one field's values this process held for the coupler's files (its own
+// points, or a slab the I/O layer wrote or read for it; the grid's coordinates aside), over
+// every file since the start or the reset: what the tests check stays below a field's size.
+std::int64_t coupler_file_buffer_peak();
+void reset_coupler_file_buffer_peak();
+
 // An output file's time axis and grid: seconds since `start_date` ("YYYY-MM-DD hh:mm:ss";
 // empty: not configured, counted from kDefaultStartDate) in the CF `calendar`; the grid `grid`
 // ("" unknown) of OASIS's grid files in `directory` (grids.nc, masks.nc) gives the coordinates,

@@ -302,6 +302,7 @@ void Output::Impl::build_transfers() {
       throw Error(e.fault(), what + ", " + e.where(), e.fix());
     }
     tr.slab.assign(static_cast<std::size_t>(tr.hi - tr.lo), 0.0);
+    if (t < fields.size()) stats.largest_slab = std::max(stats.largest_slab, tr.hi - tr.lo);
     if (server_mode)
       for (int k = 0; k < cfg.buffer_records; ++k) {
         tr.slots.push_back(tr.redist->make_exchange({Type::f64}));
