@@ -17,6 +17,7 @@
 
 #include "couple/couple_io.hpp"  // coupler_file_buffer_peak
 #include "couple_test_util.hpp"
+#include "nc_test_util.hpp"
 #include "estuary/couple.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/error.hpp"
@@ -686,17 +687,8 @@ std::map<std::string, std::vector<double>> nc_variables(const std::string& path)
   nc_inq_nvars(nc, &nvars);
   for (int v = 0; v < nvars; ++v) {
     char name[NC_MAX_NAME + 1] = {};
-    int nd = 0;
     nc_inq_varname(nc, v, name);
-    nc_inq_varndims(nc, v, &nd);
-    std::vector<int> dims(static_cast<std::size_t>(nd));
-    nc_inq_vardimid(nc, v, dims.data());
-    std::size_t n = 1;
-    for (int d : dims) {
-      std::size_t len = 0;
-      nc_inq_dimlen(nc, d, &len);
-      n *= len;
-    }
+    const std::size_t n = nc_values(nc, v);
     std::vector<double>& values = out[name];
     values.resize(n);
     if (n) {
