@@ -69,20 +69,18 @@ io::FieldConfig field_config(const std::string& name, io::Operation op, bool fil
 std::optional<Grid> file_grid(const RecordFile& file, const Decomp& mine, MPI_Comm side, bool& masked) {
   const OasisGridFiles files = OasisGridFiles::in(file.directory);
   int found[2] = {0, 0};  // decided by rank 0 from the headers, so that every rank reads alike
-  if (size_of(side) > 0) {
-    int r = 0;
-    MPI_Comm_rank(side, &r);
-    if (r == 0 && !file.grid.empty() && std::filesystem::exists(files.grids)) {
-      try {
-        const std::vector<std::string> names = oasis_grid_names(files.grids);
-        if (std::find(names.begin(), names.end(), file.grid) != names.end()) {
-          const GridFileInfo info = grid_file_info(files.grids, file.grid);
-          found[0] = info.size == mine.global_size() ? 1 : 0;
-          found[1] = info.mask ? 1 : 0;
-        }
-      } catch (const Error&) {
-        found[0] = 0;  // a grid file another tool wrote that does not read: no coordinates
+  int r = 0;
+  MPI_Comm_rank(side, &r);
+  if (r == 0 && !file.grid.empty() && std::filesystem::exists(files.grids)) {
+    try {
+      const std::vector<std::string> names = oasis_grid_names(files.grids);
+      if (std::find(names.begin(), names.end(), file.grid) != names.end()) {
+        const GridFileInfo info = grid_file_info(files.grids, file.grid);
+        found[0] = info.size == mine.global_size() ? 1 : 0;
+        found[1] = info.mask ? 1 : 0;
       }
+    } catch (const Error&) {
+      found[0] = 0;  // a grid file another tool wrote that does not read: no coordinates
     }
   }
   check_mpi(MPI_Bcast(found, 2, MPI_INT, 0, side), "MPI_Bcast");
