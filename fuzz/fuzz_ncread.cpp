@@ -51,13 +51,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const estuary::Error&) {
     ++fuzz::errors;
   }
-  for (const std::string& var : names) {
-    std::vector<double> out;
-    try {
-      estuary::detail::read_restart_var(path, var, 16, out);
-    } catch (const estuary::Error&) {
-    ++fuzz::errors;
+  try {
+    estuary::detail::RestartReader restart(path, MPI_COMM_SELF);
+    for (const std::string& var : names) {
+      std::vector<double> out(16);
+      try {
+        restart.read(var, estuary::gen::block(16, 0, 1), out);
+      } catch (const estuary::Error&) {
+        ++fuzz::errors;
+      }
     }
+  } catch (const estuary::Error&) {
+    ++fuzz::errors;
   }
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "estuary/decomp_gen.hpp"
 #include "estuary/remap.hpp"
 #include "mpi_test_util.hpp"
+#include "nc_test_util.hpp"
 #include "remap_cases.hpp"
 
 namespace rtest {
@@ -67,18 +68,10 @@ inline Matrix read_matrix(const std::string& path) {
 // Variable `f` of a field file or a CDO result, flat in grid order.
 inline std::vector<double> read_field(const std::string& path) {
   std::vector<double> out;
-  int nc = -1, v = -1, nd = 0;
+  int nc = -1, v = -1;
   if (nc_open(path.c_str(), NC_NOWRITE, &nc) != NC_NOERR) return out;
-  if (nc_inq_varid(nc, "f", &v) == NC_NOERR && nc_inq_varndims(nc, v, &nd) == NC_NOERR) {
-    std::vector<int> dims(static_cast<std::size_t>(nd));
-    nc_inq_vardimid(nc, v, dims.data());
-    std::size_t total = 1;
-    for (int d : dims) {
-      std::size_t len = 0;
-      nc_inq_dimlen(nc, d, &len);
-      total *= len;
-    }
-    out.resize(total);
+  if (nc_inq_varid(nc, "f", &v) == NC_NOERR) {
+    out.resize(nc_values(nc, v));
     nc_get_var_double(nc, v, out.data());
   }
   nc_close(nc);

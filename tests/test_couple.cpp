@@ -5,16 +5,20 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <tuple>
 #include <utility>
 
 #include <netcdf.h>
 
+#include "couple/couple_io.hpp"  // coupler_file_buffer_peak
 #include "couple_test_util.hpp"
+#include "nc_test_util.hpp"
 #include "estuary/couple.hpp"
 #include "estuary/decomp_gen.hpp"
 #include "estuary/error.hpp"
@@ -531,14 +535,12 @@ void write_oasis_grid_files(const std::string& dir, const std::string& name, int
 
 }  // namespace
 
-// EXPOUT writes both sides' values at every coupling time; OUTPUT writes the source's values
-// to a file and sends nothing; INPUT gets its values from a file another tool wrote.
-TEST(Couple, ExpoutOutputAndInputFiles) {
-  const Layout l = layout();
-  const Links w = synthetic_links(kNs, kNd);
-  const std::string dir = fresh_dir("files");
+namespace {
+// The run folder of the file tests: the weights, an INPUT file written with the netCDF library
+// (O_IN(time, n) at 0, 3600, 7200, 10800), the source grid's grids.nc and masks.nc, and a
+// namcouple with an EXPOUT, an OUTPUT and an INPUT coupling. Collective over the world.
+void write_files_case(const std::string& dir) {
   write_synthetic_weights(dir + "/w.nc", kNs, kNd);
-  // The INPUT file, written with the netCDF library: O_IN(time, n) at 0, 3600, 7200, 10800.
   if (world_rank() == 0) {
     int nc = -1, td = -1, nd = -1, tv = -1, vv = -1;
     nc_create((dir + "/forcing.nc").c_str(), NC_CLOBBER, &nc);
@@ -565,11 +567,24 @@ TEST(Couple, ExpoutOutputAndInputFiles) {
              "A_F O_F 1 3600 2 rst.nc EXPOUT\n12 10 8 9 agrd ogrd\nR 0 R 0\nLOCTRANS MAPPING\nAVERAGE\nw.nc src bfb\n"
              "A_G A_G 1 3600 1 OUTPUT\nagrd agrd\nLOCTRANS\nINSTANT\n"
              "O_IN O_IN 1 3600 0 forcing.nc INPUT\n $END\n");
+}
+const Model kFilesModel = [] {
   Model m;
   m.out = {{"A_F", 1}, {"A_G", 1}};
   m.in = {{"O_F", 1}, {"O_IN", 1}};
+  return m;
+}();
+}  // namespace
+
+// EXPOUT writes both sides' values at every coupling time; OUTPUT writes the source's values
+// to a file and sends nothing; INPUT gets its values from a file another tool wrote.
+TEST(Couple, ExpoutOutputAndInputFiles) {
+  const Layout l = layout();
+  const Links w = synthetic_links(kNs, kNd);
+  const std::string dir = fresh_dir("files");
+  write_files_case(dir);
   std::vector<std::vector<Info>> puts;
-  const auto got = run_model(dir, m, &puts);
+  const auto got = run_model(dir, kFilesModel, &puts);
   const Decomp dd = dst_decomp(l);
   if (l.src) {
     for (std::size_t k = 0; k < puts[0].size(); ++k) {
@@ -662,6 +677,73 @@ TEST(Couple, ExpoutOutputAndInputFiles) {
   double fill = 0;
   EXPECT_NE(nc_get_att_double(nc, v, "_FillValue", &fill), NC_NOERR);
   nc_close(nc);
+}
+
+namespace {
+// Every variable of a netCDF file as doubles, by name (read with the netCDF library directly).
+std::map<std::string, std::vector<double>> nc_variables(const std::string& path) {
+  std::map<std::string, std::vector<double>> out;
+  int nc = -1, nvars = 0;
+  EXPECT_EQ(nc_open(path.c_str(), NC_NOWRITE, &nc), NC_NOERR) << path;
+  nc_inq_nvars(nc, &nvars);
+  for (int v = 0; v < nvars; ++v) {
+    char name[NC_MAX_NAME + 1] = {};
+    nc_inq_varname(nc, v, name);
+    const std::size_t n = nc_values(nc, v);
+    std::vector<double>& values = out[name];
+    values.resize(n);
+    if (n) {
+      EXPECT_EQ(nc_get_var_double(nc, v, values.data()), NC_NOERR) << path << " " << name;
+    }
+  }
+  nc_close(nc);
+  return out;
+}
+}  // namespace
+
+// The coupler's files do not depend on the process count, and no rank holds a global field for
+// them. The files of ExpoutOutputAndInputFiles's run (EXPOUT both sides, OUTPUT, the restart) on
+// every rank equal, variable by variable and bit for bit, those of the same run on one rank
+// fewer (whose sides have other counts, so other slabs and writers); and each rank's largest
+// buffer of a field for the files (its points, the slabs the I/O layer wrote or read for it)
+// is at most 1/count of the field, count being the ranks of its side.
+TEST(Couple, FilesSameOnFewerRanksNoGlobalBuffer) {
+  const int p = world_size(), r = world_rank();
+  const Layout l = layout();
+  const std::string all = fresh_dir("files_all"), fewer = fresh_dir("files_fewer");
+  write_files_case(all);
+  write_files_case(fewer);
+  estuary::detail::reset_coupler_file_buffer_peak();
+  run_model(all, kFilesModel);
+  const i64 peak = estuary::detail::coupler_file_buffer_peak(), largest = l.src ? kNs : kNd;
+  EXPECT_GT(peak, 0) << "nothing metered";
+  EXPECT_LE(peak, (largest + l.count - 1) / l.count) << "rank " << r << " of " << l.count << " on its side";
+  if (l.count > 1) {
+    EXPECT_LT(peak, largest) << "rank " << r << " held a whole field";
+  }
+  if (p < 3) return;  // one rank fewer must still have both sides
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, r < p - 1 ? 0 : MPI_UNDEFINED, r, &sub);
+  if (sub != MPI_COMM_NULL) {
+    Model m = kFilesModel;
+    m.world = sub;
+    run_model(fewer, m);
+    MPI_Comm_free(&sub);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (r != 0) return;
+  for (const std::string f : {"A_F_atm.nc", "O_F_ocn.nc", "A_G_atm.nc", "rst.nc"}) {
+    const auto a = nc_variables(all + "/" + f), b = nc_variables(fewer + "/" + f);
+    ASSERT_FALSE(a.empty()) << f;
+    ASSERT_EQ(a.size(), b.size()) << f;
+    for (const auto& [name, values] : a) {
+      ASSERT_TRUE(b.count(name)) << f << " " << name;
+      const std::vector<double>& other = b.at(name);
+      ASSERT_EQ(values.size(), other.size()) << f << " " << name;
+      EXPECT_EQ(std::memcmp(values.data(), other.data(), values.size() * sizeof(double)), 0)
+          << f << " " << name << ": not bit for bit the same on " << p << " and " << p - 1 << " ranks";
+    }
+  }
 }
 
 namespace {

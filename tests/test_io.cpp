@@ -13,6 +13,8 @@
 #include <limits>
 #include <utility>
 
+#include <netcdf.h>
+
 #include "test_io_util.hpp"
 
 namespace io = estuary::io;
@@ -351,6 +353,81 @@ TEST(IoWrite, TemporalOperations) {
     bad += check_var(rc, "sst", -1, 1, [&](i64 g) { return sample(g, 1, false); });
     EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << etest::world_rank();
   }
+}
+
+// A file without output_freq (the coupler's EXPOUT/OUTPUT): every write is a record at its own
+// model time, whatever the times; a grid given by its shape has its dimensions and no
+// coordinate variables; a field with fill_value false has no _FillValue. A time average in
+// such a file is refused, naming the field and the file.
+TEST(IoWrite, RecordsAtModelTimesGridByShape) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const std::string dir = out_dir("model_times");
+  io::OutputConfig cfg;
+  cfg.directory = dir;
+  cfg.writers = std::min(p, 3);
+  cfg.format = io::have_pnetcdf() || cfg.writers == 1 ? io::Format::cdf5 : io::Format::netcdf4;
+  cfg.catch_sigterm = false;
+  io::FileConfig file;
+  file.name = "t";
+  file.format = cfg.format;
+  io::FieldConfig sst;
+  sst.name = "sst";
+  sst.precision = io::Precision::f64;
+  sst.fill_value = false;
+  file.fields = {sst};
+  cfg.files = {file};
+  const std::vector<double> times = {0.0, 1000.0, 3600.5, 86400.0};
+  const estuary::Decomp d = iotest::decomp_of("perm", 1, p, r);
+  const auto define = [&](io::Output& out) {
+    out.def_grid("shape", std::vector<i64>{iotest::kNx, iotest::kNy});
+    io::FieldDef f;
+    f.name = "sst";
+    f.grid = "shape";
+    f.decomp = d;
+    out.def_field(f);
+    out.end_def();
+  };
+  {
+    io::Output out(cfg, MPI_COMM_WORLD);
+    define(out);
+    for (std::size_t k = 0; k < times.size(); ++k) out.write("sst", times[k], iotest::values(d, static_cast<i64>(k), false));
+    out.close();
+  }
+  io::Reader rd(dir + "/t.nc", MPI_COMM_WORLD);
+  EXPECT_EQ(rd.times(), times);
+  EXPECT_EQ(rd.points("sst"), iotest::kNh);
+  EXPECT_EQ(rd.points("lon"), -1);
+  EXPECT_EQ(rd.points("lat"), -1);
+  int bad = 0;
+  for (i64 k = 0; k < static_cast<i64>(times.size()); ++k)
+    bad += check_var(rd, "sst", k, 1, [&](i64 g) { return iotest::value2(g, k); });
+  EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << r;
+  if (r == 0) {  // the header, read with the netCDF library
+    int nc = -1, v = -1, dim = -1;
+    std::size_t nx = 0, ny = 0;
+    ASSERT_EQ(nc_open((dir + "/t.nc").c_str(), NC_NOWRITE, &nc), NC_NOERR);
+    ASSERT_EQ(nc_inq_varid(nc, "sst", &v), NC_NOERR);
+    EXPECT_EQ(nc_inq_att(nc, v, "_FillValue", nullptr, nullptr), NC_ENOTATT);
+    EXPECT_EQ(nc_inq_att(nc, v, "coordinates", nullptr, nullptr), NC_ENOTATT);
+    ASSERT_EQ(nc_inq_dimid(nc, "x", &dim), NC_NOERR);
+    nc_inq_dimlen(nc, dim, &nx);
+    ASSERT_EQ(nc_inq_dimid(nc, "y", &dim), NC_NOERR);
+    nc_inq_dimlen(nc, dim, &ny);
+    EXPECT_EQ(nx, static_cast<std::size_t>(iotest::kNx));
+    EXPECT_EQ(ny, static_cast<std::size_t>(iotest::kNy));
+    nc_close(nc);
+  }
+  cfg.files[0].name = "refused";
+  cfg.files[0].fields[0].operation = io::Operation::average;
+  std::string what = "no error";
+  try {
+    io::Output out(cfg, MPI_COMM_WORLD);
+    define(out);
+  } catch (const estuary::Error& e) {
+    what = e.what();
+  }
+  EXPECT_NE(what.find("average field in a file without output_freq"), std::string::npos) << what;
+  EXPECT_NE(what.find("file refused"), std::string::npos) << what;
 }
 
 // A model that raises mid-run: the destructor writes every record handed over and closes.

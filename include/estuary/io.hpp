@@ -115,6 +115,10 @@ struct FieldConfig {
   // Where the zoom and the levels/interpolate_levels keys are (errors found at end_def, such as
   // a zoom outside the grid or a level the field does not have); empty: `origin`.
   std::string zoom_origin, levels_origin;
+  // false: no _FillValue and missing_value attributes. For a variable that has every point of
+  // every record (no mask, operation instant or once), as the coupler's files on a grid without
+  // a mask are written: readers then do not look for fill values that cannot occur.
+  bool fill_value = true;
 };
 
 // Output on another grid (XIOS's interpolate_domain; docs/io.md, "Output on another grid"):
@@ -148,7 +152,10 @@ const char* name_of(RegridConfig::Method m);  // "conservative", "bilinear", "bi
 
 struct FileConfig {
   std::string name;            // file path without ".nc", relative to OutputConfig::directory
-  Frequency output_freq;        // one record a period
+  // One record a period. Unset (a configuration built in code, the coupler's files): every
+  // write is a record at its own model time, so the time axis holds whatever times the model
+  // wrote at (coupling times, say); only instant and once fields may be in such a file.
+  Frequency output_freq;
   bool restart = false;        // written to a temporary name, renamed when closed
   Frequency split_freq;         // set: one file per split period, "<name>_<period start>.nc"
   Format format = Format::cdf5;
@@ -177,6 +184,9 @@ struct OutputConfig {
   // Global attributes of every file (CF/CMIP): empty ones are left out; `history` gets a line
   // "<UTC date> estuary <version>: written" in front of what is given here.
   std::string title, institution, source_attribute = "estuary I/O (remap-and-write)", comment, history;
+  // The `comment` attribute of every file's time variable (empty: none); the coupler says there
+  // where its reference time came from when the configuration gave none.
+  std::string time_comment;
   std::vector<FileConfig> files;
   std::string source = "<in memory>";  // where it came from, for error messages
 
@@ -340,6 +350,9 @@ struct IoStats {
   double setup_s = 0;                    // end_def: plans, file creation, coordinates (and the
                                          // weights of files on another grid)
   std::int64_t files_created = 0;        // writer side: files opened (split files count each)
+  std::int64_t largest_slab = 0;         // writer side: values in this rank's largest slab of a
+                                         // field (one record): about n / D, never n for D > 1
+                                         // (coordinates aside: their slabs are ncorner n / D)
 };
 
 // A run's I/O metrics over every rank of the Output's communicator (model and servers), with
@@ -389,6 +402,10 @@ class Output {
   // Model ranks, collective over model_comm() in the same order on every rank.
   // `local` holds this rank's points of the grid (Grid::points global indices, or whole).
   void def_grid(const std::string& name, const Grid& local);
+  // A grid known by its shape alone ({nx, ny}: variables (y, x); {n}: (cell)): no coordinate
+  // variables, no mask. For fields whose coordinates are unknown (the coupler's restart arrays,
+  // a coupling field on a grid in no grid file).
+  void def_grid(const std::string& name, const std::vector<std::int64_t>& dims);
   void def_field(const FieldDef& field);
   void end_def();  // builds the rearrangements (collective with the servers) and creates files
   // Hands over one sample of `field` at model time `time` (seconds since reference_time).
@@ -417,6 +434,9 @@ class Reader {
   Reader(const std::string& path, MPI_Comm comm);  // collective
   ~Reader();
   std::int64_t records() const;                    // length of the time dimension (0: none)
+  // The points of one record of `var` (the product of its dimensions but time); -1 when the
+  // file has no such variable. From the header, on every rank alike.
+  std::int64_t points(const std::string& var) const;
   const std::vector<double>& times() const;        // time coordinate values
   // Collective. Record whose time equals `time` (Error naming file and variable if none).
   void read(const std::string& var, double time, const Decomp& decomp, std::span<double> out);
@@ -430,6 +450,8 @@ class Reader {
   // background thread; the next read() of that record only waits for it.
   void set_period(double period_s);
   std::int64_t prefetch_hits() const;  // reads served by a prefetched record
+  // Values in the largest slab this rank has read (one record of one variable): n / ranks.
+  std::int64_t largest_slab() const;
 
   struct Impl;
 

@@ -147,9 +147,6 @@ struct Component::Impl {
   Links callback_links(Coupling& c, const CouplingConfig& cfg, const Grid& sg, const Grid& dg, const std::string& here);
   void read_restart(Coupling& c);
   void write_restarts();
-  Redist to_root(const Decomp& d, i64 global) const {  // this component's points -> its root
-    return Redist(d, crank == 0 ? Decomp::stripes(global, {{0, global, 1}}) : Decomp::empty(global), comm);
-  }
 };
 
 // Every rank's values gathered on every rank of comm, in rank order.

@@ -92,23 +92,8 @@ void Component::Impl::build(const CouplingConfig& cfg, std::map<std::pair<std::s
                   here);
   });
   if (has_src && has_dst) setup_mapping(*c, cfg, src_part, dst_part);
-  if (c->is_src && (cfg.status == FieldStatus::expout || cfg.status == FieldStatus::output)) {
-    int r = 0;
-    MPI_Comm_rank(c->src_comm, &r);
-    c->src_gather = std::make_unique<Redist>(
-        c->src_decomp, r == 0 ? Decomp::stripes(c->src_global, {{0, c->src_global, 1}}) : Decomp::empty(c->src_global),
-        c->src_comm);
-  }
-  if (c->is_dst && (cfg.status == FieldStatus::expout || cfg.status == FieldStatus::input)) {
-    int r = 0;
-    MPI_Comm_rank(c->dst_comm, &r);
-    c->dst_scatter = std::make_unique<Redist>(
-        r == 0 ? Decomp::stripes(c->dst_global, {{0, c->dst_global, 1}}) : Decomp::empty(c->dst_global), c->dst_decomp,
-        c->dst_comm);
-    // EXPOUT also writes the target's values: the same plan reversed, not a new set-up per write.
-    if (cfg.status == FieldStatus::expout) c->dst_gather = std::make_unique<Redist>(c->dst_scatter->reverse());
+  if (c->is_dst && (cfg.status == FieldStatus::expout || cfg.status == FieldStatus::input))
     c->rbuf.assign(nv * static_cast<std::size_t>(c->n_dst), 0.0);
-  }
   log("coupling " + c->label + ": " + (c->src_comp.empty() ? "file" : c->src_comp) + " -> " +
       (c->dst_comp.empty() ? "file" : c->dst_comp) + ", period " + detail::time_str(cfg.period) + " s, lag " +
       detail::time_str(cfg.lag) + " s, " + name_of(cfg.status));

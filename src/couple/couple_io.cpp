@@ -1,16 +1,15 @@
-// netCDF files of the coupler (see couple_io.hpp).
+// netCDF files of the coupler through the I/O layer (see couple_io.hpp).
 #include "couple/couple_io.hpp"
 
-#include <unistd.h>
-
-#include <cstdio>
+#include <algorithm>
 #include <filesystem>
-#include <tuple>
+#include <map>
+#include <optional>
 
-#include "common/cf_calendar.hpp"
-#include "common/checked.hpp"
+#include "common/mpi_util.hpp"
 #include "estuary/error.hpp"
-#include "ncfile/ncfile.hpp"
+#include "estuary/grid_files.hpp"
+#include "estuary/io.hpp"
 
 namespace estuary::detail {
 
@@ -20,218 +19,207 @@ using i64 = std::int64_t;
 bool grid2d(const std::vector<i64>& dims, i64 global) {
   return dims.size() == 2 && dims[0] * dims[1] == global;
 }
-
-// The spatial dimension ids of variable `name` (defined when absent).
-std::vector<int> space_dims(NcFile& f, const std::string& name, i64 global, const std::vector<i64>& dims) {
-  if (grid2d(dims, global)) {
-    const std::string y = "y_" + name, x = "x_" + name;
-    return {f.def_dim(y, dims[1]), f.def_dim(x, dims[0])};
-  }
-  return {f.def_dim("n_" + name, global)};
-}
 std::string join_names(const std::vector<std::string>& names) {
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (const std::string& n : names) out.append(out.empty() ? "" : ", ").append(n);
   return out;
 }
+i64 g_buffer_peak = 0;
+void meter(i64 values) { g_buffer_peak = std::max(g_buffer_peak, values); }
 
+int size_of(MPI_Comm comm) {
+  int p = 1;
+  MPI_Comm_size(comm, &p);
+  return p;
+}
+
+// The I/O layer's configuration of one file at `path`: the layer names files "<name>.nc" in
+// its directory. Every rank of the communicator writes a slab (D = its size): a rank then holds
+// its own points and 1/D of the file, never the whole field, which one writer (the layer's
+// default) would. CDF-5, the classic family the coupler wrote before, through PnetCDF; netCDF-4
+// (parallel, or the writers in turn) in a build without PnetCDF.
+io::OutputConfig file_config(const std::string& path, MPI_Comm comm) {
+  const std::filesystem::path p(path);
+  io::OutputConfig c;
+  c.mode = io::Mode::serverless;
+  c.writers = size_of(comm);
+  c.directory = p.has_parent_path() ? p.parent_path().string() : ".";
+  c.format = io::have_pnetcdf() || c.writers == 1 ? io::Format::cdf5 : io::Format::netcdf4;
+  c.catch_sigterm = false;  // the model's own, not the coupler's
+  c.source = path;
+  io::FileConfig f;
+  f.name = p.extension() == ".nc" ? p.stem().string() : p.filename().string();
+  f.format = c.format;
+  c.files.push_back(f);
+  return c;
+}
+
+io::FieldConfig field_config(const std::string& name, io::Operation op, bool fill) {
+  io::FieldConfig f;
+  f.name = name;
+  f.operation = op;
+  f.precision = io::Precision::f64;
+  f.fill_value = fill;
+  return f;
+}
+
+// This rank's points of the grid of `file` when the run folder's grids.nc holds it with
+// mine.global_size() points (nullopt otherwise: no coordinates); `masked` says whether masks.nc
+// holds its mask. Read with the grid part's reader: each rank reads the rows of its points.
+std::optional<Grid> file_grid(const RecordFile& file, const Decomp& mine, MPI_Comm side, bool& masked) {
+  const OasisGridFiles files = OasisGridFiles::in(file.directory);
+  int found[2] = {0, 0};  // decided by rank 0 from the headers, so that every rank reads alike
+  int r = 0;
+  MPI_Comm_rank(side, &r);
+  if (r == 0 && !file.grid.empty() && std::filesystem::exists(files.grids)) {
+    try {
+      const std::vector<std::string> names = oasis_grid_names(files.grids);
+      if (std::find(names.begin(), names.end(), file.grid) != names.end()) {
+        const GridFileInfo info = grid_file_info(files.grids, file.grid);
+        found[0] = info.size == mine.global_size() ? 1 : 0;
+        found[1] = info.mask ? 1 : 0;
+      }
+    } catch (const Error&) {
+      found[0] = 0;  // a grid file another tool wrote that does not read: no coordinates
+    }
+  }
+  check_mpi(MPI_Bcast(found, 2, MPI_INT, 0, side), "MPI_Bcast");
+  masked = found[0] && found[1];
+  if (!found[0]) return std::nullopt;
+  GridFileNeeds needs;
+  needs.context = "the coupler's file of grid " + file.grid;
+  return read_oasis_grid(files, file.grid, mine, side, needs);
+}
 
 }  // namespace
 
-FileGrid read_file_grid(const std::string& directory, const std::string& name, i64 global) {
-  FileGrid g;
-  g.name = name;
-  const std::string dir = directory.empty() ? std::string() : directory + "/";
-  // A variable of `count` values (any shape), or false.
-  const auto read = [](const NcFile& f, const std::string& var, i64 count, auto& out) {
-    const int v = f.find_var(var);
-    if (v < 0) return false;
-    i64 n = 1;
-    for (i64 d : f.var_shape(v)) n *= d;
-    if (n != count) return false;
-    out.resize(static_cast<std::size_t>(count));
-    f.get(v, out.data());
-    return true;
-  };
-  if (name.empty()) return g;
-  if (std::filesystem::exists(dir + "grids.nc")) {
-    const NcFile f = NcFile::open(dir + "grids.nc");
-    if (read(f, name + ".lon", global, g.lon) && read(f, name + ".lat", global, g.lat)) {
-      const int c = f.find_var(name + ".clo");
-      const std::vector<i64> shape = c >= 0 ? f.var_shape(c) : std::vector<i64>{};
-      const int corners = shape.size() >= 2 ? static_cast<int>(shape[0]) : 0;
-      if (corners > 0 && read(f, name + ".clo", corners * global, g.clo) &&
-          read(f, name + ".cla", corners * global, g.cla))
-        g.corners = corners;
-    } else {
-      g.lon.clear(), g.lat.clear();
-    }
+i64 coupler_file_buffer_peak() { return g_buffer_peak; }
+void reset_coupler_file_buffer_peak() { g_buffer_peak = 0; }
+
+RecordWriter::RecordWriter(const std::string& path, const std::vector<std::string>& names, const Decomp& mine,
+                           const std::vector<i64>& dims, const RecordFile& file, MPI_Comm side)
+    : names_(names), n_(mine.size()) {
+  const i64 global = mine.global_size();
+  bool masked = false;
+  std::optional<Grid> grid = file_grid(file, mine, side, masked);
+  io::OutputConfig c = file_config(path, side);
+  c.calendar = file.calendar;
+  c.reference_time = file.start_date.empty() ? kDefaultStartDate : file.start_date;
+  if (file.start_date.empty())
+    c.time_comment = "the configuration gives no start date (YAML start_date, namcouple $INIDATE): times count from " +
+                     std::string(kDefaultStartDate) + ", estuary's default";
+  c.title = "coupling fields " + join_names(names) + " (EXPOUT/OUTPUT)";
+  c.source_attribute = "estuary coupler";
+  for (const std::string& n : names) {
+    io::FieldConfig f = field_config(n, io::Operation::instant, masked);
+    f.long_name = "coupling field " + n;
+    c.files[0].fields.push_back(f);
   }
-  if (std::filesystem::exists(dir + "masks.nc")) {
-    const NcFile f = NcFile::open(dir + "masks.nc");
-    if (!read(f, name + ".msk", global, g.masked)) g.masked.clear();
+  out_ = std::make_unique<io::Output>(c, side);
+  const std::string gname = file.grid.empty() ? "grid" : file.grid;
+  const std::vector<i64> shape = grid2d(dims, global) ? dims : std::vector<i64>{global};
+  if (grid) {
+    // The file's shape is the coupling's (its nx, ny), whatever the grid file's dims say.
+    grid->kind = shape.size() == 2 ? GridKind::curvilinear : GridKind::unstructured;
+    grid->dims = shape;
+    if (!masked) grid->mask.clear();
+    out_->def_grid(gname, *grid);
+  } else {
+    out_->def_grid(gname, shape);
   }
-  return g;
+  for (const std::string& n : names) {
+    io::FieldDef d;
+    d.name = n;
+    d.grid = gname;
+    d.decomp = mine;
+    d.long_name = "coupling field " + n;
+    out_->def_field(d);
+  }
+  out_->end_def();
+  meter(std::max(n_, out_->stats().largest_slab));
 }
 
-void append_records(const std::string& path, const std::vector<std::string>& names, double t,
-                    const std::vector<double>& values, i64 global, const std::vector<i64>& dims,
-                    const RecordFile& file) {
-  const FileGrid* grid = file.grid && !file.grid->name.empty() ? file.grid : nullptr;
-  const bool masked = grid && !grid->masked.empty();
-  if (!std::filesystem::exists(path)) {
-    NcFile f = NcFile::create(path, global > (i64{1} << 28));
-    const int td = f.def_dim("time", detail::NcFile::kUnlimited);
-    const int tv = f.def_var("time", detail::NcFile::kDouble, {td});
-    const std::string start = file.start_date.empty() ? kDefaultStartDate : file.start_date;
-    f.put_att("standard_name", "time", tv);
-    f.put_att("long_name", "model time", tv);
-    f.put_att("units", "seconds since " + start, tv);
-    f.put_att("calendar", file.calendar, tv);
-    f.put_att("axis", "T", tv);
-    if (file.start_date.empty())
-      f.put_att("comment", "the configuration gives no start date (YAML start_date, namcouple $INIDATE): times count "
-                           "from " + std::string(kDefaultStartDate) + ", estuary's default");
-    // One grid for every variable: its dimensions, named after it as in OASIS's grids.nc, and
-    // its coordinates; without a grid name, dimensions per variable.
-    std::vector<int> shared;
-    if (grid) shared = space_dims(f, grid->name, global, dims);
-    const bool coords = grid && !grid->lon.empty();
-    if (coords) {
-      std::vector<int> bd = shared;
-      if (grid->corners > 0) bd.push_back(f.def_dim("nv", grid->corners));
-      for (const auto& [var, std_name, units, bounds] :
-           {std::tuple{"lon", "longitude", "degrees_east", "lon_bnds"}, std::tuple{"lat", "latitude", "degrees_north", "lat_bnds"}}) {
-        const int v = f.def_var(var, detail::NcFile::kDouble, shared);
-        f.put_att("standard_name", std_name, v);
-        f.put_att("units", units, v);
-        if (grid->corners > 0) {
-          f.put_att("bounds", bounds, v);
-          f.def_var(bounds, detail::NcFile::kDouble, bd);
-        }
-      }
-    }
-    for (const std::string& n : names) {
-      std::vector<int> d{td};
-      for (int s : grid ? shared : space_dims(f, n, global, dims)) d.push_back(s);
-      const int v = f.def_var(n, detail::NcFile::kDouble, d);
-      f.put_att("long_name", "coupling field " + n, v);
-      if (coords) f.put_att("coordinates", "lon lat", v);
-      if (masked) {
-        f.put_att("_FillValue", kCouplerFillValue, v);
-        f.put_att("missing_value", kCouplerFillValue, v);
-      }
-    }
-    f.put_att("Conventions", "CF-1.8");
-    f.put_att("title", "coupling fields " + join_names(names) + " (EXPOUT/OUTPUT)");
-    f.put_att("source", "estuary coupler");
-    f.put_att("history", utc_timestamp() + " estuary coupler: written");
-    f.enddef();
-    if (coords) {
-      f.put(f.var("lon"), grid->lon.data());
-      f.put(f.var("lat"), grid->lat.data());
-      if (grid->corners > 0) {  // OASIS's corner-slowest order to CF's corner-fastest
-        std::vector<double> lo(grid->clo.size()), la(grid->cla.size());
-        const auto nc = static_cast<std::size_t>(grid->corners), g = static_cast<std::size_t>(global);
-        for (std::size_t p = 0; p < g; ++p)
-          for (std::size_t c = 0; c < nc; ++c) {
-            lo[p * nc + c] = grid->clo[c * g + p];
-            la[p * nc + c] = grid->cla[c * g + p];
-          }
-        f.put(f.var("lon_bnds"), lo.data());
-        f.put(f.var("lat_bnds"), la.data());
-      }
-    }
-  }
-  NcFile f = NcFile::open(path, true);
-  const int tv = f.var("time");
-  const auto rec = static_cast<std::size_t>(f.dim_len("time"));
-  const std::size_t one = 1;
-  f.put(tv, &rec, &one, &t);
-  std::vector<double> record;
-  for (std::size_t k = 0; k < names.size(); ++k) {
-    const int v = f.var(names[k]);
-    std::vector<std::size_t> start{rec}, count{1};
-    if (grid2d(dims, global)) {
-      start.insert(start.end(), {0, 0});
-      count.insert(count.end(), {static_cast<std::size_t>(dims[1]), static_cast<std::size_t>(dims[0])});
-    } else {
-      start.push_back(0);
-      count.push_back(static_cast<std::size_t>(global));
-    }
-    const double* data = values.data() + k * static_cast<std::size_t>(global);
-    if (masked) {  // masked points: the fill value, whatever the model put there
-      record.assign(data, data + global);
-      for (std::size_t p = 0; p < record.size(); ++p)
-        if (grid->masked[p] != 0) record[p] = kCouplerFillValue;
-      data = record.data();
-    }
-    f.put(v, start.data(), count.data(), data);
-  }
+RecordWriter::~RecordWriter() = default;
+
+void RecordWriter::append(double t, std::span<const double> values) {
+  for (std::size_t k = 0; k < names_.size(); ++k)
+    out_->write(names_[k], t, values.subspan(k * static_cast<std::size_t>(n_), static_cast<std::size_t>(n_)));
 }
 
-void read_records(const std::string& path, const std::vector<std::string>& names, double t,
-                  std::vector<double>& values, i64 global) {
-  NcFile f = NcFile::open(path);
-  const int tv = f.var("time");
-  const i64 nt = f.dim_len("time");
-  std::vector<double> times(static_cast<std::size_t>(nt));
-  if (nt > 0) f.get(tv, times.data());
-  i64 rec = -1;
-  for (i64 i = 0; i < nt && rec < 0; ++i)
-    if (times[static_cast<std::size_t>(i)] == t) rec = i;
-  if (rec < 0)
-    throw Error("no record for model time " + std::to_string(t) + " s", "file " + path + ", variable time",
-                "the INPUT file must hold a record at every coupling time");
-  values.resize(names.size() * static_cast<std::size_t>(global));
-  for (std::size_t k = 0; k < names.size(); ++k) {
-    const int v = f.var(names[k]);
-    const std::vector<i64> shape = f.var_shape(v);
-    i64 n = 1;
-    for (std::size_t d = 1; d < shape.size(); ++d)
-      n = checked_mul(n, shape[d], "the size of a record", "file " + path + ", variable " + names[k]);
-    if (n != global)
-      throw Error("holds " + std::to_string(n) + " points per record, the field " + std::to_string(global),
-                  "file " + path + ", variable " + names[k]);
-    std::vector<std::size_t> start(shape.size(), 0), count(shape.begin(), shape.end());
-    start[0] = static_cast<std::size_t>(rec);
-    count[0] = 1;
-    f.get(v, start.data(), count.data(), values.data() + k * static_cast<std::size_t>(global));
-  }
+void RecordWriter::close() { out_->close(); }
+
+void read_records(const std::string& path, const std::vector<std::string>& names, double t, const Decomp& decomp,
+                  std::span<double> values, MPI_Comm comm) {
+  io::Reader r(path, comm);
+  const auto n = static_cast<std::size_t>(decomp.size());
+  for (std::size_t k = 0; k < names.size(); ++k) r.read(names[k], t, decomp, values.subspan(k * n, n));
+  meter(std::max(decomp.size(), r.largest_slab()));
 }
 
-void write_restart(const std::string& path, const std::vector<RestartVar>& vars) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    i64 largest = 0;
-    for (const RestartVar& v : vars) largest = std::max(largest, static_cast<i64>(v.values.size()));
-    NcFile f = NcFile::create(tmp, largest > (i64{1} << 28));
-    std::vector<int> ids;
-    for (const RestartVar& v : vars) ids.push_back(f.def_var(v.name, detail::NcFile::kDouble, space_dims(f, v.name, static_cast<i64>(v.values.size()), v.dims)));
-    f.put_att("source", "estuary coupler restart");
-    f.enddef();
-    for (std::size_t k = 0; k < vars.size(); ++k)
-      f.put(ids[k], vars[k].values.data());
-    f.close();
+void write_restart(const std::string& path, const std::vector<RestartVar>& vars, MPI_Comm comm) {
+  io::OutputConfig c = file_config(path, comm);
+  c.title = "estuary coupler restart";
+  c.source_attribute = "estuary coupler restart";
+  for (const RestartVar& v : vars) c.files[0].fields.push_back(field_config(v.name, io::Operation::once, false));
+  // One grid a shape: a coupling's grid name for its arrays, "points<n>" for 1-D ones.
+  std::map<std::pair<std::string, std::vector<i64>>, std::string> grids;
+  std::vector<std::string> grid_of;
+  for (const RestartVar& v : vars) {
+    const i64 g = v.decomp.global_size();
+    const std::vector<i64> shape = grid2d(v.dims, g) ? v.dims : std::vector<i64>{g};
+    const std::string base = shape.size() == 2 && !v.grid.empty() ? v.grid : "points" + std::to_string(g);
+    auto [it, added] = grids.try_emplace({base, shape}, base);
+    if (added)
+      for (const auto& [key, name] : grids)
+        if (name == base && key.second != shape) it->second = base + "_" + std::to_string(g);
+    grid_of.push_back(it->second);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error("cannot rename " + tmp + ": " + ec.message(), "restart file " + path);
+  io::Output out(c, comm);
+  for (const auto& [key, name] : grids) out.def_grid(name, key.second);
+  for (std::size_t k = 0; k < vars.size(); ++k) {
+    io::FieldDef d;
+    d.name = vars[k].name;
+    d.grid = grid_of[k];
+    d.decomp = vars[k].decomp;
+    out.def_field(d);
+  }
+  out.end_def();
+  for (const RestartVar& v : vars) {
+    out.write(v.name, 0, v.values);
+    meter(v.decomp.size());
+  }
+  meter(out.stats().largest_slab);
+  out.close();
 }
 
-bool read_restart_var(const std::string& path, const std::string& name, i64 count, std::vector<double>& out) {
-  if (!std::filesystem::exists(path)) return false;
-  NcFile f = NcFile::open(path);
-  const int v = f.find_var(name);
-  if (v < 0) return false;
-  i64 n = 1;
-  for (i64 d : f.var_shape(v)) n = checked_mul(n, d, "the size", "restart file " + path + ", variable " + name);
-  if (n != count)
-    throw Error("holds " + std::to_string(n) + " values, the coupling needs " + std::to_string(count),
-                "restart file " + path + ", variable " + name,
+struct RestartReader::Impl {
+  std::string path;
+  std::optional<io::Reader> reader;
+};
+
+RestartReader::RestartReader(const std::string& path, MPI_Comm comm) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  int r = 0, exists = 0;
+  MPI_Comm_rank(comm, &r);
+  if (r == 0) exists = !path.empty() && std::filesystem::exists(path) ? 1 : 0;
+  check_mpi(MPI_Bcast(&exists, 1, MPI_INT, 0, comm), "MPI_Bcast");
+  if (exists) impl_->reader.emplace(path, comm);
+}
+
+RestartReader::~RestartReader() = default;
+
+bool RestartReader::exists() const { return impl_->reader.has_value(); }
+
+bool RestartReader::read(const std::string& name, const Decomp& decomp, std::span<double> out) {
+  if (!impl_->reader) return false;
+  const i64 n = impl_->reader->points(name);  // from the header: the same on every rank
+  if (n < 0) return false;
+  if (n != decomp.global_size())
+    throw Error("holds " + std::to_string(n) + " values, the coupling needs " + std::to_string(decomp.global_size()),
+                "restart file " + impl_->path + ", variable " + name,
                 "a restart belongs to the grid it was written for; remove it to start afresh");
-  out.resize(static_cast<std::size_t>(count));
-  f.get(v, out.data());
+  impl_->reader->read_record(name, -1, decomp, out);
+  meter(std::max(decomp.size(), impl_->reader->largest_slab()));
   return true;
 }
 

@@ -515,57 +515,39 @@ std::vector<std::string> value_names(const std::vector<std::string>& fields, con
   return out;
 }
 
-// OUTPUT/EXPOUT: the side's values gathered on its root and appended to <field>_<component>.nc.
+// OUTPUT/EXPOUT: the side's ranks append their points of the record to <field>_<component>.nc
+// through the I/O layer (couple_io.hpp): no rank gathers the field.
 void Coupling::write_output(bool source, double t, const std::vector<double>& values) {
-  const i64 n = source ? n_src : n_dst, global = source ? src_global : dst_global;
-  MPI_Comm side = source ? src_comm : dst_comm;
-  // dst_scatter goes root -> points; the target side's way back is its reverse, made at set-up.
-  Redist& gather = *(source ? src_gather : dst_gather);
-  int r = 0;
-  MPI_Comm_rank(side, &r);
-  const i64 mine = r == 0 ? global : 0;
-  std::vector<double> all(static_cast<std::size_t>(nvalues * mine));
-  std::vector<Field> moves;
-  for (int v = 0; v < nvalues; ++v)
-    moves.emplace_back(Type::f64, values.data() + v * n, n, all.data() + v * mine, mine);
-  gather.run(moves);
-  if (r != 0) return;
-  const std::vector<std::string>& names = source ? cfg->src_fields : cfg->dst_fields;
-  const std::string comp = source ? src_comp : dst_comp;
-  // OUTPUT may name its file (YAML `file`); otherwise, as for EXPOUT, <fields>_<component>.nc.
-  const std::string file = cfg->status == FieldStatus::output && !cfg->input_file.empty()
-                               ? cfg->input_file
-                               : join(names) + "_" + comp + ".nc";
-  const std::string path = (directory.empty() || file.starts_with("/") ? "" : directory + "/") + file;
-  std::optional<FileGrid>& grid = source ? src_file_grid : dst_file_grid;
-  if (!grid) grid = read_file_grid(directory, source ? cfg->src_grid.name : cfg->dst_grid.name, global);
-  append_records(path, value_names(names, bundle), t, all, global, source ? src_dims : dst_dims,
-                 RecordFile{setup->start_date, setup->calendar, &*grid});
+  std::unique_ptr<RecordWriter>& file = source ? src_file : dst_file;
+  try {
+    if (!file) {
+      const std::vector<std::string>& names = source ? cfg->src_fields : cfg->dst_fields;
+      const std::string comp = source ? src_comp : dst_comp;
+      // OUTPUT may name its file (YAML `file`); otherwise, as for EXPOUT, <fields>_<component>.nc.
+      const std::string name = cfg->status == FieldStatus::output && !cfg->input_file.empty()
+                                   ? cfg->input_file
+                                   : join(names) + "_" + comp + ".nc";
+      const std::string path = (directory.empty() || name.starts_with("/") ? "" : directory + "/") + name;
+      file = std::make_unique<RecordWriter>(
+          path, value_names(names, bundle), source ? src_decomp : dst_decomp, source ? src_dims : dst_dims,
+          RecordFile{setup->start_date, setup->calendar, directory, source ? cfg->src_grid.name : cfg->dst_grid.name},
+          source ? src_comm : dst_comm);
+    }
+    file->append(t, values);
+  } catch (const Error& e) {  // the I/O layer's errors are agreed over the side: every rank is here
+    throw Error(e.fault(), e.where() + ", component " + (source ? src_comp : dst_comp) + ", " + label, e.fix());
+  }
 }
 
-// INPUT: the target side's root reads the record of time t and scatters it.
+// INPUT: the target side's ranks read their points of the record of time t (couple_io.hpp).
 void Coupling::read_input(double t) {
-  int r = 0;
-  MPI_Comm_rank(dst_comm, &r);
-  const i64 mine = r == 0 ? dst_global : 0;
-  std::vector<double> all;
-  std::string fault;
-  if (r == 0) {
-    try {
-      const std::string path = (directory.empty() || cfg->input_file.starts_with("/") ? "" : directory + "/") + cfg->input_file;
-      read_records(path, value_names(cfg->dst_fields, bundle), t, all, dst_global);
-    } catch (const Error& e) {
-      fault = e.what();
-    }
-  }
-  agree(dst_comm, [&] {
-    if (!fault.empty()) throw Error(fault, "component " + dst_comp + ", " + label);
-  });
   rbuf.resize(static_cast<std::size_t>(nvalues * n_dst));
-  std::vector<Field> moves;
-  for (int v = 0; v < nvalues; ++v)
-    moves.emplace_back(Type::f64, all.data() + v * mine, mine, rbuf.data() + v * n_dst, n_dst);
-  dst_scatter->run(moves);
+  try {
+    const std::string path = (directory.empty() || cfg->input_file.starts_with("/") ? "" : directory + "/") + cfg->input_file;
+    read_records(path, value_names(cfg->dst_fields, bundle), t, dst_decomp, rbuf, dst_comm);
+  } catch (const Error& e) {  // agreed by the I/O layer over the target side
+    throw Error(e.fault(), e.where() + ", component " + dst_comp + ", " + label, e.fix());
+  }
   received_time = t;
   have_received = true;
   std::fill(delivered.begin(), delivered.end(), 0);
@@ -582,6 +564,8 @@ void Coupling::send_initial(const std::vector<double>& record) {
 void Coupling::finish_all() {
   if (is_src) complete_previous(true);
   if (ack_req != MPI_REQUEST_NULL) check_mpi(MPI_Wait(&ack_req, MPI_STATUS_IGNORE), "MPI_Wait");
+  for (std::unique_ptr<RecordWriter>* f : {&src_file, &dst_file})
+    if (*f) (*f)->close();
 }
 
 }  // namespace estuary::detail

@@ -58,9 +58,9 @@ struct Coupling {
   std::vector<int> src_var, dst_var;  // this rank's variable id per position, -1 if none
   Decomp src_decomp = Decomp::empty(0), dst_decomp = Decomp::empty(0);
   std::vector<std::int64_t> src_dims, dst_dims;  // grid dims for files, {} if unknown
-  // OUTPUT/EXPOUT: each side's grid from the run folder's grids.nc/masks.nc, read by the side's
-  // root at its first record (the grid files are written at enddef).
-  std::optional<FileGrid> src_file_grid, dst_file_grid;
+  // OUTPUT/EXPOUT: each side's file, created by the side's ranks at its first record (the grid
+  // files it takes coordinates from are written at enddef), closed by finish_all.
+  std::unique_ptr<RecordWriter> src_file, dst_file;
 
   std::unique_ptr<Remap> remap;      // null for OUTPUT and INPUT
   // What decides whether another coupling may share remap (a weight file, this rank's partitions
@@ -73,8 +73,6 @@ struct Coupling {
   int ncols = 1;
   std::unique_ptr<Remap> grad_remap;
   std::unique_ptr<Conserv> conserv;  // when CONSERV is configured
-  std::unique_ptr<Redist> src_gather, dst_scatter;  // to/from the side root, for files
-  std::unique_ptr<Redist> dst_gather;  // EXPOUT: dst_scatter reversed, the target's values to its root
 
   // Source side.
   // Source side.

@@ -7,6 +7,8 @@
 // in server mode a loop on the dedicated ranks that follows control messages from model rank 0.
 #include "io/output_impl.hpp"
 
+#include "common/checked.hpp"
+
 namespace estuary::io {
 
 // ---- Output::Impl, model side: records handed to the writers, commands, close ----
@@ -276,6 +278,24 @@ void Output::def_grid(const std::string& name, const Grid& local) {
   x.grids.push_back(GridInfo::of(name, local));
 }
 
+void Output::def_grid(const std::string& name, const std::vector<std::int64_t>& dims) {
+  Impl& x = *impl_;
+  if (!x.model || x.defined) throw Error("def_grid outside the definition phase", "grid " + name);
+  GridInfo g;
+  g.name = name;
+  g.kind = grid_kind_of_dims(dims.size());
+  g.dims = dims;
+  if (dims.empty() || dims.size() > 2)
+    throw Error("a grid of " + std::to_string(dims.size()) + " dimensions", "grid " + name, "give {nx, ny} or {n}");
+  g.global_size = 1;
+  for (std::int64_t d : dims) {
+    if (d < 1) throw Error("a grid dimension of " + std::to_string(d), "grid " + name, "give sizes of at least 1");
+    g.global_size = estuary::detail::checked_mul(g.global_size, d, "the grid's size", "grid " + name);
+  }
+  g.coordinates = false;
+  x.grids.push_back(std::move(g));
+}
+
 void Output::def_field(const FieldDef& field) {
   Impl& x = *impl_;
   if (!x.model || x.defined) throw Error("def_field outside the definition phase", "field " + field.name);
@@ -416,6 +436,7 @@ void Output::write(const std::string& field, double time, std::span<const double
 
 bool Output::Impl::ends_period(Var& v, double time) {
   const Frequency& F = files[static_cast<std::size_t>(v.file)].cfg.output_freq;
+  if (!F) return true;  // no period (the coupler's files): every write is a record
   // The period a sample belongs to is (boundary next_k - 1, boundary next_k = next_out].
   if (std::isnan(v.next_out)) {
     v.next_k = clock.first_boundary_from(F, time);
@@ -456,6 +477,10 @@ bool Output::Impl::write_field(int f, double time, std::span<const double> data)
     Var& v = x.vars[static_cast<std::size_t>(vi)];
     if (v.op == Operation::once) {
       if (!v.done_once) due.push_back(vi);
+      continue;
+    }
+    if (!x.files[static_cast<std::size_t>(v.file)].cfg.output_freq) {  // no period: every write is a record
+      due.push_back(vi);                                                // (instant, plan_vars checked)
       continue;
     }
     const bool ends = x.ends_period(v, time);
@@ -500,6 +525,10 @@ bool Output::Impl::write_field(int f, double time, std::span<const double> data)
       continue;
     }
     const Frequency& F = x.files[static_cast<std::size_t>(v.file)].cfg.output_freq;
+    if (!F) {
+      x.emit(v, with_mask(data.data()), time, time, time);
+      continue;
+    }
     const double tb0 = x.clock.boundary(F, v.next_k - 1), tb1 = v.next_out;
     if (v.op == Operation::instant) {
       x.emit(v, with_mask(data.data()), time, time, time);

@@ -14,6 +14,7 @@ std::vector<char> Output::Impl::pack_catalog() const {
     p.i(g.global_size);
     p.i(g.ncorner);
     p.i(g.rectilinear ? 1 : 0);
+    p.i(g.coordinates ? 1 : 0);
     p.vd(g.axis_lon);
     p.vd(g.axis_lat);
     p.vd(g.axis_lon_bnds);
@@ -50,6 +51,7 @@ void Output::Impl::unpack_catalog(const std::vector<char>& b) {
     g.global_size = u.i();
     g.ncorner = static_cast<int>(u.i());
     g.rectilinear = u.i() != 0;
+    g.coordinates = u.i() != 0;
     g.axis_lon = u.vd();
     g.axis_lat = u.vd();
     g.axis_lon_bnds = u.vd();
@@ -198,6 +200,11 @@ void Output::Impl::plan_vars() {
                           : zoom_grid_of(it->grid, fd, fd.zoom_origin.empty() ? where : fd.zoom_origin));
       if (std::find(used_grids.begin(), used_grids.end(), hgrid.back()) == used_grids.end())
         used_grids.push_back(hgrid.back());
+      if (!fc.output_freq && fd.operation != Operation::once && fd.operation != Operation::instant)
+        throw Error("a " + std::string(name_of(fd.operation)) + " field in a file without output_freq, whose every write is a record",
+                    !fd.origin.empty() ? fd.origin
+                                       : "config " + cfg.source + ", file " + fc.name + ", key fields[" + std::to_string(k) + "].operation",
+                    "give the file an output_freq, or write the field instant");
       if (fd.operation != Operation::once) fs.has_time = true;
       if (fd.operation != Operation::once && fd.operation != Operation::instant) fs.has_bounds = true;
     }
@@ -215,6 +222,7 @@ void Output::Impl::plan_vars() {
         fs.axes1d.push_back({g, sfx});
         continue;
       }
+      if (!grid.coordinates) continue;  // its dimensions only
       for (int c = 0; c < (grid.ncorner > 0 ? 4 : 2); ++c) {
         auto key = std::make_pair(g, c);
         if (!coord_transfer.count(key)) {
@@ -277,6 +285,7 @@ void Output::Impl::plan_vars() {
       v.significant = fd.significant;
       v.zstd = fd.zstd;
       v.sampling_s = fd.sampling_freq_s;
+      v.fill = fd.fill_value;
       v.has_time = fd.operation != Operation::once;
       v.standard_name = fd.standard_name.empty() ? info.def.standard_name : fd.standard_name;
       v.long_name = fd.long_name.empty() ? info.def.long_name : fd.long_name;
@@ -347,6 +356,7 @@ void Output::Impl::build_transfers() {
       throw Error(e.fault(), what + ", " + e.where(), e.fix());
     }
     tr.slab.assign(static_cast<std::size_t>(tr.hi - tr.lo), 0.0);
+    if (t < fields.size()) stats.largest_slab = std::max(stats.largest_slab, tr.hi - tr.lo);
     if (server_mode)
       for (int k = 0; k < cfg.buffer_records; ++k) {
         tr.slots.push_back(tr.redist->make_exchange({Type::f64}));

@@ -79,6 +79,7 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
       w.put_att(fs.time_var, "units", tunits);
       w.put_att(fs.time_var, "calendar", cfg.calendar);
       w.put_att(fs.time_var, "axis", "T");
+      if (!cfg.time_comment.empty()) w.put_att(fs.time_var, "comment", cfg.time_comment);
       if (fs.has_bounds) {
         w.put_att(fs.time_var, "bounds", "time_bnds");
         // CF 7.1: a boundary variable takes units and calendar from its parent; checkers warn
@@ -155,13 +156,15 @@ void Output::Impl::open_file(FileState& fs, const std::string& path) {
       else if (v.standard_name.empty()) w.put_att(v.ncvar, "long_name", v.name);
       if (!v.units.empty()) w.put_att(v.ncvar, "units", v.units);
       // Masked points and periods without a sample: CF's fill value, in the variable's type.
-      w.put_att(v.ncvar, "_FillValue", {kFillValue}, !v.dbl);
-      w.put_att(v.ncvar, "missing_value", {kFillValue}, !v.dbl);
+      if (v.fill) {
+        w.put_att(v.ncvar, "_FillValue", {kFillValue}, !v.dbl);
+        w.put_att(v.ncvar, "missing_value", {kFillValue}, !v.dbl);
+      }
       // The horizontal coordinate variables of this field's grid, named after its dimensions
       // (1-D coordinate variables of a rectilinear grid need no attribute: they share its dims).
       std::string sfx = v.dim_names.back();
       sfx = sfx.substr(sfx.find('_') == std::string::npos ? sfx.size() : sfx.find('_'));
-      if (!grids[static_cast<std::size_t>(v.grid)].rectilinear)
+      if (!grids[static_cast<std::size_t>(v.grid)].rectilinear && grids[static_cast<std::size_t>(v.grid)].coordinates)
         w.put_att(v.ncvar, "coordinates", "lon" + sfx + " lat" + sfx);
       w.put_att(v.ncvar, "online_operation", name_of(v.op));
       static const std::map<Operation, std::string> cm = {{Operation::average, "time: mean"},

@@ -113,7 +113,8 @@ inline std::string describe(const OutputConfig& c) {
   o.precision(17);
   o << static_cast<int>(c.mode) << ' ' << c.writers << ' ' << c.buffer_records << ' ' << c.write_bandwidth << ' '
     << c.directory << '\n'
-    << c.calendar << ' ' << c.reference_time << ' ' << static_cast<int>(c.format) << ' ' << c.catch_sigterm << '\n';
+    << c.calendar << ' ' << c.reference_time << ' ' << static_cast<int>(c.format) << ' ' << c.catch_sigterm << '\n'
+    << c.time_comment << '\n';
   for (const FileConfig& f : c.files) {
     o << f.name << ' ' << f.output_freq.seconds << '/' << f.output_freq.months << ' ' << f.restart << ' '
       << f.split_freq.seconds << '/' << f.split_freq.months << ' '
@@ -123,7 +124,7 @@ inline std::string describe(const OutputConfig& c) {
         << static_cast<int>(x.precision) << '/' << x.deflate << '/' << x.sampling_freq_s << '/'
         << static_cast<int>(x.quantize) << '/' << x.significant << '/' << x.zstd << '/' << x.expr << '/'
         << detail::describe(x.zoom) << '/' << x.level_indices.size() << '/' << x.interpolate_levels.values.size() << '/'
-        << x.interpolate_levels.extrapolate;
+        << x.interpolate_levels.extrapolate << '/' << x.fill_value;
     o << '\n';
   }
   return o.str();
@@ -144,6 +145,7 @@ struct GridInfo {
   std::vector<i64> points;
   std::vector<double> lon, lat, clon, clat;
   std::vector<std::int32_t> mask;  // per point of `points`; empty: none masked
+  bool coordinates = true;         // false: def_grid by shape, no coordinate variables
   // Regular lon-lat and Gaussian grids: longitude constant along each column and latitude along
   // each row, written as 1-D coordinate variables lon(lon), lat(lat) with their bounds (CF,
   // what CDO and xarray's sel(lat=...) expect). Known on every rank (model ranks reduce them,
@@ -249,6 +251,7 @@ struct Var {
   FieldConfig::Quantize quantize = FieldConfig::Quantize::none;
   int significant = 0, zstd = 0;
   double sampling_s = 0;
+  bool fill = true;             // fields: _FillValue and missing_value (FieldConfig::fill_value)
   // Writers, split files: coordinates and `once` fields, written into every split file.
   std::vector<double> keep;
   bool kept = false;

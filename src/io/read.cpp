@@ -2,6 +2,7 @@
 // the variable (a few hyperslab reads, whatever the target layout), then a Redist moves the
 // slabs to the decomposition asked for, so a restart written on P ranks reads on any other count.
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <future>
@@ -42,6 +43,7 @@ struct Reader::Impl {
   i64 pf_record = -1;
   std::future<Slab> pf;
   i64 hits = 0;
+  i64 largest = 0;  // values of the largest slab read
 
   // The shape of one record of `var` (without time), and whether it has a time dimension.
   std::vector<i64> record_shape(const std::string& var, bool& has_time) const {
@@ -153,6 +155,14 @@ Reader::~Reader() {
 }
 
 std::int64_t Reader::records() const { return impl_->records; }
+
+std::int64_t Reader::points(const std::string& var) const {
+  const Impl& x = *impl_;
+  std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
+  if (x.file->find_var(var) < 0) return -1;
+  bool has_time = false;
+  return x.record_points(var, x.record_shape(var, has_time));
+}
 const std::vector<double>& Reader::times() const { return impl_->times; }
 
 void Reader::set_period(double period_s) {
@@ -163,6 +173,7 @@ void Reader::set_period(double period_s) {
 }
 
 std::int64_t Reader::prefetch_hits() const { return impl_->hits; }
+std::int64_t Reader::largest_slab() const { return impl_->largest; }
 
 void Reader::read(const std::string& var, double time, const Decomp& decomp, std::span<double> out) {
   Impl& x = *impl_;
@@ -206,6 +217,7 @@ void Reader::read_record(const std::string& var, std::int64_t record, const Deco
   });
   const std::vector<i64>& shape = sl.shape;
   const i64 lo = sl.lo, hi = sl.hi;
+  x.largest = std::max(x.largest, hi - lo);
   std::vector<double>& slab = sl.data;
   i64 n = 1;
   for (i64 s : shape) n *= s;
