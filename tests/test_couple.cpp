@@ -679,6 +679,39 @@ TEST(Couple, ExpoutOutputAndInputFiles) {
   nc_close(nc);
 }
 
+// A grid whose mask is in masks.nc but whose coordinates are in no grids.nc: EXPOUT's file has
+// no coordinates, but its masked points are still the fill value, declared as _FillValue.
+TEST(Couple, ExpoutMaskWithoutGridFile) {
+  const Layout l = layout();
+  const std::string dir = fresh_dir("files_mask_only");
+  write_files_case(dir);
+  if (world_rank() == 0) std::filesystem::remove(dir + "/grids.nc");
+  MPI_Barrier(MPI_COMM_WORLD);
+  run_model(dir, kFilesModel, nullptr);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() != 0) return;
+  const std::string src_comp = l.dst && l.src ? "solo" : "atm";
+  std::vector<double> times;
+  const auto srec = nc_records(dir + "/A_F_" + src_comp + ".nc", "A_F", times);
+  ASSERT_EQ(times, (std::vector<double>{0, 3600, 7200, 10800}));
+  for (std::size_t r = 0; r < 4; ++r) {
+    const double t = 3600.0 * static_cast<double>(r);
+    const std::vector<double> avg = loctrans_ref("AVERAGE", std::max(t - kPeriod, -kDt), t);
+    for (std::size_t i = 0; i < avg.size(); ++i) {
+      if (agrd_masked(static_cast<i64>(i))) ASSERT_EQ(srec[r][i], 1e20) << "masked point " << i << " t=" << t;
+      else ASSERT_NEAR(srec[r][i], avg[i], 1e-14) << "t=" << t;
+    }
+  }
+  int nc = -1, v = -1;
+  ASSERT_EQ(nc_open((dir + "/A_F_" + src_comp + ".nc").c_str(), NC_NOWRITE, &nc), NC_NOERR);
+  EXPECT_NE(nc_inq_varid(nc, "lon", &v), NC_NOERR);
+  nc_inq_varid(nc, "A_F", &v);
+  double fill = 0;
+  EXPECT_EQ(nc_get_att_double(nc, v, "_FillValue", &fill), NC_NOERR);
+  EXPECT_EQ(fill, 1e20);
+  nc_close(nc);
+}
+
 namespace {
 // Every variable of a netCDF file as doubles, by name (read with the netCDF library directly).
 std::map<std::string, std::vector<double>> nc_variables(const std::string& path) {

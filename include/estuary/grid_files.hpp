@@ -74,6 +74,12 @@ std::vector<std::string> oasis_grid_names(const std::string& grids_path);
 // Grid kind: curvilinear for two dimensions with ny > 1, else unstructured.
 Grid read_oasis_grid(const OasisGridFiles& files, const std::string& name, const Decomp& part, MPI_Comm comm,
                      const GridFileNeeds& needs = {});
+// Collective over comm: this rank's points (part's, in its local order) of grid `name`'s mask in
+// masks.nc alone (a grid whose coordinates are in no grids.nc), as Grid::mask has it (1 valid,
+// 0 masked); empty when masks.nc or the variable is absent. Error (agreed) when it has another
+// size than part.global_size(); `context` is added to the message.
+std::vector<std::int32_t> read_oasis_mask(const OasisGridFiles& files, const std::string& name, const Decomp& part,
+                                 MPI_Comm comm, const std::string& context = "");
 // SCRIP grid file (grid_dims, grid_center_lat/lon in degrees or radians, optional grid_imask
 // (1 valid), grid_corner_lat/lon, grid_area).
 Grid read_scrip_grid(const std::string& path, const Decomp& part, MPI_Comm comm, const GridFileNeeds& needs = {});

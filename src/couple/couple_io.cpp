@@ -102,6 +102,20 @@ RecordWriter::RecordWriter(const std::string& path, const std::vector<std::strin
   const i64 global = mine.global_size();
   bool masked = false;
   std::optional<Grid> grid = file_grid(file, mine, side, masked);
+  // A grid whose mask is in masks.nc but whose coordinates are in no grids.nc: the mask alone,
+  // on each field, so that masked points are still written as _FillValue.
+  std::vector<std::int32_t> mask_only;
+  if (!grid && !file.grid.empty()) {
+    try {
+      mask_only = read_oasis_mask(OasisGridFiles::in(file.directory), file.grid, mine, side);
+    } catch (const Error&) {  // (agreed: every rank alike) one of another size is not this grid's
+      mask_only.clear();
+    }
+    masked = !mask_only.empty();
+    int any = masked ? 1 : 0;  // a rank with no points reads nothing: agree on the attribute
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, side), "MPI_Allreduce");
+    masked = any != 0;
+  }
   io::OutputConfig c = file_config(path, side);
   c.calendar = file.calendar;
   c.reference_time = file.start_date.empty() ? kDefaultStartDate : file.start_date;
@@ -133,6 +147,7 @@ RecordWriter::RecordWriter(const std::string& path, const std::vector<std::strin
     d.grid = gname;
     d.decomp = mine;
     d.long_name = "coupling field " + n;
+    d.mask = mask_only;
     out_->def_field(d);
   }
   out_->end_def();

@@ -258,6 +258,37 @@ GridFileInfo grid_file_info(const std::string& path, const std::string& name) {
   return info;
 }
 
+namespace {
+// The points idx of grid `name`'s mask in masks.nc, OASIS's 1 = masked turned into Grid's 0;
+// false when masks.nc or the variable is absent. Holds no lock: the caller does.
+bool mask_points(const OasisGridFiles& files, const std::string& name, i64 n, const std::vector<i64>& idx,
+                 const std::string& ctx, std::vector<std::int32_t>& mask) {
+  if (!std::filesystem::exists(files.masks)) return false;
+  const detail::NcFile mf = detail::NcFile::open(files.masks);
+  if (mf.find_var(name + ".msk") < 0) return false;
+  const VarShape sm = shape_of(mf, name + ".msk", false, false);
+  if (sm.points() != n)
+    throw Error(name + ".msk has " + std::to_string(sm.points()) + " points, the grid " + std::to_string(n),
+                "file " + files.masks + ", variable " + name + ".msk" + ctx);
+  const std::vector<int> m = read_points<int>(mf, sm, idx, false);
+  mask.resize(m.size());
+  for (std::size_t k = 0; k < m.size(); ++k) mask[k] = m[k] == 0 ? 1 : 0;
+  return true;
+}
+}  // namespace
+
+std::vector<std::int32_t> read_oasis_mask(const OasisGridFiles& files, const std::string& name, const Decomp& part,
+                                 MPI_Comm comm, const std::string& context) {
+  std::vector<std::int32_t> mask;
+  const std::vector<i64> idx = part.to_indices();
+  const std::string ctx = context.empty() ? "" : ", " + context;
+  detail::agree(comm, [&] {
+    std::lock_guard<std::recursive_mutex> lock(detail::nc_lock());
+    mask_points(files, name, part.global_size(), idx, ctx, mask);
+  });
+  return mask;
+}
+
 Grid read_oasis_grid(const OasisGridFiles& files, const std::string& name, const Decomp& part, MPI_Comm comm,
                      const GridFileNeeds& needs) {
   Grid g;
@@ -311,21 +342,7 @@ Grid read_oasis_grid(const OasisGridFiles& files, const std::string& name, const
       g.corner_lon = read_points<double>(gf, sclo, idx, false);
       g.corner_lat = read_points<double>(gf, scla, idx, false);
     }
-    // Mask: OASIS's 1 = masked becomes Grid's 0.
-    const bool mask_file = std::filesystem::exists(files.masks);
-    std::optional<detail::NcFile> mf;
-    if (mask_file) mf.emplace(detail::NcFile::open(files.masks));
-    if (mf && mf->find_var(name + ".msk") >= 0) {
-      const VarShape sm = shape_of(*mf, name + ".msk", false, false);
-      if (sm.points() != n)
-        throw Error(name + ".msk has " + std::to_string(sm.points()) + " points, the grid " + std::to_string(n),
-                    "file " + files.masks + ", variable " + name + ".msk" + ctx);
-      const std::vector<int> m = read_points<int>(*mf, sm, idx, false);
-      g.mask.resize(m.size());
-      for (std::size_t k = 0; k < m.size(); ++k) g.mask[k] = m[k] == 0 ? 1 : 0;
-    } else if (needs.mask) {
-      missing(files.masks, name + ".msk");
-    }
+    if (!mask_points(files, name, n, idx, ctx, g.mask) && needs.mask) missing(files.masks, name + ".msk");
     // Areas.
     std::optional<detail::NcFile> af;
     if (std::filesystem::exists(files.areas)) af.emplace(detail::NcFile::open(files.areas));
