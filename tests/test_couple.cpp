@@ -576,6 +576,20 @@ const Model kFilesModel = [] {
 }();
 }  // namespace
 
+namespace {
+// A file's variable: whether it has lon coordinates and a _FillValue (1e20 when it has one).
+void expect_coords_and_fill(const std::string& path, const char* var, bool coords, bool fill) {
+  int nc = -1, v = -1;
+  ASSERT_EQ(nc_open(path.c_str(), NC_NOWRITE, &nc), NC_NOERR) << path;
+  EXPECT_EQ(nc_inq_varid(nc, "lon", &v) == NC_NOERR, coords) << path;
+  nc_inq_varid(nc, var, &v);
+  double value = 0;
+  EXPECT_EQ(nc_get_att_double(nc, v, "_FillValue", &value) == NC_NOERR, fill) << path;
+  if (fill) EXPECT_EQ(value, 1e20) << path;
+  nc_close(nc);
+}
+}  // namespace
+
 // EXPOUT writes both sides' values at every coupling time; OUTPUT writes the source's values
 // to a file and sends nothing; INPUT gets its values from a file another tool wrote.
 TEST(Couple, ExpoutOutputAndInputFiles) {
@@ -670,13 +684,7 @@ TEST(Couple, ExpoutOutputAndInputFiles) {
     EXPECT_EQ(coords, "lon lat") << f;
     nc_close(nc);
   }
-  int nc = -1, v = -1;
-  ASSERT_EQ(nc_open((dir + "/O_F_" + dst_comp + ".nc").c_str(), NC_NOWRITE, &nc), NC_NOERR);
-  EXPECT_NE(nc_inq_varid(nc, "lon", &v), NC_NOERR);
-  nc_inq_varid(nc, "O_F", &v);
-  double fill = 0;
-  EXPECT_NE(nc_get_att_double(nc, v, "_FillValue", &fill), NC_NOERR);
-  nc_close(nc);
+  expect_coords_and_fill(dir + "/O_F_" + dst_comp + ".nc", "O_F", false, false);
 }
 
 // A grid whose mask is in masks.nc but whose coordinates are in no grids.nc: EXPOUT's file has
@@ -702,14 +710,7 @@ TEST(Couple, ExpoutMaskWithoutGridFile) {
       else ASSERT_NEAR(srec[r][i], avg[i], 1e-14) << "t=" << t;
     }
   }
-  int nc = -1, v = -1;
-  ASSERT_EQ(nc_open((dir + "/A_F_" + src_comp + ".nc").c_str(), NC_NOWRITE, &nc), NC_NOERR);
-  EXPECT_NE(nc_inq_varid(nc, "lon", &v), NC_NOERR);
-  nc_inq_varid(nc, "A_F", &v);
-  double fill = 0;
-  EXPECT_EQ(nc_get_att_double(nc, v, "_FillValue", &fill), NC_NOERR);
-  EXPECT_EQ(fill, 1e20);
-  nc_close(nc);
+  expect_coords_and_fill(dir + "/A_F_" + src_comp + ".nc", "A_F", false, true);
 }
 
 namespace {
