@@ -585,7 +585,9 @@ void expect_coords_and_fill(const std::string& path, const char* var, bool coord
   nc_inq_varid(nc, var, &v);
   double value = 0;
   EXPECT_EQ(nc_get_att_double(nc, v, "_FillValue", &value) == NC_NOERR, fill) << path;
-  if (fill) EXPECT_EQ(value, 1e20) << path;
+  if (fill) {
+    EXPECT_EQ(value, 1e20) << path;
+  }
   nc_close(nc);
 }
 }  // namespace
