@@ -37,34 +37,14 @@ bool vo_masked(i64 g) { return g % 7 == 2; }
 // permuted block: other points than uo's on some rank).
 // In server mode the servers' serve() must fail alike (the same check on the catalog), not hang.
 std::string end_def_error(const std::string& fields_yaml, bool extra = false, bool server = false) {
-  const std::string yaml = "output:\n  directory: " + out_dir("errors") + (server ? "\n  mode: server" : "") +
-                           "\n  files:\n    - name: f\n      output_freq: 1h\n      fields:\n" + fields_yaml;
-  const io::OutputConfig cfg = io::OutputConfig::from_yaml_string(yaml, "e.yaml");
-  std::string msg = "no error";
-  io::Output out(cfg, MPI_COMM_WORLD);
-  if (out.is_server()) {
-    try {
-      out.serve();
-    } catch (const estuary::Error& e) {
-      msg = e.what();
-    }
-    return msg;
-  }
-  int p = 1, r = 0;
-  MPI_Comm_size(out.model_comm(), &p);
-  MPI_Comm_rank(out.model_comm(), &r);
-  out.def_grid("atm", iotest::grid_part(p, r));
-  const auto d2 = iotest::decomp_of("boxes", 1, p, r);
-  out.def_field(iotest::field("uo", false, d2));
-  out.def_field(iotest::field("vo", false, d2));
-  out.def_field(iotest::field("t3", true, iotest::decomp_of("cyclic", iotest::kNlev, p, r)));
-  if (extra) out.def_field(iotest::field("w", false, iotest::decomp_of("perm", 1, p, r)));
-  try {
-    out.end_def();
-  } catch (const estuary::Error& e) {
-    msg = e.what();
-  }
-  return msg;
+  return iotest::end_def_error(out_dir("errors"), fields_yaml, server, [&](io::Output& out, int p, int r) {
+    out.def_grid("atm", iotest::grid_part(p, r));
+    const auto d2 = iotest::decomp_of("boxes", 1, p, r);
+    out.def_field(iotest::field("uo", false, d2));
+    out.def_field(iotest::field("vo", false, d2));
+    out.def_field(iotest::field("t3", true, iotest::decomp_of("cyclic", iotest::kNlev, p, r)));
+    if (extra) out.def_field(iotest::field("w", false, iotest::decomp_of("perm", 1, p, r)));
+  });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,33 @@ inline estuary::io::FieldDef field(const std::string& name, bool three_d, const 
   // (Built with std::string(...), not assigned from char*: GCC 12's -Wrestrict misfires.)
   f.standard_name = std::string(three_d ? "sea_water_temperature" : "sea_surface_height_above_geoid");
   return f;
+}
+
+// end_def's error on every rank ("no error" when it passes) for one file "f" (output_freq 1h)
+// of `fields_yaml`, written in `dir`, after `declare(out, p, r)` declared the model's grids and
+// fields (p ranks, this one r, of the model communicator). In server mode the servers' serve()
+// must fail alike (the same check on the catalog), not hang.
+inline std::string end_def_error(const std::string& dir, const std::string& fields_yaml, bool server,
+                                 const std::function<void(estuary::io::Output&, int, int)>& declare) {
+  const std::string yaml = "output:\n  directory: " + dir + (server ? "\n  mode: server" : "") +
+                           "\n  files:\n    - name: f\n      output_freq: 1h\n      fields:\n" + fields_yaml;
+  const estuary::io::OutputConfig cfg = estuary::io::OutputConfig::from_yaml_string(yaml, "e.yaml");
+  std::string msg = "no error";
+  estuary::io::Output out(cfg, MPI_COMM_WORLD);
+  try {
+    if (out.is_server()) {
+      out.serve();
+      return msg;
+    }
+    int p = 1, r = 0;
+    MPI_Comm_size(out.model_comm(), &p);
+    MPI_Comm_rank(out.model_comm(), &r);
+    declare(out, p, r);
+    out.end_def();
+  } catch (const estuary::Error& e) {
+    msg = e.what();
+  }
+  return msg;
 }
 
 }  // namespace iotest

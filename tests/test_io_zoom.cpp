@@ -128,38 +128,18 @@ namespace {
 // fields: t3 (3 levels) and uo on the lon-lat grid atm, sc on an unstructured grid.
 // sc_block: sc on blocks, other points than the rank's part of `cells` (a cyclic one).
 std::string end_def_error(const std::string& fields_yaml, bool server = false, bool sc_block = false) {
-  const std::string yaml = "output:\n  directory: " + out_dir("errors") + (server ? "\n  mode: server" : "") +
-                           "\n  files:\n    - name: f\n      output_freq: 1h\n      fields:\n" + fields_yaml;
-  const io::OutputConfig cfg = io::OutputConfig::from_yaml_string(yaml, "e.yaml");
-  std::string msg = "no error";
-  io::Output out(cfg, MPI_COMM_WORLD);
-  if (out.is_server()) {
-    try {
-      out.serve();
-    } catch (const estuary::Error& e) {
-      msg = e.what();
-    }
-    return msg;
-  }
-  int p = 1, r = 0;
-  MPI_Comm_size(out.model_comm(), &p);
-  MPI_Comm_rank(out.model_comm(), &r);
-  out.def_grid("atm", iotest::grid_part(p, r));
-  const estuary::GridGen cs = estuary::GridGen::cubed_sphere(3);
-  out.def_grid("cells", cs.make(etest::cyclic(cs.size(), p, r)));
-  out.def_field(iotest::field("uo", false, iotest::decomp_of("boxes", 1, p, r)));
-  out.def_field(iotest::field("t3", true, iotest::decomp_of("cyclic", iotest::kNlev, p, r)));
-  io::FieldDef sc;
-  sc.name = "sc";
-  sc.grid = "cells";
-  sc.decomp = sc_block ? etest::block(cs.size(), p, r) : etest::cyclic(cs.size(), p, r);
-  out.def_field(sc);
-  try {
-    out.end_def();
-  } catch (const estuary::Error& e) {
-    msg = e.what();
-  }
-  return msg;
+  return iotest::end_def_error(out_dir("errors"), fields_yaml, server, [&](io::Output& out, int p, int r) {
+    out.def_grid("atm", iotest::grid_part(p, r));
+    const estuary::GridGen cs = estuary::GridGen::cubed_sphere(3);
+    out.def_grid("cells", cs.make(etest::cyclic(cs.size(), p, r)));
+    out.def_field(iotest::field("uo", false, iotest::decomp_of("boxes", 1, p, r)));
+    out.def_field(iotest::field("t3", true, iotest::decomp_of("cyclic", iotest::kNlev, p, r)));
+    io::FieldDef sc;
+    sc.name = "sc";
+    sc.grid = "cells";
+    sc.decomp = sc_block ? etest::block(cs.size(), p, r) : etest::cyclic(cs.size(), p, r);
+    out.def_field(sc);
+  });
 }
 
 }  // namespace
