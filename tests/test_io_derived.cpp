@@ -86,6 +86,32 @@ TEST(IoDerived, ConfigErrorsNameTheLine) {
             "no error");
 }
 
+// The `@` keys: freq_op and at only with `@` terms, at naming only terms, terms not mixed with
+// fields at each step, output_freq whole freq_op periods.
+TEST(IoDerived, TemporalTermErrorsNameTheKey) {
+  const std::string head = "output:\n  files:\n    - name: f\n      output_freq: 1d\n      fields:\n";
+  EXPECT_NE(config_error(head + "        - {name: x, expr: \"uo * 2\", freq_op: 6h}\n")
+                .find("freq_op without `@` terms in an expr (bad.yaml:6, key output.files[0] (f).fields[0] (x).freq_op)"),
+            std::string::npos);
+  EXPECT_NE(config_error(head + "        - {name: x, expr: \"@uo - @vo\", freq_op: 6h, at: {wo: maximum}}\n")
+                .find("`at` names 'wo', which is no `@` term of expression '@uo - @vo'"),
+            std::string::npos);
+  EXPECT_NE(config_error(head + "        - {name: x, expr: \"@uo - vo\", freq_op: 6h}\n")
+                .find("mixes `@` terms (@uo) with field 'vo' at each step"),
+            std::string::npos);
+  EXPECT_NE(config_error(head + "        - {name: x, expr: \"@uo\", freq_op: 7h}\n")
+                .find("output_freq is not a multiple of freq_op (bad.yaml:6, key output.files[0] (f).fields[0] (x).freq_op)"),
+            std::string::npos);
+  EXPECT_NE(config_error(head + "        - {name: x, expr: \"@uo\", at: {uo: once}}\n")
+                .find("unknown operation 'once' for a @ term"),
+            std::string::npos);
+  EXPECT_NE(config_error(head + "        - {name: x, expr: \"u@o\"}\n").find("'u@o' in expression 'u@o' is not a name"),
+            std::string::npos);
+  EXPECT_NE(config_error("output:\n  derived:\n    - {name: y}\n" + head.substr(8) + "        - y\n")
+                .find("a derived field needs a name and an expr (bad.yaml:3, key output.derived[0])"),
+            std::string::npos);
+}
+
 TEST(IoDerived, EndDefErrorsNameTheExpression) {
   const std::string w = "        - {name: uo}\n";
   std::string m = end_def_error(w + "        - {name: speed, expr: \"sqrt(uo*uo + wo*wo)\"}\n");
@@ -343,4 +369,101 @@ TEST(IoDerived, MaskedPointsAreNotEvaluated) {
   for (std::size_t i = 0; i < idx.size(); ++i)
     bad += got[i] == (vo_masked(idx[i]) ? io::kFillValue : 1.0 / (2.0 + vo(idx[i], 1))) ? 0 : 1;
   EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << r;
+}
+
+// Temporal operations inside expressions (`@` terms, XIOS's semantics) over calendar periods:
+// a noleap January and February of 6-hourly writes, in serverless and server mode.
+//   range (monthly file, averaged): the month's mean of each day's (max uo - min uo);
+//   cov (monthly file, instant, freq_op 1mo): the month's mean of uo*vo (a derived field of the
+//     `derived:` list) minus the product of the month's means — 124 and 112 samples;
+//   masked points (uo's or vo's mask) are the fill value, whatever the model leaves there.
+TEST(IoDerived, TemporalTermsOverCalendarMonths) {
+  const int wp = etest::world_size();
+  for (io::Mode mode : {io::Mode::serverless, io::Mode::server}) {
+    if (mode == io::Mode::server && wp < 2) continue;
+    const std::string tag = mode == io::Mode::server ? "server" : "serverless";
+    SCOPED_TRACE(tag);
+    const std::string dir = out_dir("at_" + tag);
+    const std::string yaml =
+        "output:\n  mode: " + tag + "\n  directory: " + dir +
+        "\n  calendar: noleap\n  reference_time: 2001-01-01\n"
+        "  derived:\n    - {name: uv, expr: \"uo * vo\"}\n"
+        "  files:\n"
+        "    - name: range\n      output_freq: 1mo\n      fields:\n"
+        "        - {name: range, expr: \"@umax - @umin\", freq_op: 1d, operation: average, precision: double,\n"
+        "           at: {umax: {field: uo, operation: maximum}, umin: {field: uo, operation: minimum}}}\n"
+        "    - name: cov\n      output_freq: 1mo\n      fields:\n"
+        "        - {name: cov, expr: \"@uv - @uo * @vo\", freq_op: 1mo, precision: double}\n";
+    const io::OutputConfig cfg = io::OutputConfig::from_yaml_string(yaml, "at.yaml");
+    const i64 nsteps = 4 * (31 + 28);
+    iotest::run_output(cfg, [&](io::Output& out, int p, int r) {
+      const auto d2 = iotest::decomp_of("boxes", 1, p, r);
+      const auto idx = d2.to_indices();
+      out.def_grid("atm", iotest::grid_part(p, r));
+      io::FieldDef fu = iotest::field("uo", false, d2), fv = iotest::field("vo", false, d2);
+      for (i64 g : idx) {
+        fu.mask.push_back(uo_masked(g) ? 0 : 1);
+        fv.mask.push_back(vo_masked(g) ? 0 : 1);
+      }
+      out.def_field(fu);
+      out.def_field(fv);
+      out.end_def();
+      for (i64 k = 1; k <= nsteps; ++k) {
+        std::vector<double> u, v;
+        for (i64 g : idx) {
+          u.push_back(uo_masked(g) ? std::numeric_limits<double>::quiet_NaN() : uo(g, k));
+          v.push_back(vo_masked(g) ? -1e300 : vo(g, k));
+        }
+        out.write("vo", 21600.0 * static_cast<double>(k), v);
+        out.write("uo", 21600.0 * static_cast<double>(k), u);
+      }
+      out.close();
+    });
+    io::Reader rr(dir + "/range.nc", MPI_COMM_WORLD), rc(dir + "/cov.nc", MPI_COMM_WORLD);
+    ASSERT_EQ(rr.records(), 2);
+    ASSERT_EQ(rc.records(), 2);
+    const int p = etest::world_size(), r = etest::world_rank();
+    const auto d = etest::permuted_block(iotest::kNh, p, r, 5);
+    const auto idx = d.to_indices();
+    std::vector<double> range(idx.size()), cov(idx.size());
+    const i64 first_day[] = {0, 31}, days[] = {31, 28};
+    int bad = 0;
+    for (i64 m = 0; m < 2; ++m) {
+      rr.read_record("range", m, d, range);
+      rc.read_record("cov", m, d, cov);
+      for (std::size_t i = 0; i < idx.size(); ++i) {
+        const i64 g = idx[i];
+        if (uo_masked(g) || vo_masked(g)) {
+          if (uo_masked(g) && range[i] != io::kFillValue) ++bad;
+          if (cov[i] != io::kFillValue) ++bad;
+          continue;
+        }
+        double sum_range = 0;
+        for (i64 day = first_day[m]; day < first_day[m] + days[m]; ++day) {
+          double mx = -std::numeric_limits<double>::infinity(), mn = std::numeric_limits<double>::infinity();
+          for (i64 k = 4 * day + 1; k <= 4 * day + 4; ++k) {
+            mx = std::max(mx, uo(g, k));
+            mn = std::min(mn, uo(g, k));
+          }
+          sum_range += mx - mn;
+        }
+        const double want_range = sum_range / static_cast<double>(days[m]);
+        double su = 0, sv = 0, suv = 0;
+        const i64 n = 4 * days[m];
+        for (i64 k = 4 * first_day[m] + 1; k <= 4 * first_day[m] + n; ++k) {
+          su += uo(g, k);
+          sv += vo(g, k);
+          suv += uo(g, k) * vo(g, k);
+        }
+        const double nn = static_cast<double>(n), want_cov = suv / nn - (su / nn) * (sv / nn);
+        if (std::abs(range[i] - want_range) > 1e-13 * std::max(1.0, std::abs(want_range))) ++bad;
+        if (std::abs(cov[i] - want_cov) > 1e-13) ++bad;
+      }
+    }
+    EXPECT_TRUE(all_ok(bad == 0)) << bad << " values differ on rank " << r;
+    // The records are the calendar months' ends (an instant file): 31 and 59 days.
+    if (r == 0) {
+      EXPECT_EQ(rc.times(), (std::vector<double>{31 * 86400.0, 59 * 86400.0}));
+    }
+  }
 }

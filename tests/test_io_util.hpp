@@ -84,6 +84,21 @@ inline estuary::io::FieldDef field(const std::string& name, bool three_d, const 
   return f;
 }
 
+// One output run of `cfg` over MPI_COMM_WORLD: servers serve; model ranks run `model(out, p, r)`
+// (p ranks, this one r, of the model communicator), which declares, writes and closes.
+inline void run_output(const estuary::io::OutputConfig& cfg,
+                       const std::function<void(estuary::io::Output&, int, int)>& model) {
+  estuary::io::Output out(cfg, MPI_COMM_WORLD);
+  if (out.is_server()) {
+    out.serve();
+    return;
+  }
+  int p = 1, r = 0;
+  MPI_Comm_size(out.model_comm(), &p);
+  MPI_Comm_rank(out.model_comm(), &r);
+  model(out, p, r);
+}
+
 // end_def's error on every rank ("no error" when it passes) for one file "f" (output_freq 1h)
 // of `fields_yaml`, written in `dir`, after `declare(out, p, r)` declared the model's grids and
 // fields (p ranks, this one r, of the model communicator). In server mode the servers' serve()

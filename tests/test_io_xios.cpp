@@ -61,6 +61,7 @@ const std::string kFieldDef =
     <field id="sstmax" long_name="max of sst" field_ref="sst" operation="maximum"/>
     <field id="toce" long_name="temperature" unit="degC" grid_ref="grid_T_3D" prec="8" compression_level="3"/>
     <field id="sst2" unit="degC2"> sst * sst </field>
+    <field id="sstmin" field_ref="sst" operation="minimum"/>
     <field id="off" enabled="false"/>
     <field id="deep" level="7"/>
   </field_group>
@@ -107,13 +108,43 @@ TEST(IoXios, NemoOrca2FilesRead) {
   EXPECT_EQ(tos->precision, io::Precision::f32);
   EXPECT_EQ(tos->units, "degC");
   EXPECT_EQ(tos->long_name, "Bulk sea surface temperature");
-  // The expressions of file11 (thetao = @toce_e3t / @e3t, ...) are left out, each with a warning
-  // naming its line of file_def_nemo-oce.xml.
-  EXPECT_EQ(find_var(c.files[0], "thetao"), nullptr);
+  // The expressions of file11, XIOS's `@` temporal operations inside them included: thetao =
+  // @toce_e3t / @e3t is the 5-day mean of toce * e3t (field_def's expression toce_e3t, a derived
+  // field of its own) over the 5-day mean of e3t; instant at output_freq = freq_op, so one value
+  // a period, written on the file's averaged time axis.
+  const io::FieldConfig* thetao = find_var(c.files[0], "thetao");
+  ASSERT_NE(thetao, nullptr);
+  EXPECT_EQ(thetao->expr, "@toce_e3t / @e3t");
+  EXPECT_EQ(thetao->freq_op.seconds, 5 * 86400.0);
+  EXPECT_EQ(thetao->operation, io::Operation::average);
+  EXPECT_EQ(thetao->at.at("toce_e3t"), (io::FieldConfig::AtTerm{"toce_e3t", io::Operation::average}));
+  EXPECT_EQ(thetao->at.at("e3t"), (io::FieldConfig::AtTerm{"e3t", io::Operation::average}));
+  EXPECT_EQ(thetao->units, "degC");  // from field_ref="toce"
+  auto derived = [&](const std::string& name) -> const io::FieldConfig* {
+    for (const auto& d : c.derived)
+      if (d.name == name) return &d;
+    return nullptr;
+  };
+  ASSERT_NE(derived("toce_e3t"), nullptr);
+  EXPECT_EQ(derived("toce_e3t")->expr, "toce * e3t");
+  EXPECT_TRUE(derived("toce_e3t")->at.empty());
+  // sstdcy = @sstmax - @sstmin, daily, averaged over the 5 days: sstmax is field_ref="sst" with
+  // operation="maximum", so the term is sst's daily maximum.
+  const io::FieldConfig* dcy = find_var(c.files[0], "sstdcy");
+  ASSERT_NE(dcy, nullptr);
+  EXPECT_EQ(dcy->freq_op.seconds, 86400.0);
+  EXPECT_EQ(dcy->operation, io::Operation::average);
+  EXPECT_EQ(dcy->at.at("sstmax"), (io::FieldConfig::AtTerm{"sst", io::Operation::maximum}));
+  EXPECT_EQ(dcy->at.at("sstmin"), (io::FieldConfig::AtTerm{"sst", io::Operation::minimum}));
+  const io::FieldConfig* sd = find_var(c.files[0], "tosstd");
+  ASSERT_NE(sd, nullptr);
+  EXPECT_EQ(sd->expr, "sqrt( @sst2 - @sst * @sst )");
+  ASSERT_NE(derived("sst2"), nullptr);
+  EXPECT_EQ(derived("sst2")->expr, "sst * sst");
   bool warned = false;
   for (const auto& w : info.warnings)
-    if (w.find("file_def_nemo-oce.xml:16, <field field_ref=\"toce\">") != std::string::npos &&
-        w.find("expression") != std::string::npos)
+    if (w.find("file_def_nemo-oce.xml:14, <file id=\"file11\">") != std::string::npos &&
+        w.find("instant field 'thetao'") != std::string::npos)
       warned = true;
   EXPECT_TRUE(warned);
   // NEMO's sea-ice temperatures average only where there is ice (detect_missing_value): estuary
@@ -128,11 +159,11 @@ TEST(IoXios, NemoOrca2FilesRead) {
         std::string::npos)
       dmv = true;
   EXPECT_TRUE(dmv);
-  // The same files without skip_unsupported: the first expression is the error.
+  // The same files without skip_unsupported: the first zonal mean (a grid transformation) is the error.
   opt.skip_unsupported = false;
   const std::string e = error_of(kData + "/iodef.xml", opt);
-  EXPECT_NE(e.find("an expression (derived field) is not supported yet"), std::string::npos) << e;
-  EXPECT_NE(e.find("file_def_nemo-oce.xml:16, <field field_ref=\"toce\">"), std::string::npos) << e;
+  EXPECT_NE(e.find("(an XIOS grid transformation) is not supported"), std::string::npos) << e;
+  EXPECT_NE(e.find("file_def_nemo-oce.xml:113, <field field_ref=\"sophtove\">"), std::string::npos) << e;
 }
 
 TEST(IoXios, ErrorsNameFileLineElementAttribute) {
@@ -156,12 +187,21 @@ TEST(IoXios, ErrorsNameFileLineElementAttribute) {
           .find("no field 'sss' in the field definition (" + d +
                 "/c.xml:10, <field field_ref=\"sss\">, attribute field_ref)"),
       std::string::npos);
-  EXPECT_NE(error_of(file("e.xml", "    <field field_ref=\"sst\" name=\"sq\">@sst2</field>\n"), opt)
-                .find("an expression (derived field) is not supported yet (" + d + "/e.xml:9"),
+  // Expressions: a name that is no field, a syntax error, `@` terms mixed with fields at each
+  // step, `this` without field_ref; each named at its element.
+  EXPECT_NE(error_of(file("e.xml", "    <field field_ref=\"sst\" name=\"sq\">@sss + 1</field>\n"), opt)
+                .find("names 'sss', which is no field of the field definition (" + d +
+                      "/e.xml:9, <field field_ref=\"sst\">)"),
             std::string::npos);
-  // An expression inherited through field_ref is named where it is written (field_def.xml:6).
-  EXPECT_NE(error_of(file("e2.xml", "    <field field_ref=\"sst2\"/>\n"), opt)
-                .find("(" + d + "/field_def.xml:6, <field id=\"sst2\">)"),
+  EXPECT_NE(error_of(file("e1.xml", "    <field field_ref=\"sst\" name=\"sq\">sst * </field>\n"), opt)
+                .find("syntax error in expression 'sst *'"),
+            std::string::npos);
+  EXPECT_NE(error_of(file("e2.xml", "    <field field_ref=\"sst\" name=\"sq\" freq_op=\"1h\">@sst2 - sst</field>\n"),
+                     opt)
+                .find("mixes `@` terms (@sst2) with field 'sst' at each step (" + d + "/e2.xml:9"),
+            std::string::npos);
+  EXPECT_NE(error_of(file("e3.xml", "    <field id=\"q\">this * 2</field>\n"), opt)
+                .find("`this` in an expression of a field without field_ref (" + d + "/e3.xml:9, <field id=\"q\">)"),
             std::string::npos);
   EXPECT_NE(error_of(file("g.xml", "    <field field_ref=\"sst\" grid_ref=\"grid_zonal\"/>\n"), opt)
                 .find("grid transformation) is not supported (" + d +
@@ -406,6 +446,76 @@ TEST(IoXios, WritesOneDayFromXml) {
   for (std::size_t k = 0; k < i2.size(); ++k)
     if (got2[k] != static_cast<double>(static_cast<float>(iotest::value2(i2[k], 24)))) ++bad;
   EXPECT_TRUE(etest::all_ok(bad == 0));
+}
+
+// XIOS expressions as XIOS computes them, two days of hourly writes: `@x` is x's own operation
+// (field_def's) over each freq_op period, the expression is evaluated on those at each period's
+// end, and the field's operation then applies to the values so made; plain expressions and
+// `this` at every step. Every value against a serial computation here from the model's values.
+TEST(IoXios, TemporalExpressionsAsXiosComputesThem) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const std::string d = tmp_dir("expr");
+  write_file(d, "field_def.xml", kFieldDef);
+  const std::string path = write_file(
+      d, "iodef.xml",
+      context("   <file id=\"e\" output_freq=\"1d\" name=\"expr\">\n"
+              "    <field field_ref=\"sst\" name=\"sstdcy\" operation=\"average\" freq_op=\"6h\"> @sstmax - @sstmin </field>\n"
+              "    <field field_ref=\"sst\" name=\"tosstd\" operation=\"instant\" freq_op=\"1d\" prec=\"8\"> sqrt( @sst2 - @sst * @sst ) </field>\n"
+              "    <field field_ref=\"sst2\" name=\"sq\" prec=\"8\"/>\n"
+              "    <field field_ref=\"sst\" name=\"twice\" prec=\"8\"> this * 2 </field>\n"
+              "   </file>\n"));
+  io::XiosXmlOptions opt;
+  opt.substitutions = {{"expname", "x"}};
+  io::OutputConfig c = io::OutputConfig::from_xios_xml(path, opt);
+  c.directory = d + "/out";
+  const estuary::Decomp d2 = iotest::decomp_of("perm", 1, p, r);
+  {
+    io::Output out(c, MPI_COMM_WORLD);
+    out.def_grid("atm", iotest::grid_part(p, r));
+    out.def_field(iotest::field("sst", false, d2));
+    out.end_def();
+    for (i64 step = 1; step <= 48; ++step) out.write("sst", 3600.0 * static_cast<double>(step), iotest::values(d2, step, false));
+    out.close();
+  }
+  io::Reader rd(d + "/out/expr.nc", MPI_COMM_WORLD);
+  ASSERT_EQ(rd.records(), 2);
+  const estuary::Decomp r2 = iotest::decomp_of("block", 1, p, r);
+  const auto idx = r2.to_indices();
+  std::vector<double> dcy(idx.size()), sd(idx.size()), sq(idx.size()), tw(idx.size());
+  int bad = 0;
+  for (i64 rec = 0; rec < 2; ++rec) {
+    rd.read_record("sstdcy", rec, r2, dcy);
+    rd.read_record("tosstd", rec, r2, sd);
+    rd.read_record("sq", rec, r2, sq);
+    rd.read_record("twice", rec, r2, tw);
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      // sstdcy: the day's mean of the four 6-hourly (maximum - minimum).
+      double range_sum = 0;
+      for (i64 q = 0; q < 4; ++q) {
+        double mx = -std::numeric_limits<double>::infinity(), mn = std::numeric_limits<double>::infinity();
+        for (i64 s = 24 * rec + 6 * q + 1; s <= 24 * rec + 6 * q + 6; ++s) {
+          mx = std::max(mx, iotest::value2(idx[k], s));
+          mn = std::min(mn, iotest::value2(idx[k], s));
+        }
+        range_sum += mx - mn;
+      }
+      if (dcy[k] != static_cast<double>(static_cast<float>(range_sum / 4))) ++bad;
+      // tosstd: sqrt(daily mean of sst^2 - (daily mean of sst)^2); sq: the daily mean of sst^2;
+      // twice: the daily mean of 2 sst.
+      double s1 = 0, s2 = 0, s3 = 0;
+      for (i64 s = 24 * rec + 1; s <= 24 * rec + 24; ++s) {
+        const double v = iotest::value2(idx[k], s);
+        s1 += v;
+        s2 += v * v;
+        s3 += v * 2;
+      }
+      const double m1 = s1 / 24, m2 = s2 / 24;
+      if (std::abs(sd[k] - std::sqrt(m2 - m1 * m1)) > 1e-9 * std::abs(m2)) ++bad;
+      if (sq[k] != m2) ++bad;
+      if (tw[k] != s3 / 24) ++bad;
+    }
+  }
+  EXPECT_TRUE(etest::all_ok(bad == 0)) << bad << " values differ on rank " << r;
 }
 
 // The YAML's output_name, as XIOS's name: one model field written as two variables.

@@ -81,6 +81,19 @@ struct FieldConfig {
   // "sqrt(uo*uo + vo*vo)"), evaluated on the model ranks once per step when its last input of
   // the step is written; `operation` then applies to its values. Empty: a model field.
   std::string expr;
+  // Temporal operations inside an expression (XIOS's `@`): in "@sst2 - @sst * @sst" each `@x`
+  // stands for x's temporal operation (at[x], default average of field x) over each period of
+  // `freq_op`; the expression is evaluated on those results at each period's end, and
+  // `operation` then applies to the values so made. Unset freq_op: every write is a period
+  // (`@x` is then x's value, XIOS's default of one time step). An expression uses `@` terms or
+  // plain fields, not both.
+  Frequency freq_op;
+  struct AtTerm {
+    std::string field;                      // the model's (or a derived) field; empty: the term's name
+    Operation operation = Operation::average;
+    bool operator==(const AtTerm&) const = default;
+  };
+  std::map<std::string, AtTerm> at;         // by the name after `@`; a name not here: {name, average}
   // A horizontal part of the field's grid (issue 21, XIOS's zoom_domain): a lon-lat box, or
   // index ranges of a 2-D grid. The written grid is the part: a sub-grid of 1-D lon/lat axes
   // for a regular lon-lat or Gaussian grid, the smallest index rectangle holding the box's
@@ -188,6 +201,10 @@ struct OutputConfig {
   // where its reference time came from when the configuration gave none.
   std::string time_comment;
   std::vector<FileConfig> files;
+  // Derived fields that expressions use without any file writing them (YAML `derived:`, XIOS's
+  // field_definition expressions): name, expr (freq_op, at), units, long_name, standard_name
+  // and origin are read; the rest of each entry is ignored.
+  std::vector<FieldConfig> derived;
   std::string source = "<in memory>";  // where it came from, for error messages
 
   // YAML (see docs/io.md). Errors name the file and the key at fault.

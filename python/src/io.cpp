@@ -176,6 +176,13 @@ PyDict xios_dict(const eio::OutputConfig& c, const eio::XiosXmlInfo& info) {
       v["long_name"] = x.long_name;
       v["standard_name"] = x.standard_name;
       v["origin"] = x.origin;
+      // A derived field's expression ("" for a model field); its `@` terms: name -> (field,
+      // operation), over periods of freq_op (seconds, months).
+      v["expr"] = x.expr;
+      v["freq_op"] = nb::make_tuple(x.freq_op.seconds, x.freq_op.months);
+      nb::dict at;
+      for (const auto& [name, t] : x.at) at[name.c_str()] = nb::make_tuple(t.field, eio::name_of(t.operation));
+      v["at"] = at;
       // Zoom and levels (an XIOS zoom_domain, zoom_axis or interpolate_axis): None when absent.
       using Kind = eio::FieldConfig::Zoom::Kind;
       nb::dict zoom;
@@ -202,6 +209,19 @@ PyDict xios_dict(const eio::OutputConfig& c, const eio::XiosXmlInfo& info) {
     files.append(fd);
   }
   d["files"] = files;
+  // The derived fields that expressions use without a file writing them (XIOS's field_definition
+  // expressions): name -> {expr, freq_op, at}.
+  nb::dict derived;
+  for (const eio::FieldConfig& x : c.derived) {
+    nb::dict v;
+    v["expr"] = x.expr;
+    v["freq_op"] = nb::make_tuple(x.freq_op.seconds, x.freq_op.months);
+    nb::dict at;
+    for (const auto& [name, t] : x.at) at[name.c_str()] = nb::make_tuple(t.field, eio::name_of(t.operation));
+    v["at"] = at;
+    derived[x.name.c_str()] = v;
+  }
+  d["derived"] = derived;
   nb::list warnings;
   for (const auto& w : info.warnings) warnings.append(w);
   d["warnings"] = warnings;

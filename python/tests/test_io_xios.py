@@ -55,7 +55,8 @@ def independent_reading(iodef, subs, context="nemo"):
             a = dict(inherited)
             a.update({k: v for k, v in c.attrib.items() if k != "src"})
             if c.tag == "field":
-                a["__expr"] = bool((c.text or "").strip()) or "expr" in c.attrib
+                a["__text"] = (c.get("expr") or c.text or "").strip()
+                a["__expr"] = bool(a["__text"])
                 a["__grid"] = tuple(a.get(k, "") for k in GRID_KEYS)
                 if c.get("id") in defs:          # XIOS: one object per id, the later attributes win
                     defs[c.get("id")].update({k: v for k, v in a.items() if k != "__expr"})
@@ -68,6 +69,17 @@ def independent_reading(iodef, subs, context="nemo"):
     for fd in ctx.findall("field_definition"):
         e = element(fd)
         walk_defs(e, {k: v for k, v in e.attrib.items() if k != "src"})
+
+    def resolve_term(name):
+        """(field, operation) of `@name`: field_ref followed to the model's field or to a field
+        with an expression; the operation is the first one met, the named field's own."""
+        op, cur = None, name
+        while True:
+            d = defs[cur]
+            op = op or d.get("operation")
+            if d["__expr"] or not d.get("field_ref"):
+                return cur, op
+            cur = d["field_ref"]
 
     files = []
 
@@ -87,10 +99,13 @@ def independent_reading(iodef, subs, context="nemo"):
                     name = name.replace(f"@{k}@", v)
                 out_level = int(a.get("output_level", 5))
                 fields = []
+                one_value = []  # instant `@` expressions over each output period
                 for f in c.iter("field"):
                     own = dict(f.attrib)
                     fa = dict(own)
-                    chain_expr = bool((f.text or "").strip()) or "expr" in own
+                    own_text = (f.get("expr") or f.text or "").strip()
+                    chain_expr = bool(own_text)
+                    expr_id = None  # the field_definition field whose expression gives the data
                     grids = [tuple(own.get(k, "") for k in GRID_KEYS)]
                     ref, source = own.get("field_ref"), own.get("id")
                     while ref:
@@ -98,6 +113,8 @@ def independent_reading(iodef, subs, context="nemo"):
                         for k, v in d.items():
                             if k not in ("id", "field_ref") and not k.startswith("__") and k not in fa:
                                 fa[k] = v
+                        if not chain_expr and d["__expr"]:
+                            expr_id = ref
                         chain_expr = chain_expr or d["__expr"]
                         grids.append(d["__grid"])
                         source, ref = ref, d.get("field_ref")
@@ -111,14 +128,33 @@ def independent_reading(iodef, subs, context="nemo"):
                         if any(grid):
                             transform = transform or (g is not None and grid != g)
                             g = grid
-                    if chain_expr or transform or _true(fa.get("detect_missing_value", "false")):
+                    if transform or _true(fa.get("detect_missing_value", "false")):
                         continue  # what skip_unsupported leaves out
+                    variable = fa.get("name", source)
+                    expr, at, freq_op = "", {}, (0.0, 0)
+                    if own_text:  # the file's own expression: a derived field of this file
+                        source, expr = f"{variable}@{name}", own_text
+                    elif expr_id:
+                        source = expr_id
+                    if expr:
+                        for term in sorted(set(re.findall(r"@(\w+)", expr))):
+                            at[term] = resolve_term(term)
+                        if at and "freq_op" in fa:
+                            freq_op = _duration(fa["freq_op"])
+                    if at and fa["operation"] == "instant" and freq_op == _duration(freq):
+                        one_value.append(len(fields))
                     fields.append({
-                        "variable": fa.get("name", source), "source": source,
+                        "variable": variable, "source": source,
                         "operation": fa["operation"], "precision": "double" if fa.get("prec") == "8" else "float",
                         "units": fa.get("unit", ""), "long_name": fa.get("long_name", ""),
                         "standard_name": fa.get("standard_name", ""),
+                        "expr": expr, "at": at, "freq_op": freq_op,
                     })
+                # One time axis a file: with averaged fields beside them, the instant `@`
+                # expressions over each output period are written as the mean of their one value.
+                if {f["operation"] == "instant" for f in fields} == {True, False}:
+                    for i in one_value:
+                        fields[i]["operation"] = "average"
                 if fields:
                     files.append({"name": name, "output_freq": _duration(freq), "fields": fields})
 
@@ -133,9 +169,10 @@ def test_nemo_setup_matches_independent_reading():
     want = independent_reading(DATA / "iodef.xml", SUBS)
     assert got["context"] == "nemo"
     assert got["variables"]["ref_year"] == "1900"
-    keys = ("variable", "source", "operation", "precision", "units", "long_name", "standard_name")
+    keys = ("variable", "source", "operation", "precision", "units", "long_name", "standard_name", "expr")
     mine = [{"name": f["name"], "output_freq": tuple(f["output_freq"]),
-             "fields": [{k: v[k] for k in keys} for v in f["fields"]]} for f in got["files"]]
+             "fields": [{**{k: v[k] for k in keys}, "at": {n: tuple(t) for n, t in v["at"].items()},
+                         "freq_op": tuple(v["freq_op"])} for v in f["fields"]]} for f in got["files"]]
     assert [f["name"] for f in mine] == [f["name"] for f in want]
     for m, w in zip(mine, want):
         assert m == w, m["name"]
@@ -144,13 +181,19 @@ def test_nemo_setup_matches_independent_reading():
     t = next(f for f in got["files"] if f["name"].endswith("_grid_T"))
     wfo = next(v for v in t["fields"] if v["variable"] == "wfo")
     assert wfo["source"] == "empmr" and wfo["grid_ref"] == "grid_T_2D_inner"
-    # Everything left out is said, with its file and line: here the 8 expressions of the 5d files
-    # and the zonal means of the monthly files (grid transformations).
+    # The 8 expressions of the 5d files are read, each with the text found here; the field_def
+    # expressions they use (toce_e3t = toce * e3t, sst2 = sst * sst, ...) are derived fields.
     text = (DATA / "file_def_nemo-oce.xml").read_text().splitlines()
-    exprs = [i + 1 for i, line in enumerate(text) if re.search(r"<field [^>]*>[^<]*\S[^<]*</field>", line)]
+    exprs = [m.group(1).strip() for line in text if (m := re.search(r"<field [^>]*>([^<]*\S[^<]*)</field>", line))]
     assert len(exprs) == 8
-    for line in exprs:
-        assert any(f"file_def_nemo-oce.xml:{line}, " in w and "expression" in w for w in got["warnings"]), line
+    read = [v["expr"] for f in got["files"] for v in f["fields"] if v["expr"]]
+    assert sorted(read) == sorted(exprs)
+    defs_text = (DATA / "field_def_nemo-oce.xml").read_text()
+    for name, d in got["derived"].items():
+        assert re.search(rf'<field id="{name}"[^>]*>\s*{re.escape(d["expr"])}\s*</field', defs_text), name
+    assert got["derived"]["toce_e3t"]["expr"] == "toce * e3t"
+    # What is left out is said, with its file and line: the zonal means of the monthly files
+    # (grid transformations).
     # The sea-ice fields NEMO writes with detect_missing_value (ice temperatures, salinity) are left
     # out too, each named where the field_def sets it.
     ice = (DATA / "field_def_nemo-ice.xml").read_text().splitlines()
@@ -304,7 +347,7 @@ def test_cli_io_check(capsys):
     assert "  wfo <- empmr  average float  [kg/m2/s]" in text
     assert main(["io", "check", str(DATA / "iodef.xml"), *sets]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("estuary io check: an expression") and "file_def_nemo-oce.xml:16" in err
+    assert "grid transformation) is not supported" in err and "file_def_nemo-oce.xml:113" in err
 
 
 def test_zoom_and_levels_from_xios_transformations(tmp_path, capsys):

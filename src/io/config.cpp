@@ -137,6 +137,49 @@ Format format(const YamlFile& doc, const YAML::Node& n, const std::string& path)
   doc.fail(n, path, "unknown format '" + s + "'", "use cdf5 (PnetCDF) or netcdf4 (HDF5)");
 }
 
+// A derived field's expression keys of entry `v` at `q` into fd: expr (its syntax checked now,
+// its variables against the model's fields at end_def, where errors name this place), freq_op
+// and at (the period and the operations of its `@` terms).
+void read_expression(const YamlFile& doc, const YAML::Node& v, const std::string& q, FieldConfig& fd) {
+  const std::string key_expr = q + ".expr", key_freq = q + ".freq_op", key_at = q + ".at";
+  bool terms = false;
+  if (const YAML::Node x = v["expr"]) {
+    fd.expr = doc.scalar(x, key_expr);
+    fd.origin = doc.where(x, key_expr);
+    for (const std::string& name : expression_variables(fd.expr, fd.origin)) terms = terms || name[0] == '@';
+  }
+  if (const YAML::Node x = v["freq_op"]) {
+    if (!terms)
+      doc.fail(x, key_freq, "freq_op without `@` terms in an expr",
+               "freq_op is the period of the expression's @name terms; to sample a field, use sampling_freq");
+    fd.freq_op = parse_frequency(doc.scalar(x, key_freq), doc.where(x, key_freq));
+  }
+  if (const YAML::Node x = v["at"]) {
+    if (!terms) doc.fail(x, key_at, "`at` without `@` terms in an expr", "remove it, or write @name terms in expr");
+    if (!x.IsMap())
+      doc.fail(x, key_at, "`at` must map each @ term's name to an operation or to {field, operation}",
+               "e.g. at: {sstmax: {field: sst, operation: maximum}, e3t: average}");
+    for (const auto& kv : x) {
+      const std::string name = doc.scalar(kv.first, key_at);
+      const std::string k = key_at + "." + name;
+      FieldConfig::AtTerm t;
+      YAML::Node op = kv.second;
+      if (kv.second.IsMap()) {
+        doc.keys(kv.second, k, {"field", "operation"});
+        if (const YAML::Node f = kv.second["field"]) t.field = doc.scalar(f, k + ".field");
+        op = kv.second["operation"];
+      }
+      if (op) {
+        const std::string o = doc.scalar(op, k);
+        if (!detail::operation_from_name(o, t.operation) || t.operation == Operation::once)
+          doc.fail(op, k, "unknown operation '" + o + "' for a @ term",
+                   "use instant, average, minimum, maximum or accumulate");
+      }
+      fd.at[name] = t;
+    }
+  }
+}
+
 OutputConfig parse(const YamlFile& doc) {
   const YAML::Node& root = doc.root();  // const: lookups of absent keys must not add them
   OutputConfig c;
@@ -147,7 +190,8 @@ OutputConfig parse(const YamlFile& doc) {
   const YAML::Node o = root["output"];
   if (!o.IsMap()) doc.fail(o, "output", "`output` must be a map");
   doc.keys(o, "output", {"mode", "writers", "buffer_records", "write_bandwidth", "directory", "calendar", "reference_time",
-                         "catch_sigterm", "format", "files", "title", "institution", "source", "comment", "history"});
+                         "catch_sigterm", "format", "files", "title", "institution", "source", "comment", "history",
+                         "derived"});
   auto text = [&](const YAML::Node& n, const char* key, std::string& to) {
     if (const YAML::Node v = n[key]) to = doc.scalar(v, std::string("output.") + key);
   };
@@ -210,6 +254,24 @@ OutputConfig parse(const YamlFile& doc) {
   if (static_cast<long long>(files.size()) > estuary::detail::kMaxOutputFiles)
     doc.fail(files, "output.files", std::to_string(files.size()) + " files, more than the " +
                                         std::to_string(estuary::detail::kMaxOutputFiles) + " estuary writes from one configuration");
+  if (const YAML::Node d = o["derived"]) {
+    if (!d.IsSequence()) doc.fail(d, "output.derived", "`derived` must be a list of {name, expr}");
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      const YAML::Node v = d[i];
+      std::string q = "output.derived[" + std::to_string(i) + "]";
+      if (!v.IsMap() || !v["name"] || !v["expr"])
+        doc.fail(v, q, "a derived field needs a name and an expr", "e.g. {name: toce_e3t, expr: \"toce * e3t\"}");
+      FieldConfig fd;
+      fd.name = doc.scalar(v["name"], q + ".name");
+      q += " (" + fd.name + ")";
+      doc.keys(v, q, {"name", "expr", "freq_op", "at", "standard_name", "long_name", "units"});
+      read_expression(doc, v, q, fd);
+      if (v["standard_name"]) fd.standard_name = doc.scalar(v["standard_name"], q + ".standard_name");
+      if (v["long_name"]) fd.long_name = doc.scalar(v["long_name"], q + ".long_name");
+      if (v["units"]) fd.units = doc.scalar(v["units"], q + ".units");
+      c.derived.push_back(std::move(fd));
+    }
+  }
   std::set<std::string> file_names;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const YAML::Node f = files[i];
@@ -264,15 +326,15 @@ OutputConfig parse(const YamlFile& doc) {
         q += " (" + fd.name + ")";
         doc.keys(v, q, {"name", "output_name", "operation", "precision", "deflate", "sampling_freq", "standard_name",
                         "long_name", "units", "quantize", "significant_digits", "significant_bits", "zstd", "expr",
-                        "zoom", "levels", "interpolate_levels"});
+                        "freq_op", "at", "zoom", "levels", "interpolate_levels"});
         auto key = [&](const char* k) { return q + "." + k; };
-        if (const YAML::Node x = v["expr"]) {
-          // A derived field (io/derived.hpp): its syntax is checked now, its variables against
-          // the model's fields at end_def, where errors name this place.
-          fd.expr = doc.scalar(x, key("expr"));
-          fd.origin = doc.where(x, key("expr"));
-          expression_variables(fd.expr, fd.origin);
-        }
+        read_expression(doc, v, q, fd);
+        if (fd.freq_op && !holds_whole(fc.output_freq, fd.freq_op))
+          doc.fail(v["freq_op"], key("freq_op"), "output_freq is not a multiple of freq_op",
+                   "make every output period hold whole freq_op periods (a month holds whole periods that divide a day)");
+        if (fd.freq_op && v["sampling_freq"])
+          doc.fail(v["sampling_freq"], key("sampling_freq"), "sampling_freq with freq_op",
+                   "the @ terms' periods are freq_op: the expression has a value at each one's end");
         if (v["output_name"]) {
           fd.output_name = doc.scalar(v["output_name"], key("output_name"));
           if (fd.output_name.empty()) doc.fail(v["output_name"], key("output_name"), "output_name is empty");

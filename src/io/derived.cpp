@@ -14,6 +14,7 @@
 #include "io/derived.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -28,6 +29,11 @@
 namespace estuary::io {
 
 namespace {
+
+#ifdef ESTUARY_HAVE_MUPARSER
+// muParser's name characters and '@', which starts a temporal-operation term (XIOS's syntax).
+constexpr const char* kNameChars = "0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ@";
+#endif
 
 std::string in_quotes(const std::string& s) {
   std::string q(1, '\'');
@@ -51,13 +57,23 @@ std::vector<std::string> expression_variables(const std::string& expr, const std
 #ifdef ESTUARY_HAVE_MUPARSER
   try {
     mu::Parser p;
+    p.DefineNameChars(kNameChars);
     // Every name that is not a function or constant is taken as a variable here; which of them
     // are fields is known only at end_def, when the model has declared its fields.
     static double scratch = 0;
     p.SetVarFactory([](const mu::char_type*, void*) -> mu::value_type* { return &scratch; }, nullptr);
     p.SetExpr(expr);
     std::vector<std::string> vars;
-    for (const auto& kv : p.GetUsedVar()) vars.push_back(kv.first);
+    for (const auto& kv : p.GetUsedVar()) {
+      const std::string& v = kv.first;
+      // '@' is a name character so that "@sst" is one variable; elsewhere it is a mistake.
+      const std::size_t at = v.find('@', 1);
+      const bool bad_start = v[0] == '@' && (v.size() == 1 || std::isdigit(static_cast<unsigned char>(v[1])));
+      if (at != std::string::npos || bad_start)
+        throw Error("'" + v + "' in expression " + in_quotes(expr) + " is not a name nor a `@` term", where,
+                    "write @name for the temporal operation of field `name` (XIOS), and names without @ otherwise");
+      vars.push_back(v);
+    }
     return vars;
   } catch (const mu::Parser::exception_type& e) {
     std::string msg = e.GetMsg();
@@ -76,34 +92,90 @@ std::vector<std::string> expression_variables(const std::string& expr, const std
 #endif
 }
 
+namespace {
+
+// One derived field's definition from its configuration entry (errors at `where`).
+DerivedDef derived_def(const FieldConfig& fd, const std::string& where) {
+  DerivedDef d;
+  d.name = fd.name;
+  d.expr = fd.expr;
+  d.origin = where;
+  d.units = fd.units;
+  d.long_name = fd.long_name;
+  d.standard_name = fd.standard_name;
+  d.freq_op = fd.freq_op;
+  std::vector<std::string> plain;
+  for (const std::string& v : expression_variables(fd.expr, where)) {
+    if (v[0] != '@') {
+      plain.push_back(v);
+      continue;
+    }
+    DerivedDef::Term t;
+    t.var = v;
+    auto it = fd.at.find(v.substr(1));
+    t.field = it == fd.at.end() || it->second.field.empty() ? v.substr(1) : it->second.field;
+    if (it != fd.at.end()) t.operation = it->second.operation;
+    if (t.operation == Operation::once)
+      throw Error("operation once for term " + in_quotes(v) + " of expression " + in_quotes(fd.expr), where,
+                  "use instant, average, minimum, maximum or accumulate");
+    d.terms.push_back(std::move(t));
+    d.vars.push_back(d.terms.back().field);
+  }
+  if (!d.terms.empty() && !plain.empty())
+    throw Error("expression " + in_quotes(fd.expr) + " mixes `@` terms (" + d.terms.front().var + ") with field " +
+                    in_quotes(plain.front()) + " at each step",
+                where, "write @" + plain.front() + " for its value over each freq_op period too");
+  for (const auto& [name, term] : fd.at)
+    if (std::none_of(d.terms.begin(), d.terms.end(), [&](const DerivedDef::Term& t) { return t.var == "@" + name; }))
+      throw Error("`at` names " + in_quotes(name) + ", which is no `@` term of expression " + in_quotes(fd.expr),
+                  where, "give the operation of each @name the expression uses");
+  if (d.terms.empty()) d.vars = std::move(plain);
+  std::sort(d.vars.begin(), d.vars.end());
+  d.vars.erase(std::unique(d.vars.begin(), d.vars.end()), d.vars.end());
+  return d;
+}
+
+}  // namespace
+
+void check_expression(const FieldConfig& fd, const std::string& where) { derived_def(fd, where); }
+
 std::vector<DerivedDef> derived_fields(const OutputConfig& c) {
   std::vector<DerivedDef> defs;  // in the order the configuration gives them
   std::map<std::string, std::size_t> by_name;
-  for (const FileConfig& f : c.files)
-    for (std::size_t k = 0; k < f.fields.size(); ++k) {
-      const FieldConfig& fd = f.fields[k];
-      if (fd.expr.empty()) continue;
-      const std::string where = expr_origin(c, f, k);
-      auto it = by_name.find(fd.name);
-      if (it != by_name.end()) {
-        const DerivedDef& first = defs[it->second];
-        if (first.expr != fd.expr)
-          throw Error("derived field " + in_quotes(fd.name) + " has two expressions, " + in_quotes(first.expr) + " (" +
-                          first.origin + ") and " + in_quotes(fd.expr),
-                      where, "give one of them another name, or list the field without expr to reuse the first");
-        continue;
-      }
-      DerivedDef d;
-      d.name = fd.name;
-      d.expr = fd.expr;
-      d.origin = where;
-      d.units = fd.units;
-      d.long_name = fd.long_name;
-      d.standard_name = fd.standard_name;
-      d.vars = expression_variables(fd.expr, where);
-      by_name[fd.name] = defs.size();
-      defs.push_back(std::move(d));
+  auto same = [](const DerivedDef& a, const DerivedDef& b) {
+    if (a.expr != b.expr || a.freq_op != b.freq_op || a.terms.size() != b.terms.size()) return false;
+    for (std::size_t k = 0; k < a.terms.size(); ++k)
+      if (a.terms[k].field != b.terms[k].field || a.terms[k].operation != b.terms[k].operation) return false;
+    return true;
+  };
+  auto take = [&](const FieldConfig& fd, const std::string& where) {
+    DerivedDef d = derived_def(fd, where);
+    auto it = by_name.find(fd.name);
+    if (it != by_name.end()) {
+      const DerivedDef& first = defs[it->second];
+      if (!same(first, d))
+        throw Error(first.expr != fd.expr ? "derived field " + in_quotes(fd.name) + " has two expressions, " +
+                                                in_quotes(first.expr) + " (" + first.origin + ") and " + in_quotes(fd.expr)
+                                          : "derived field " + in_quotes(fd.name) + " has expression " +
+                                                in_quotes(fd.expr) + " twice (" + first.origin +
+                                                ") with other @ terms or freq_op",
+                    where, "give one of them another name, or list the field without expr to reuse the first");
+      return;
     }
+    by_name[fd.name] = defs.size();
+    defs.push_back(std::move(d));
+  };
+  for (std::size_t k = 0; k < c.derived.size(); ++k) {
+    const FieldConfig& fd = c.derived[k];
+    if (fd.expr.empty())
+      throw Error("derived field " + in_quotes(fd.name) + " has no expr",
+                  fd.origin.empty() ? "config " + c.source + ", key derived[" + std::to_string(k) + "]" : fd.origin,
+                  "give its expression");
+    take(fd, fd.origin.empty() ? "config " + c.source + ", key derived[" + std::to_string(k) + "].expr" : fd.origin);
+  }
+  for (const FileConfig& f : c.files)
+    for (std::size_t k = 0; k < f.fields.size(); ++k)
+      if (!f.fields[k].expr.empty()) take(f.fields[k], expr_origin(c, f, k));
   // Every derived field after those it uses (depth first); a path back to a field on the
   // current path is a cycle, which no evaluation order resolves.
   std::vector<DerivedDef> order;
@@ -140,15 +212,30 @@ std::vector<DerivedDef> derived_fields(const OutputConfig& c) {
 
 namespace {
 
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A `@` term's temporal operation over the current freq_op period, and its last result.
+struct Term {
+  std::size_t input = 0;             // index into DerivedFields::Impl::inputs
+  estuary::detail::TimeOp op = estuary::detail::TimeOp::average;
+  std::vector<double> acc, value;    // the period's accumulation; the last completed period's result
+  long count = 0;                    // samples in acc
+  i64 k = 0;                         // the current period is (boundary k-1, boundary k = end]
+  double end = kNaN;
+  double done = kNaN;                // the end of the period `value` is for
+};
+
 // One compiled expression and the state of its evaluation (model ranks).
 struct Expr {
   int field = -1;                  // the derived field's FieldInfo index
   std::string name, text, origin;
-  std::vector<std::size_t> inputs;  // indices into DerivedFields::Impl::inputs
-  std::vector<double> slot;        // the values of the inputs at the point evaluated
+  std::vector<std::size_t> inputs;  // indices into DerivedFields::Impl::inputs (no @ terms)
+  std::vector<Term> terms;          // the @ terms (then no inputs)
+  Frequency freq_op;
+  std::vector<double> slot;        // the values of the inputs (or terms) at the point evaluated
   std::vector<double> result;
   std::vector<char> skip;          // per local value: masked in an input, so not evaluated
-  double last = std::numeric_limits<double>::quiet_NaN();  // the time last evaluated
+  double last = kNaN;              // the time last evaluated
 #ifdef ESTUARY_HAVE_MUPARSER
   std::unique_ptr<mu::Parser> parser;
 #endif
@@ -159,13 +246,15 @@ struct Expr {
 struct Input {
   int field = -1;
   std::vector<double> value;
-  double time = std::numeric_limits<double>::quiet_NaN();
-  std::vector<std::size_t> users;  // Exprs
+  double time = kNaN;
+  std::vector<std::size_t> users;                           // Exprs using its values at each step
+  std::vector<std::pair<std::size_t, std::size_t>> terms;   // (Expr, Term) of the @ terms of it
 };
 
 }  // namespace
 
 struct DerivedFields::Impl {
+  const CalendarClock* clock = nullptr;  // periods of @ terms
   std::vector<DerivedDef> defs;  // in evaluation order, as added
   std::vector<int> def_field;            // FieldInfo index of each def
   std::vector<Expr> exprs;
@@ -230,8 +319,9 @@ void DerivedFields::add(const OutputConfig& cfg, std::vector<FieldInfo>& fields)
   }
 }
 
-void DerivedFields::prepare(std::vector<FieldInfo>& fields, const std::string& rank) {
+void DerivedFields::prepare(std::vector<FieldInfo>& fields, const std::string& rank, const CalendarClock& clock) {
   Impl& x = *impl_;
+  x.clock = &clock;
   for (std::size_t e = 0; e < x.defs.size(); ++e) {
     const DerivedDef& d = x.defs[e];
     FieldInfo& out = fields[static_cast<std::size_t>(x.def_field[e])];
@@ -241,6 +331,7 @@ void DerivedFields::prepare(std::vector<FieldInfo>& fields, const std::string& r
     ex.text = d.expr;
     ex.origin = d.origin;
     const std::vector<i64> points = out.def.decomp.to_indices();
+    ex.freq_op = d.freq_op;
     std::vector<std::size_t> masked;
     for (const std::string& v : d.vars) {
       const int fi = static_cast<int>(std::find_if(fields.begin(), fields.end(), [&](const FieldInfo& f) {
@@ -263,8 +354,17 @@ void DerivedFields::prepare(std::vector<FieldInfo>& fields, const std::string& r
         inp.field = fi;
         x.inputs.push_back(std::move(inp));
       }
-      x.inputs[it->second].users.push_back(x.exprs.size());
-      ex.inputs.push_back(it->second);
+      if (d.terms.empty()) {
+        x.inputs[it->second].users.push_back(x.exprs.size());
+        ex.inputs.push_back(it->second);
+      }
+      for (std::size_t k = 0; k < d.terms.size(); ++k)  // each @ term of this field (sst and its maximum, say)
+        if (d.terms[k].field == v) {
+          if (ex.terms.size() < d.terms.size()) ex.terms.resize(d.terms.size());
+          ex.terms[k].input = it->second;
+          ex.terms[k].op = time_op(d.terms[k].operation);
+          x.inputs[it->second].terms.emplace_back(x.exprs.size(), k);
+        }
     }
     // Masked points are not evaluated: what the model leaves there (0 on land, garbage) must not
     // divide by zero or overflow in a model that traps floating-point exceptions.
@@ -273,12 +373,17 @@ void DerivedFields::prepare(std::vector<FieldInfo>& fields, const std::string& r
       for (std::size_t i : masked) ex.skip[i] = 1;
     }
     out.masked = std::move(masked);
-    ex.slot.assign(ex.inputs.size(), 0.0);  // (sized before the parser takes their addresses)
+    // (sized before the parser takes their addresses)
+    ex.slot.assign(d.terms.empty() ? ex.inputs.size() : d.terms.size(), 0.0);
     ex.result.assign(points.size(), kFillValue);
 #ifdef ESTUARY_HAVE_MUPARSER
     try {
       ex.parser = std::make_unique<mu::Parser>();
-      for (std::size_t k = 0; k < d.vars.size(); ++k) ex.parser->DefineVar(d.vars[k], &ex.slot[k]);
+      ex.parser->DefineNameChars(kNameChars);
+      if (d.terms.empty())
+        for (std::size_t k = 0; k < d.vars.size(); ++k) ex.parser->DefineVar(d.vars[k], &ex.slot[k]);
+      else
+        for (std::size_t k = 0; k < d.terms.size(); ++k) ex.parser->DefineVar(d.terms[k].var, &ex.slot[k]);
       ex.parser->SetExpr(d.expr);
       ex.parser->Eval();  // compiles to bytecode now, not at the first step
     } catch (const mu::Parser::exception_type& err) {
@@ -289,23 +394,16 @@ void DerivedFields::prepare(std::vector<FieldInfo>& fields, const std::string& r
   }
 }
 
-bool DerivedFields::written(int f, double time, std::span<const double> data,
-                            const std::function<bool(int, std::span<const double>)>& put) {
+bool DerivedFields::written(int f, double time, std::span<const double> data, const Put& put) {
   Impl& x = *impl_;
   auto at = x.input_of.find(f);
   if (at == x.input_of.end()) return false;
   Input& in = x.inputs[at->second];
-  in.value.assign(data.begin(), data.end());
+  if (!in.users.empty()) in.value.assign(data.begin(), data.end());
   in.time = time;
-  for (std::size_t e : in.users) {
-    Expr& ex = x.exprs[e];
-    if (ex.last == time) continue;  // an input written twice at one time: evaluated once
-    if (!std::all_of(ex.inputs.begin(), ex.inputs.end(), [&](std::size_t k) { return x.inputs[k].time == time; }))
-      continue;
-    ex.last = time;
+  // Evaluates ex on its slots' sources (`src[k][i]` for slot k at point i) and hands the result on.
+  auto evaluate = [&](Expr& ex, const std::vector<const double*>& src, double when) {
 #ifdef ESTUARY_HAVE_MUPARSER
-    std::vector<const double*> src;
-    for (std::size_t k : ex.inputs) src.push_back(x.inputs[k].value.data());
     const std::size_t m = src.size(), n = ex.result.size();
     const char* skip = ex.skip.empty() ? nullptr : ex.skip.data();
     for (std::size_t i = 0; i < n; ++i) {
@@ -313,9 +411,53 @@ bool DerivedFields::written(int f, double time, std::span<const double> data,
       for (std::size_t k = 0; k < m; ++k) ex.slot[k] = src[k][i];
       ex.result[i] = ex.parser->Eval();
     }
+#else
+    (void)src;
 #endif
-    if (put(ex.field, ex.result)) return true;
-    if (written(ex.field, time, ex.result, put)) return true;  // derived fields of this one
+    ex.last = when;
+    if (put(ex.field, when, ex.result)) return true;
+    return written(ex.field, when, ex.result, put);  // derived fields of this one
+  };
+  for (std::size_t e : in.users) {
+    Expr& ex = x.exprs[e];
+    if (ex.last == time) continue;  // an input written twice at one time: evaluated once
+    if (!std::all_of(ex.inputs.begin(), ex.inputs.end(), [&](std::size_t k) { return x.inputs[k].time == time; }))
+      continue;
+    std::vector<const double*> src;
+    for (std::size_t k : ex.inputs) src.push_back(x.inputs[k].value.data());
+    if (evaluate(ex, src, time)) return true;
+  }
+  // The @ terms of this field: its sample enters each one's operation; a sample that ends the
+  // term's freq_op period completes the term, and the expression is evaluated once every term
+  // has completed that period, at the period's end.
+  for (const auto& [e, k] : in.terms) {
+    Expr& ex = x.exprs[e];
+    Term& t = ex.terms[k];
+    const estuary::detail::TimeAccumulator acc(t.op);
+    t.acc.resize(data.size());
+    acc.add(t.acc, data, t.count);
+    t.count += 1;
+    double end = time;  // no freq_op: each write is a period
+    if (ex.freq_op) {
+      if (std::isnan(t.end)) {
+        t.k = x.clock->first_boundary_from(ex.freq_op, time);
+        t.end = x.clock->boundary(ex.freq_op, t.k);
+      }
+      const double eps = 1e-9 * (t.end - x.clock->boundary(ex.freq_op, t.k - 1));
+      if (time < t.end - eps) continue;  // the period goes on
+      end = t.end;
+      while (t.end <= time + eps) t.end = x.clock->boundary(ex.freq_op, ++t.k);
+    }
+    t.value.resize(data.size());
+    acc.result(t.acc, t.count, t.value);
+    t.count = 0;
+    t.done = end;
+    if (ex.last == end ||
+        !std::all_of(ex.terms.begin(), ex.terms.end(), [&](const Term& o) { return o.done == end; }))
+      continue;
+    std::vector<const double*> src;
+    for (const Term& o : ex.terms) src.push_back(o.value.data());
+    if (evaluate(ex, src, end)) return true;
   }
   return false;
 }

@@ -26,12 +26,26 @@ struct FieldInfo;  // io/output_impl.hpp
 struct DerivedDef {
   std::string name, expr, origin;            // origin: where its expr is, for errors
   std::string units, long_name, standard_name;
-  std::vector<std::string> vars;             // the names the expression uses, sorted
+  std::vector<std::string> vars;             // the fields the expression uses, sorted, each once
+  // An expression of temporal operations (FieldConfig::at): its `@` terms in the expression's
+  // variable order, each the field and operation it stands for; and their period.
+  struct Term {
+    std::string var;                         // "@sst", the expression's variable
+    std::string field;
+    Operation operation = Operation::average;
+  };
+  std::vector<Term> terms;                   // empty: evaluated at every step of its inputs
+  Frequency freq_op;
 };
 
-// The names `expr` uses as variables (sorted). Throws Error(where) on a syntax error with
-// muParser's message and position, and when this build has no muParser.
+// The names `expr` uses as variables (sorted), a `@` term with its `@`. Throws Error(where) on a
+// syntax error with muParser's message and position, on a `@` inside a name, and when this
+// build has no muParser.
 std::vector<std::string> expression_variables(const std::string& expr, const std::string& where);
+
+// Checks the expression of derived field `fd` as derived_fields does (Error at `where`): `@`
+// terms mixed with fields at each step, an `at` entry for no term.
+void check_expression(const FieldConfig& fd, const std::string& where);
 
 // The derived fields of `c`, each once, every one after the derived fields it uses. Throws
 // Error at the origin of the entry at fault: a syntax error, one name given two expressions,
@@ -52,13 +66,15 @@ class DerivedFields {
   // place: an unknown variable, a derived name the model declares too, inputs that differ.
   void add(const OutputConfig& cfg, std::vector<FieldInfo>& fields);
   // Model ranks, after the model fields' masks: checks that the inputs hold the same points on
-  // this rank, masks a derived field's point where any input is masked, compiles.
-  void prepare(std::vector<FieldInfo>& fields, const std::string& rank);
+  // this rank, masks a derived field's point where any input is masked, compiles. `clock`
+  // (the output's calendar) gives the periods of `@` terms; it must outlive this.
+  void prepare(std::vector<FieldInfo>& fields, const std::string& rank, const CalendarClock& clock);
   // Model ranks: field `f` was written at `time`. Evaluates every derived field that this
-  // completes for `time` and hands its values to `put` (derived fields of derived fields
+  // completes and hands its values to `put` with their time: `time`, or for an expression of
+  // `@` terms the end of the period this write completes (derived fields of derived fields
   // follow). `put` returns true to stop (SIGTERM); so does this then.
-  bool written(int f, double time, std::span<const double> data,
-               const std::function<bool(int, std::span<const double>)>& put);
+  using Put = std::function<bool(int, double, std::span<const double>)>;
+  bool written(int f, double time, std::span<const double> data, const Put& put);
   bool empty() const;
 
  private:

@@ -416,8 +416,8 @@ void Output::write(const std::string& field, double time, std::span<const double
   if (!terminate && !x.derived.empty()) {
     // The derived fields this write completes for `time`, evaluated here on the model ranks.
     const double d0 = MPI_Wtime();
-    terminate = x.derived.written(f, time, data, [&](int d, std::span<const double> values) {
-      return x.write_field(d, time, values);
+    terminate = x.derived.written(f, time, data, [&](int d, double when, std::span<const double> values) {
+      return x.write_field(d, when, values);
     });
     x.stats.derived_s += MPI_Wtime() - d0;
   }

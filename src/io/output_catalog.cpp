@@ -157,7 +157,7 @@ void Output::Impl::resolve_masks() {
       if (it->second == 0) f.masked.push_back(i);
     }
   }
-  derived.prepare(fields, where_rank());
+  derived.prepare(fields, where_rank(), clock);
 }
 
 void Output::Impl::plan_vars() {

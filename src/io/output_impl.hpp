@@ -119,12 +119,20 @@ inline std::string describe(const OutputConfig& c) {
     o << f.name << ' ' << f.output_freq.seconds << '/' << f.output_freq.months << ' ' << f.restart << ' '
       << f.split_freq.seconds << '/' << f.split_freq.months << ' '
       << static_cast<int>(f.format) << ' ' << f.grid.describe() << ' ' << f.grid.weights << ':';
-    for (const FieldConfig& x : f.fields)
+    for (const FieldConfig& x : f.fields) {
       o << ' ' << x.name << '>' << x.variable() << '/' << static_cast<int>(x.operation) << '/'
         << static_cast<int>(x.precision) << '/' << x.deflate << '/' << x.sampling_freq_s << '/'
         << static_cast<int>(x.quantize) << '/' << x.significant << '/' << x.zstd << '/' << x.expr << '/'
         << detail::describe(x.zoom) << '/' << x.level_indices.size() << '/' << x.interpolate_levels.values.size() << '/'
-        << x.interpolate_levels.extrapolate << '/' << x.fill_value;
+        << x.interpolate_levels.extrapolate << '/' << x.fill_value << '/' << x.freq_op.seconds << '/'
+        << x.freq_op.months;
+      for (const auto& [name, t] : x.at) o << '@' << name << '=' << t.field << '/' << static_cast<int>(t.operation);
+    }
+    o << '\n';
+  }
+  for (const FieldConfig& d : c.derived) {
+    o << "derived " << d.name << '=' << d.expr << '/' << d.freq_op.seconds << '/' << d.freq_op.months;
+    for (const auto& [name, t] : d.at) o << '@' << name << '=' << t.field << '/' << static_cast<int>(t.operation);
     o << '\n';
   }
   return o.str();

@@ -2,8 +2,9 @@
 // ships them): a context's field_definition (fields and field groups, attributes inherited
 // from the groups) and file_definition (file groups, files, and their fields that refer to the
 // definitions with field_ref), resolved the way XIOS resolves them, into the OutputConfig the
-// YAML gives. What estuary cannot write as XIOS would (an expression, a grid transformation,
-// ...) is an error, or with skip_unsupported a warning that leaves the field out; what only
+// YAML gives; expressions, `@` temporal operations in them included, become derived fields
+// (io/derived.hpp). What estuary cannot write as XIOS would (a grid transformation inside an
+// expression, ...) is an error, or with skip_unsupported a warning that leaves the field out; what only
 // changes metadata or performance is a warning. Every message names the file, the line, the
 // element and the attribute: "file_def.xml:12, <field field_ref=\"sst\">, attribute freq_op".
 //
@@ -24,6 +25,7 @@
 
 #include "common/checked.hpp"
 #include "io/config_checks.hpp"
+#include "io/derived.hpp"
 #include "io/zoom.hpp"
 
 namespace estuary::io {
@@ -226,6 +228,19 @@ class XiosReader {
   void collect_file_fields(pugi::xml_node n, const Attrs& inherited, std::vector<DefField>& out);
   bool resolve_field(const DefField& f, FileConfig& fc, int output_level, const Attr* file_compression,
                      std::set<std::string>& names);
+  // ---- expressions (XIOS's `<field ...> expr </field>` and `expr=`) ----
+  // The expression of an element ("" when it has none): its expr attribute or its text.
+  static std::string expression_text(pugi::xml_node n);
+  // An XIOS expression of element `at` in estuary's terms, into fd (expr, at): each name is a
+  // field_definition id, followed through field_ref to the model's field or to a field with an
+  // expression of its own (added to cfg_.derived under its id); `@x` is x's own operation over
+  // freq_op; `this` is `this_ref`, the field the element refers to. Errors name the element.
+  void resolve_expression(pugi::xml_node at, const std::string& text, const std::string& this_ref, FieldConfig& fd);
+  // The field_definition field `id` (with an expression) as a derived field of cfg_.derived, once.
+  void add_derived(const std::string& id);
+  std::set<std::string> derived_ids_;
+  // Variables of the file being read whose data are a `@` expression with freq_op = output_freq.
+  std::set<std::string> period_values_;
   Frequency duration(const Attr& a, const std::string& attr, bool allow_months);
   bool boolean(const Attr& a, const std::string& attr);
   int integer(const Attr& a, const std::string& attr, int lo, int hi);
@@ -731,7 +746,21 @@ void XiosReader::read_file(pugi::xml_node n, const Attrs& attrs) {
   collect_file_fields(n, {}, fields);
   std::set<std::string> names;
   const Attr* compression = has("compression_level") ? &attrs.at("compression_level") : nullptr;
+  period_values_.clear();
   for (const DefField& f : fields) resolve_field(f, fc, output_level, compression, names);
+  if (detail::mixes_time_axes(fc)) {
+    // XIOS writes instant and averaged fields on two time axes, estuary on one. An instant
+    // field whose values are a `@` expression with freq_op = output_freq has one value a period,
+    // a value of the period: written as the mean of that one value (the same numbers) on the
+    // period's centred time with bounds.
+    for (FieldConfig& x : fc.fields)
+      if (x.operation == Operation::instant && period_values_.count(x.variable())) {
+        x.operation = Operation::average;
+        warn(n, "", "instant field '" + x.variable() +
+                        "' (a @ expression over each output period) is written on the file's time axis of periods "
+                        "with time_bnds, as the mean of its one value a period; XIOS writes it on time_instant");
+      }
+  }
   if (fc.fields.empty()) {
     warn(n, "", "no field to write: the file is left out");
     return;
@@ -815,12 +844,36 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
     warn(at, attr, why + "; variable '" + var + "' of file " + fc.name + " left out");
     return false;
   };
-  for (const Link& l : chain)
-    if (l.expr) {
-      const bool attr = l.node.attribute("expr");
-      return unsupported(l.node, attr ? "expr" : "", "an expression (derived field) is not supported yet",
-                         "write the derived field from the model, or leave it out (skip_unsupported)");
+  // An expression on the chain: the first one from the file's field takes the data from the
+  // fields it names (those further along give attributes only, as in XIOS). On the file's own
+  // field it makes a derived field of this file; on a field_definition field, that field is a
+  // derived field under its id.
+  std::size_t expr_at = chain.size();
+  for (std::size_t k = 0; k < chain.size() && expr_at == chain.size(); ++k)
+    if (chain[k].expr) expr_at = k;
+  FieldConfig expr_fd;  // the file's own expression (expr_at == 0)
+  bool period_expr = false;  // the data are a `@` expression's: freq_op is its period, not a sampling
+  if (expr_at < chain.size()) {
+    const pugi::xml_node en = chain[expr_at].node;
+    try {
+      if (expr_at == 0) {
+        const std::string this_ref = f.attrs.count("field_ref") ? trim(f.attrs.at("field_ref").value) : "";
+        resolve_expression(en, expression_text(en), this_ref, expr_fd);
+        period_expr = !expr_fd.at.empty();
+      } else {
+        const std::string id = en.attribute("id").value();
+        add_derived(id);
+        for (const FieldConfig& d : cfg_.derived)
+          if (d.name == id) period_expr = !d.at.empty();
+        source = id;
+      }
+    } catch (const Error& e) {
+      // What XIOS would compute but estuary does not (an expression mixing `@` terms with
+      // fields at each step): left out with skip_unsupported; other errors are errors.
+      if (std::string(e.what()).find("mixes `@` terms") == std::string::npos) throw;
+      return unsupported(en, en.attribute("expr") ? "expr" : "", e.fault(), e.fix());
     }
+  }
   // A field that sets another grid than the field it refers to asks XIOS for a transformation:
   // a zoom (zoom_domain, zoom_axis) or interpolated levels (interpolate_axis) estuary writes too,
   // or an interpolate_domain, which becomes the file's grid; one of them at most; any other is
@@ -901,7 +954,13 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
 
   FieldConfig fd;
   fd.name = source;
-  if (var != source) fd.output_name = var;
+  if (expr_at == 0) {
+    // A name of its own for this file's derived field (the model may have a field named `var`).
+    fd.name = var + "@" + fc.name;
+    fd.expr = expr_fd.expr;
+    fd.at = expr_fd.at;
+  }
+  if (var != fd.name) fd.output_name = var;
   fd.origin = where(f.node);
   if (!a.count("operation"))
     fail(f.node, "operation", "no operation for field '" + var + "' (XIOS requires one too)",
@@ -912,7 +971,15 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
       fail(op.at, "operation", "unknown operation '" + op.value + "'",
            "use instant, average, minimum, maximum, accumulate or once");
   }
-  if (a.count("freq_op")) {
+  if (a.count("freq_op") && period_expr) {
+    // The period of the expression's `@` terms; its values come at each period's end.
+    const Frequency s = duration(a.at("freq_op"), "freq_op", true);
+    if (!detail::holds_whole(fc.output_freq, s))
+      fail(a.at("freq_op").at, "freq_op", "output_freq is not a multiple of freq_op",
+           "make every output period hold whole freq_op periods");
+    if (expr_at == 0) fd.freq_op = s;
+    if (s == fc.output_freq) period_values_.insert(var);
+  } else if (a.count("freq_op")) {
     const Frequency s = duration(a.at("freq_op"), "freq_op", true);
     if (s.months > 0) {
       // Samples a month apart: the same as no sampling only for an instant value at each month's end.
@@ -980,6 +1047,105 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
   info_.fields.push_back(std::move(rec));
   fc.fields.push_back(std::move(fd));
   return true;
+}
+
+// ---- expressions ----
+
+std::string XiosReader::expression_text(pugi::xml_node n) {
+  if (const pugi::xml_attribute e = n.attribute("expr")) return trim(e.value());
+  return trim(n.text().get());
+}
+
+void XiosReader::resolve_expression(pugi::xml_node at, const std::string& text, const std::string& this_ref,
+                                    FieldConfig& fd) {
+  const std::string attr = at.attribute("expr") ? "expr" : "";
+  const std::string here = where(at, attr);
+  std::map<std::string, std::string> rename;  // a plain name -> the estuary field it stands for
+  for (const std::string& v : expression_variables(text, here)) {
+    const bool term = v[0] == '@';
+    const std::string name = term ? v.substr(1) : v;
+    std::string id = name;
+    if (name == "this") {
+      if (this_ref.empty())
+        fail(at, attr, "`this` in an expression of a field without field_ref", "refer to the field `this` stands for");
+      id = this_ref;
+    }
+    // Follow field_ref from `id` to the model's field or to a field with an expression; the
+    // operation of a `@` term is the first one met (the named field's own, XIOS's rule). A field
+    // on the way that sets another grid would be a grid transformation inside the expression.
+    std::string op, grid, target;
+    std::set<std::string> seen;
+    for (std::string cur = id;;) {
+      if (!seen.insert(cur).second) fail(at, attr, "field_ref '" + cur + "' refers back to itself");
+      const auto it = defs_.find(cur);
+      if (it == defs_.end())
+        fail(at, attr, "expression '" + text + "' names '" + cur + "', which is no field of the field definition",
+             "define <field id=\"" + cur + "\"> in a field_definition, or correct the expression");
+      const DefField& d = it->second;
+      if (op.empty() && d.attrs.count("operation")) op = trim(d.attrs.at("operation").value);
+      std::string g;
+      for (const char* k : {"grid_ref", "domain_ref", "axis_ref", "scalar_ref"})
+        if (d.node.attribute(k)) g += std::string(k) + "=" + trim(d.node.attribute(k).value()) + " ";
+      if (!g.empty() && !grid.empty() && g != grid)
+        fail(at, attr,
+             "'" + name + "' in expression '" + text + "' is field '" + cur + "' on another grid (" + where(d.node) +
+                 "): a grid transformation inside an expression is not supported",
+             "use fields on the grid of the model's field in expressions");
+      if (grid.empty()) grid = g;
+      const bool has_expr = !expression_text(d.node).empty();
+      if (has_expr || !d.attrs.count("field_ref")) {
+        if (has_expr) add_derived(cur);
+        target = cur;
+        break;
+      }
+      cur = trim(d.attrs.at("field_ref").value);
+    }
+    if (term) {
+      FieldConfig::AtTerm t;
+      t.field = target;
+      if (op.empty())
+        fail(at, attr, "no operation for '" + v + "' (field '" + id + "') in expression '" + text + "'",
+             "set operation on field '" + id + "', its group or the field_definition");
+      if (!detail::operation_from_name(op, t.operation) || t.operation == Operation::once)
+        fail(at, attr, "operation '" + op + "' of '" + v + "' in expression '" + text + "' is no temporal operation",
+             "use instant, average, minimum, maximum or accumulate");
+      fd.at[name] = t;
+    } else if (target != name) {
+      rename[name] = target;
+    }
+  }
+  // Plain names become the fields they stand for (whole names only: "sst" in "sst2" stays).
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto name_char = [&](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '@'; };
+    if (!name_char(text[i])) {
+      out += text[i++];
+      continue;
+    }
+    std::size_t j = i;
+    while (j < text.size() && name_char(text[j])) ++j;
+    const std::string tok = text.substr(i, j - i);
+    const auto r = rename.find(tok);
+    out += r == rename.end() ? tok : r->second;
+    i = j;
+  }
+  fd.expr = out;
+  fd.origin = here;
+  check_expression(fd, here);  // `@` terms with fields at each step, say
+}
+
+void XiosReader::add_derived(const std::string& id) {
+  if (!derived_ids_.insert(id).second) return;  // (also ends a cycle; derived_fields names it)
+  const DefField& d = defs_.at(id);
+  FieldConfig fd;
+  fd.name = id;
+  const std::string this_ref = d.attrs.count("field_ref") ? trim(d.attrs.at("field_ref").value) : "";
+  resolve_expression(d.node, expression_text(d.node), this_ref, fd);
+  if (!fd.at.empty() && d.attrs.count("freq_op")) fd.freq_op = duration(d.attrs.at("freq_op"), "freq_op", true);
+  if (d.attrs.count("unit")) fd.units = d.attrs.at("unit").value;
+  if (d.attrs.count("long_name")) fd.long_name = d.attrs.at("long_name").value;
+  if (d.attrs.count("standard_name")) fd.standard_name = d.attrs.at("standard_name").value;
+  cfg_.derived.push_back(std::move(fd));
 }
 
 // ---- zoom and levels from the axis, domain and grid definitions ----
@@ -1302,6 +1468,27 @@ OutputConfig XiosReader::read(const std::string& path) {
   if (cfg_.files.empty())
     throw Error("no file to write in context '" + want + "'", path,
                 "enable a <file> with fields (enabled, level <= output_level)");
+  // Only the field_definition expressions the files use, directly or through other expressions
+  // (one met in a field left out must not ask the model for its fields).
+  std::set<std::string> used;
+  std::vector<std::string> todo;
+  auto use = [&](const FieldConfig& x) {
+    if (!x.expr.empty())
+      for (const std::string& v : expression_variables(x.expr, x.origin))
+        todo.push_back(v[0] != '@' ? v : x.at.count(v.substr(1)) ? x.at.at(v.substr(1)).field : v.substr(1));
+    todo.push_back(x.name);
+  };
+  for (const FileConfig& f : cfg_.files)
+    for (const FieldConfig& x : f.fields) use(x);
+  while (!todo.empty()) {
+    const std::string n = todo.back();
+    todo.pop_back();
+    if (!used.insert(n).second) continue;
+    for (const FieldConfig& d : cfg_.derived)
+      if (d.name == n) use(d);
+  }
+  std::erase_if(cfg_.derived, [&](const FieldConfig& d) { return !used.count(d.name); });
+  derived_fields(cfg_);  // expressions that use each other in a cycle, named at their element
   return cfg_;
 }
 

@@ -6,7 +6,8 @@
 Prints each file estuary would write (its name, output frequency, format) and each variable
 (its name in the file, the model field it takes data from, operation, precision, units), then
 the warnings: what estuary reads but writes differently from XIOS (metadata, file layout), and
-with --skip-unsupported what it leaves out (expressions, grid transformations). An error (what
+with --skip-unsupported what it leaves out (grid transformations, ...). Expressions are listed
+with their `@` terms. An error (what
 estuary would refuse) is printed with its file and line, and the exit code is 1. Nothing is
 written; no MPI run is started (docs/io.md, "XIOS XML").
 """
@@ -75,6 +76,11 @@ def cmd_io_check(args, argv=None) -> int:
         print(f"{f['name']}.nc  every {_freq(f['output_freq'])}{split}  {f['format']}")
         for v in f["fields"]:
             src = "" if v["source"] == v["variable"] else f" <- {v['source']}"
+            if v.get("expr"):  # a derived field: its expression; `@x` terms over freq_op periods
+                src = f" = {v['expr']}"
+                if v["at"]:
+                    src += " where " + ", ".join(f"@{n} = {op}({fld})" for n, (fld, op) in v["at"].items())
+                    src += f" over {_freq(v['freq_op'])}" if v["freq_op"][0] or v["freq_op"][1] else " each step"
             extra = f"  sampling {v['sampling_freq']:g}s" if v["sampling_freq"] else ""
             extra += f"  deflate {v['deflate']}" if v["deflate"] else ""
             zoom = v.get("zoom")  # XIOS zoom_domain, zoom_axis, interpolate_axis
@@ -83,6 +89,10 @@ def cmd_io_check(args, argv=None) -> int:
             extra += f"  levels {v['levels']}" if v.get("levels") else ""
             extra += f"  interpolated to {v['interpolate_levels']}" if v.get("interpolate_levels") else ""
             print(f"  {v['variable']}{src}  {v['operation']} {v['precision']}  [{v['units']}]{extra}")
+    if got.get("derived"):
+        print("derived fields the expressions use:")
+        for name, d in got["derived"].items():
+            print(f"  {name} = {d['expr']}")
     if got["warnings"]:
         print(f"{len(got['warnings'])} warnings:")
         for w in got["warnings"]:
