@@ -88,6 +88,11 @@ TEST(IoTune, RankCaps) {
     EXPECT_LE(sv.writers, ranks - 1);
     EXPECT_LE(sv.writers, std::max(1, ranks / 8));
     EXPECT_GE(sv.writers, 1);
+    // Ranks that outnumber the cores share them by turns: up to half of them may serve.
+    io::TuneInput shared = input(io::Mode::server, ranks, 100, 100.0 * ranks, ranks, -1);
+    shared.cores = std::max(1, ranks / 2);
+    const io::Tuning ss = io::choose_tuning(shared);
+    EXPECT_EQ(ss.writers, std::max(1, std::min({ranks - 1, ranks / 2, shared.cores})));
   }
   // No more writers than the nodes' cores (ranks beyond them take turns with the writers).
   for (int cores : {1, 2, 3, 48}) {
