@@ -57,18 +57,28 @@ class PnetcdfWriter final : public FileWriter {
   }
   void put(int var, i64 record, const std::vector<Box>& boxes, const double* data) override {
     // One collective call for all boxes (varn), so writers with 0..3 boxes still match up.
-    const bool rec = record >= 0;
-    std::vector<std::vector<MPI_Offset>> st(boxes.size()), ct(boxes.size());
-    std::vector<MPI_Offset*> sp(boxes.size()), cp(boxes.size());
-    for (std::size_t b = 0; b < boxes.size(); ++b) {
-      if (rec) { st[b].push_back(record); ct[b].push_back(1); }
-      st[b].insert(st[b].end(), boxes[b].start.begin(), boxes[b].start.end());
-      ct[b].insert(ct[b].end(), boxes[b].count.begin(), boxes[b].count.end());
-      sp[b] = st[b].data();
-      cp[b] = ct[b].data();
+    const Starts s(record, boxes);
+    check(ncmpi_put_varn_double_all(id_, var, static_cast<int>(boxes.size()), s.sp.data(), s.cp.data(), data),
+          "writing variable " + std::to_string(var) + (record >= 0 ? " record " + std::to_string(record) : ""));
+  }
+  void put_record(i64 record, const std::vector<Put>& puts) override {
+    // Every variable's request posted, then one collective wait: PnetCDF merges them into one
+    // MPI-IO write of the record. A writer with no boxes posts nothing and still waits.
+    std::vector<Starts> starts;
+    starts.reserve(puts.size());
+    std::vector<int> reqs(puts.size(), NC_REQ_NULL), st(puts.size(), NC_NOERR);
+    for (std::size_t k = 0; k < puts.size(); ++k) {
+      const Starts& s = starts.emplace_back(record, *puts[k].boxes);
+      const int rc = ncmpi_iput_varn_double(id_, puts[k].var, static_cast<int>(puts[k].boxes->size()), s.sp.data(),
+                                            s.cp.data(), puts[k].data, &reqs[k]);
+      if (rc != NC_NOERR) {
+        ncmpi_wait_all(id_, static_cast<int>(k), reqs.data(), st.data());  // (collective: the others wait too)
+        check(rc, "writing " + puts[k].name);
+      }
     }
-    check(ncmpi_put_varn_double_all(id_, var, static_cast<int>(boxes.size()), sp.data(), cp.data(), data),
-          "writing variable " + std::to_string(var) + (rec ? " record " + std::to_string(record) : ""));
+    check(ncmpi_wait_all(id_, static_cast<int>(reqs.size()), reqs.data(), st.data()),
+          "writing record " + std::to_string(record));
+    for (std::size_t k = 0; k < puts.size(); ++k) check(st[k], "writing " + puts[k].name);
   }
   void sync() override { check(ncmpi_sync(id_), "syncing it"); }
   // Only the header's record count: the data is already in the file (collective writes).
@@ -82,6 +92,23 @@ class PnetcdfWriter final : public FileWriter {
   }
 
  private:
+  // A put's start and count vectors for ncmpi_*_varn (the record first when there is one).
+  struct Starts {
+    std::vector<std::vector<MPI_Offset>> st, ct;
+    std::vector<MPI_Offset*> sp, cp;
+    Starts(i64 record, const std::vector<Box>& boxes) : st(boxes.size()), ct(boxes.size()), sp(boxes.size()), cp(boxes.size()) {
+      for (std::size_t b = 0; b < boxes.size(); ++b) {
+        if (record >= 0) {
+          st[b].push_back(record);
+          ct[b].push_back(1);
+        }
+        st[b].insert(st[b].end(), boxes[b].start.begin(), boxes[b].start.end());
+        ct[b].insert(ct[b].end(), boxes[b].count.begin(), boxes[b].count.end());
+        sp[b] = st[b].data();
+        cp[b] = ct[b].data();
+      }
+    }
+  };
   void check(int rc, const std::string& what) const {
     if (rc == NC_NOERR) return;
     throw Error(std::string("PnetCDF: ") + ncmpi_strerror(rc),

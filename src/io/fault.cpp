@@ -34,6 +34,12 @@ class FaultyWriter final : public FileWriter {
       throw Error("No space left on device (injected by ESTUARY_IO_FAULT)",
                   "file " + path_ + ", record " + std::to_string(record));
   }
+  void put_record(i64 record, const std::vector<Put>& puts) override {
+    w_->put_record(record, puts);
+    if (record == record_ && !puts.empty())
+      throw Error("No space left on device (injected by ESTUARY_IO_FAULT)",
+                  "file " + path_ + ", record " + std::to_string(record) + ", " + puts.front().name);
+  }
   void sync() override { w_->sync(); }
   void prepare_record(i64 record) override { w_->prepare_record(record); }
   void commit_records(i64 n) override { w_->commit_records(n); }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,29 @@ class FileWriter {
   // Collective: this rank's boxes of `var` at `record` (< 0: no record dimension), the data of
   // the boxes one after the other.
   virtual void put(int var, i64 record, const std::vector<Box>& boxes, const double* data) = 0;
+  // Collective: several variables' boxes of one record at once; each put's boxes and data stay
+  // valid until this returns. An error names the put's `name`. The default writes them one by
+  // one; PnetCDF posts them all and waits once, so that its collective I/O sees the whole record
+  // (fewer, larger file writes; one collective a record, not one a variable).
+  struct Put {
+    int var = -1;
+    const std::vector<Box>* boxes = nullptr;
+    const double* data = nullptr;
+    std::string name;  // for errors: "variable thetao, record 3"
+  };
+  virtual void put_record(i64 record, const std::vector<Put>& puts) {
+    // Every put is made even after one failed here, so that the writers' collective calls still
+    // match (a write may fail on one writer only); the first error is thrown at the end.
+    std::optional<Error> first;
+    for (const Put& p : puts) {
+      try {
+        put(p.var, record, *p.boxes, p.data);
+      } catch (const Error& e) {
+        if (!first) first.emplace(e.fault(), e.where() + ", " + p.name, e.fix());
+      }
+    }
+    if (first) throw *first;
+  }
   virtual void sync() = 0;
   // Called before record `record` is written (collective): the PnetCDF backend reserves its
   // space here (see reserve_space).
