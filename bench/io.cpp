@@ -620,6 +620,10 @@ int main(int argc, char** argv) {
       // run's (bytes over the model loop), each against dd's for the same volume.
       j.add("write_s", r.rep.write_s).add("write_mb_per_s", r.rep.write_mb_per_s);
       j.add("dd_s", r.dd_s).add("dd_mb_per_s", dd_mbs).add("write_fraction_of_dd", r.rep.write_mb_per_s / dd_mbs);
+      // The same without the writers' waits for each other's data (IoStats::peer_wait_s): the
+      // file system's part of their time.
+      j.add("file_write_s", r.rep.file_write_s).add("file_write_mb_per_s", r.rep.file_write_mb_per_s);
+      j.add("file_write_fraction_of_dd", r.rep.file_write_mb_per_s / dd_mbs);
       j.add("run_mb_per_s", static_cast<double>(r.rep.bytes_written) / 1e6 / r.run_s);
       j.add("file_bytes", r.file_bytes);
       j.add("tuning", r.rep.tuning);

@@ -358,6 +358,9 @@ struct IoStats {
   double write_s = 0;                    // writer side: time in file writes and closes
   double commit_s = 0;                   // writer side, part of write_s: reserving each record's
                                          // space and committing its record count (atomic records)
+  double peer_wait_s = 0;                // writer side, part of write_s: waiting at each record for
+                                         // the other writers to have its data (the model's and the
+                                         // transfers' pace, not the file system's)
   double transfer_s = 0;                 // time in rearrangement (both sides)
   double model_io_s = 0;                 // model side: time inside write/flush/close
   double derived_s = 0;                  // model side, part of model_io_s: derived fields (copying
@@ -389,6 +392,8 @@ struct IoReport {
   std::int64_t files_created = 0;
   double write_s = 0;                // max over writers: time in file writes and closes
   double write_mb_per_s = 0;         // bytes_written / write_s (MB = 1e6 bytes)
+  double file_write_s = 0;           // max over writers: write_s without IoStats::peer_wait_s
+  double file_write_mb_per_s = 0;    // bytes_written / file_write_s: the writers' own throughput
   double model_io_s = 0;             // max over model ranks: time inside write/flush/close
   double run_s = 0, run_without_io_s = 0;  // as given (the latter 0: estimated)
   double core_hours = 0;

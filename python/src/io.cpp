@@ -90,6 +90,8 @@ PyDict io_report_dict(const eio::IoReport& r) {
   d["files_created"] = r.files_created;
   d["write_s"] = r.write_s;
   d["write_mb_per_s"] = r.write_mb_per_s;
+  d["file_write_s"] = r.file_write_s;  // write_s without waiting for the other writers' data
+  d["file_write_mb_per_s"] = r.file_write_mb_per_s;
   d["model_io_s"] = r.model_io_s;
   d["run_s"] = r.run_s;
   d["run_without_io_s"] = r.run_without_io_s;

@@ -235,12 +235,14 @@ IoReport Output::report(double run_s, double run_without_io_s) const {
   r.bytes_written = sum[0];
   r.records_written = sum[1];
   r.files_created = sum[2];
-  const double tmine[2] = {x.stats.write_s, x.model ? x.stats.model_io_s : 0.0};
-  double tmax[2] = {0, 0};
-  MPI_Allreduce(tmine, tmax, 2, MPI_DOUBLE, MPI_MAX, x.xcomm);
+  const double tmine[3] = {x.stats.write_s, x.model ? x.stats.model_io_s : 0.0, x.stats.write_s - x.stats.peer_wait_s};
+  double tmax[3] = {0, 0, 0};
+  MPI_Allreduce(tmine, tmax, 3, MPI_DOUBLE, MPI_MAX, x.xcomm);
   r.write_s = tmax[0];
   r.model_io_s = tmax[1];
+  r.file_write_s = tmax[2];
   r.write_mb_per_s = r.write_s > 0 ? static_cast<double>(r.bytes_written) / 1e6 / r.write_s : 0;
+  r.file_write_mb_per_s = r.file_write_s > 0 ? static_cast<double>(r.bytes_written) / 1e6 / r.file_write_s : 0;
   r.run_s = run_s;
   r.run_without_io_s = run_without_io_s;
   r.core_hours = r.ranks * run_s / 3600.0;
@@ -261,6 +263,9 @@ std::string IoReport::json() const {
                 static_cast<long long>(records_written), static_cast<long long>(files_created), write_s,
                 write_mb_per_s, model_io_s, run_s, run_without_io_s, core_hours, data_output_cost, data_intensity);
   std::string j = b;
+  char f[96];
+  std::snprintf(f, sizeof f, "\"file_write_s\": %.6g, \"file_write_mb_per_s\": %.6g, ", file_write_s, file_write_mb_per_s);
+  j.append(f);
   j.append("\"buffer_records\": ").append(std::to_string(buffer_records));
   j.append(", \"writers_auto\": ").append(writers_auto ? "true" : "false").append(", \"tuning\": \"");
   for (char c : tuning) {

@@ -259,6 +259,11 @@ void Output::Impl::commit_record(FileState& fs) {
   }
   FileWriter& w = *fs.w;
   double t0 = MPI_Wtime();
+  // Every writer has the record's data from here on: the time until then is the others' data
+  // still arriving, told apart from the file system's (IoStats::peer_wait_s).
+  if (nwriters > 1) estuary::detail::check_mpi(MPI_Barrier(wcomm), "MPI_Barrier");
+  stats.peer_wait_s += MPI_Wtime() - t0;
+  t0 = MPI_Wtime();
   on_writers([&] { w.prepare_record(record); });
   stats.commit_s += MPI_Wtime() - t0;
   // The variables first, the time last: a netCDF-4 file, whose record dimension cannot shrink,
