@@ -1,7 +1,11 @@
 #include "common/mpi_util.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 
@@ -57,6 +61,22 @@ std::string world_rank_label() {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return "rank " + std::to_string(rank);
+}
+
+bool ranks_outnumber_cores() {
+  static const bool outnumber = [] {
+    long local = 0;
+    for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"})
+      if (const char* v = std::getenv(var)) {
+        local = std::atol(v);
+        break;
+      }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const long cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    return local > 0 && cores > 0 && local > cores;
+  }();
+  return outnumber;
 }
 
 bool wait_all_bounded(int n, MPI_Request* reqs, double timeout, bool yield, MPI_Status* statuses) {

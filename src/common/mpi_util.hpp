@@ -28,6 +28,12 @@ void agree(MPI_Comm comm, const std::function<void()>& body);
 bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status = MPI_STATUS_IGNORE,
                   bool collective = false);
 
+// True when this node runs more of the job's ranks than it has cores (the launcher's local rank
+// count — Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS — against the cores
+// this process may run on): then a rank that spins while it waits takes the core from the rank
+// it waits for. Local, read once; false when the launcher does not say.
+bool ranks_outnumber_cores();
+
 // The one bounded wait under every other (wait_bounded, the executor's stages): waits for all
 // `n` requests at most `timeout` seconds (<= 0: forever, MPI_Waitall); false when they did not
 // all complete (the requests are left as they are, for the caller to report). `yield`: after a

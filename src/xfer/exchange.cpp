@@ -155,8 +155,10 @@ struct Exchange::Impl {
     StageBuffers& sb = stages[k];
     const int n = static_cast<int>(sb.requests.size());
     if (n == 0) return;
-    // Spinning without a pause: a stage's messages are usually on their way already.
-    if (detail::wait_all_bounded(n, sb.requests.data(), timeout_s, false)) return;
+    // Spinning without a pause: a stage's messages are usually on their way already — unless
+    // ranks outnumber the cores, where the spinning rank would hold the core its partner needs
+    // (an I/O server's model ranks waiting for a buffer slot, say): then it pauses after a while.
+    if (detail::wait_all_bounded(n, sb.requests.data(), timeout_s, detail::ranks_outnumber_cores())) return;
     const Stage& stage = schedule.stages[k];
     std::string from, to;
     for (int i = 0; i < n; ++i) {
