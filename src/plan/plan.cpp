@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <climits>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -193,6 +194,49 @@ std::vector<i64> exclusive_sum(const std::vector<i64>& v) {
   std::vector<i64> at(v.size() + 1, 0);
   for (std::size_t i = 0; i < v.size(); ++i) at[i + 1] = at[i] + v[i];
   return at;
+}
+
+// The source side of every run to its source rank: to_src[s] goes to rank s, and what rank d
+// sends here becomes the list for peer d. Point to point, straight from and into the segment
+// vectors: these are the largest set-up buffers of a scattered plan, so no flat copies.
+constexpr int kSegmentTag = 7001;  // below detail::kFirstObjectTag: completes in this call
+std::vector<PeerSegments> swap_segments(MPI_Comm comm, const std::vector<std::vector<Segment>>& to_src) {
+  static_assert(sizeof(Segment) == 3 * sizeof(i64), "a Segment travels as three int64");
+  const int p = static_cast<int>(to_src.size());
+  std::vector<i64> out(to_src.size()), in(to_src.size());
+  for (std::size_t s = 0; s < to_src.size(); ++s) out[s] = static_cast<i64>(to_src[s].size());
+  check_mpi(MPI_Alltoall(out.data(), 1, MPI_INT64_T, in.data(), 1, MPI_INT64_T, comm), "MPI_Alltoall");
+  detail::agree(comm, [&] {
+    for (int r = 0; r < p; ++r)
+      if (std::max(out[static_cast<std::size_t>(r)], in[static_cast<std::size_t>(r)]) > INT_MAX)
+        throw Error("more than " + std::to_string(INT_MAX) + " runs between this rank and rank " +
+                        std::to_string(r) + " exceed MPI's int count",
+                    detail::world_rank_label(), "use fewer, longer runs");
+  });
+  MPI_Datatype seg;
+  check_mpi(MPI_Type_contiguous(3, MPI_INT64_T, &seg), "MPI_Type_contiguous");
+  check_mpi(MPI_Type_commit(&seg), "MPI_Type_commit");
+  std::vector<PeerSegments> got;
+  std::vector<MPI_Request> reqs;
+  got.reserve(to_src.size());
+  reqs.reserve(2 * to_src.size());
+  for (int d = 0; d < p; ++d) {
+    const i64 n = in[static_cast<std::size_t>(d)];
+    if (n == 0) continue;
+    got.push_back({d, std::vector<Segment>(static_cast<std::size_t>(n))});
+    reqs.emplace_back();
+    check_mpi(MPI_Irecv(got.back().segments.data(), static_cast<int>(n), seg, d, kSegmentTag, comm, &reqs.back()),
+              "MPI_Irecv");
+  }
+  for (int s = 0; s < p; ++s) {
+    const std::vector<Segment>& v = to_src[static_cast<std::size_t>(s)];
+    if (v.empty()) continue;
+    reqs.emplace_back();
+    check_mpi(MPI_Isend(v.data(), static_cast<int>(v.size()), seg, s, kSegmentTag, comm, &reqs.back()), "MPI_Isend");
+  }
+  check_mpi(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  MPI_Type_free(&seg);
+  return got;
 }
 
 }  // namespace
@@ -447,34 +491,7 @@ Plan::Plan(const Decomp& src, const Decomp& dst, MPI_Comm comm, PlanOptions opti
   std::vector<i64>().swap(dst_home);
   for (std::size_t s = 0; s < P; ++s)
     if (!recv[s].empty()) recvs_.push_back({static_cast<int>(s), std::move(recv[s])});
-  std::vector<i64> flat, flat_counts(P);
-  {
-    std::size_t total = 0;
-    for (const auto& v : to_src) total += 3 * v.size();
-    flat.resize(total);
-    i64* o = flat.data();
-    for (std::size_t s = 0; s < P; ++s) {
-      for (const Segment& seg : to_src[s]) {
-        o[0] = seg.offset; o[1] = seg.count; o[2] = seg.stride;
-        o += 3;
-      }
-      flat_counts[s] = 3 * static_cast<i64>(to_src[s].size());
-      std::vector<Segment>().swap(to_src[s]);
-    }
-  }
-  std::vector<i64> got_counts;
-  const std::vector<i64> got = detail::alltoallv(comm_, flat, flat_counts, got_counts);
-  const i64* g = got.data();
-  for (std::size_t d = 0; d < P; ++d) {
-    const std::size_t n = static_cast<std::size_t>(got_counts[d] / 3);
-    if (n == 0) continue;
-    PeerSegments ps{static_cast<int>(d), std::vector<Segment>(n)};
-    for (Segment& seg : ps.segments) {
-      seg = {g[0], g[1], g[2]};
-      g += 3;
-    }
-    sends_.push_back(std::move(ps));
-  }
+  sends_ = swap_segments(comm_, to_src);
   timers_.replies_s = MPI_Wtime() - t;
 }
 
