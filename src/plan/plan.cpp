@@ -268,9 +268,12 @@ Plan::Plan(const Decomp& src, const Decomp& dst, MPI_Comm comm, PlanOptions opti
   }
   // All ranks must agree on the global size before anything else. The largest source size
   // bounds the offsets packed into the directory's answers.
-  i64 sizes[3] = {src.global_size(), dst.global_size(), src.size()}, mx[3], mn[3];
-  check_mpi(MPI_Allreduce(sizes, mx, 3, MPI_INT64_T, MPI_MAX, comm_), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(sizes, mn, 3, MPI_INT64_T, MPI_MIN, comm_), "MPI_Allreduce");
+  // One reduction gives maxima and minima (the minimum as the maximum of the negation).
+  const i64 sizes[5] = {src.global_size(), dst.global_size(), src.size(), -src.global_size(),
+                        -dst.global_size()};
+  i64 red[5];
+  check_mpi(MPI_Allreduce(sizes, red, 5, MPI_INT64_T, MPI_MAX, comm_), "MPI_Allreduce");
+  const i64 mx[3] = {red[0], red[1], red[2]}, mn[2] = {-red[3], -red[4]};
   // An answer is (source offset << shift) | source rank in one word.
   const int shift = std::bit_width(static_cast<unsigned>(p));
   const i64 rank_mask = (i64{1} << shift) - 1;
