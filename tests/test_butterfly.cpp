@@ -177,4 +177,39 @@ TEST(AdaptiveSearch, GreedyOrderOnGivenTimes) {
   EXPECT_TRUE(estuary::AdaptiveSearch(0, 3, [](std::uint64_t, std::uint64_t) { return false; }).done());
 }
 
+// With pruning (what AdaptiveRedist runs): P2P first, then the full butterfly; a butterfly far
+// behind after one timing gets no second; a skip the estimate rules out is passed over untimed,
+// and the skips still build on the fastest butterfly, not on P2P.
+TEST(AdaptiveSearch, PruningTimesOnlyCandidatesThatCanWin) {
+  std::map<std::uint64_t, std::vector<double>> times = {{7, {5, 6}}, {0, {20, 1}}, {2, {6, 4}}};
+  estuary::AdaptiveSearch search(3, 2, [](std::uint64_t a, std::uint64_t b) { return a == b; });
+  std::vector<std::pair<std::uint64_t, std::size_t>> asked;  // (mask, trials seen) per estimate
+  search.prune([&](std::uint64_t mask, const std::vector<estuary::AdaptiveTrial>& trials, double best) {
+    asked.push_back({mask, trials.size()});
+    EXPECT_EQ(best, mask == 6 ? 4.0 : 5.0);  // the best when the estimate is asked
+    return mask == 2;  // only "skip stage 1" may win
+  }, 2.0);
+  std::vector<std::uint64_t> order;
+  std::map<std::uint64_t, int> timings;
+  while (!search.done()) {
+    const std::uint64_t c = search.candidate();
+    order.push_back(c);
+    for (double t : times.at(c)) {
+      if (search.done() || search.candidate() != c) break;
+      search.record(t);
+      ++timings[c];
+    }
+  }
+  // P2P (5); butterfly 20 > 2 x 5 after one timing: given up; skip 0 (mask 1) ruled out; skip 1
+  // (mask 2) timed, 4 the best; skip 2 on top of it (mask 6) ruled out.
+  EXPECT_EQ(order, (std::vector<std::uint64_t>{7, 0, 2}));
+  EXPECT_EQ(timings[0], 1);
+  EXPECT_EQ(timings[7], 2);
+  EXPECT_EQ(search.pruned(), (std::vector<std::uint64_t>{1, 6}));
+  EXPECT_EQ(asked, (std::vector<std::pair<std::uint64_t, std::size_t>>{{1, 2}, {2, 2}, {6, 3}}));
+  EXPECT_EQ(search.best(), 2u);
+  ASSERT_EQ(search.trials().size(), 3u);
+  EXPECT_EQ(search.trials()[1].seconds, 20);
+}
+
 }  // namespace

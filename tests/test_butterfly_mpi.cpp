@@ -264,6 +264,33 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+// A second field with the same pattern (another AdaptiveRedist on the same pair, no cache
+// file) replays the first one's trials: decided at its first run, the same choice, no timing.
+TEST(Adaptive, SamePatternReusesTrials) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  auto pair = estuary::gen::messages_pair(3 * p, 7 * p, std::max(1, p / 2), r, p);
+  bool ok = true;
+  AdaptiveRedist first(pair.src, pair.dst, MPI_COMM_WORLD, with_cache("off"));
+  tune(first, pair.src, pair.dst, ok);
+  AdaptiveRedist second(pair.src, pair.dst, MPI_COMM_WORLD, with_cache("off"));
+  EXPECT_EQ(tune(second, pair.src, pair.dst, ok), 1);
+  EXPECT_TRUE(second.tuned());
+  EXPECT_EQ(second.choice().skip_mask, first.choice().skip_mask);
+  ASSERT_EQ(second.choice().trials.size(), first.choice().trials.size());
+  for (std::size_t k = 0; k < first.choice().trials.size(); ++k) {
+    EXPECT_EQ(second.choice().trials[k].skip_mask, first.choice().trials[k].skip_mask);
+    EXPECT_EQ(second.choice().trials[k].seconds, first.choice().trials[k].seconds);
+  }
+  if (first.routing().kernel_stages() > 0) {
+    EXPECT_TRUE(second.choice().reused);
+  }
+  EXPECT_FALSE(second.choice().from_cache);
+  // Every candidate was timed or passed over by the estimate, never both; P2P always timed.
+  for (std::uint64_t m : first.choice().pruned)
+    for (const estuary::AdaptiveTrial& t : first.choice().trials) EXPECT_NE(m, t.skip_mask);
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
 TEST(Adaptive, DecisionIsStoredAndReused) {
   const auto [src, dst] = tuning_case();
   const std::string path = temp_path("reuse");

@@ -379,3 +379,122 @@ TEST(Plan, SubCommunicator) {
   EXPECT_TRUE(etest::all_ok(ok));
   MPI_Comm_free(&half);
 }
+
+namespace {
+
+// The exact segments of this rank's plan, computed serially from every rank's index lists by
+// the rule plan.hpp states: a pair's elements travel bucket after bucket (bucket b holds
+// [b*n/p, (b+1)*n/p)), in the destination's local order within a bucket, cut greedily into
+// arithmetic runs (a run's second element fixes both strides; no run spans two buckets). The
+// layout is part of the plan — executors, schedule caches and fingerprints rely on it — so a
+// faster set-up must reproduce it segment for segment.
+struct Layout {
+  std::vector<PeerSegments> sends, recvs;
+  std::vector<Segment> missing;
+};
+
+Layout serial_layout(const etest::Case& c, MPI_Comm comm) {
+  int me = 0, p = 1;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &p);
+  const std::vector<std::vector<i64>> src = allgather_lists(c.src.to_indices(), comm);
+  const std::vector<std::vector<i64>> dst = allgather_lists(c.dst.to_indices(), comm);
+  const i64 n = c.src.global_size();
+  std::vector<std::pair<int, i64>> owner(static_cast<std::size_t>(n), {-1, 0});
+  for (int s = 0; s < p; ++s)
+    for (std::size_t k = 0; k < src[static_cast<std::size_t>(s)].size(); ++k) {
+      auto& o = owner[static_cast<std::size_t>(src[static_cast<std::size_t>(s)][k])];
+      if (o.first < 0) o = {s, static_cast<i64>(k)};
+    }
+  auto bucket = [&](i64 g) {
+    int b = 0;
+    while (b + 1 < p && (b + 1) * n / p <= g) ++b;
+    return b;
+  };
+  struct Run {
+    i64 so, ss, dof, ds, count;
+  };
+  std::vector<std::vector<Segment>> send(static_cast<std::size_t>(p)), recv(static_cast<std::size_t>(p));
+  Layout out;
+  for (int d = 0; d < p; ++d)
+    for (int b = 0; b < p; ++b) {
+      std::vector<std::vector<Run>> runs(static_cast<std::size_t>(p) + 1);  // [p]: no source
+      const std::vector<i64>& list = dst[static_cast<std::size_t>(d)];
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        if (bucket(list[k]) != b) continue;
+        const auto [s, so] = owner[static_cast<std::size_t>(list[k])];
+        std::vector<Run>& rs = runs[static_cast<std::size_t>(s < 0 ? p : s)];
+        const i64 dof = static_cast<i64>(k), sof = s < 0 ? 0 : so;
+        if (!rs.empty()) {
+          Run& r = rs.back();
+          if (r.count == 1 && dof != r.dof) {
+            r.ss = sof - r.so;
+            r.ds = dof - r.dof;
+            r.count = 2;
+            continue;
+          }
+          if (r.count > 1 && sof == r.so + r.count * r.ss && dof == r.dof + r.count * r.ds) {
+            ++r.count;
+            continue;
+          }
+        }
+        rs.push_back({sof, 1, dof, 1, 1});
+      }
+      for (int s = 0; s <= p; ++s)
+        for (const Run& r : runs[static_cast<std::size_t>(s)]) {
+          if (s == p) {
+            if (d == me) out.missing.push_back({r.dof, r.count, r.ds});
+            continue;
+          }
+          if (d == me) recv[static_cast<std::size_t>(s)].push_back({r.dof, r.count, r.ds});
+          if (s == me) send[static_cast<std::size_t>(d)].push_back({r.so, r.count, r.ss});
+        }
+    }
+  for (int r = 0; r < p; ++r) {
+    if (!send[static_cast<std::size_t>(r)].empty()) out.sends.push_back({r, send[static_cast<std::size_t>(r)]});
+    if (!recv[static_cast<std::size_t>(r)].empty()) out.recvs.push_back({r, recv[static_cast<std::size_t>(r)]});
+  }
+  return out;
+}
+
+bool same_lists(const std::vector<PeerSegments>& a, const std::vector<PeerSegments>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].peer != b[i].peer || a[i].segments != b[i].segments) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST(Plan, SegmentsMatchSerialLayout) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  std::vector<etest::Case> cases = etest::all_cases(p, r);
+  // Larger scattered cases, where ranks send single elements rather than runs (both wire
+  // forms, and a mix of them across ranks), with holes filled and ghost cells.
+  for (i64 n : {2000, 3001}) {
+    const std::string at = " n=" + std::to_string(n);
+    cases.push_back({"permutation->permutation" + at, etest::permuted_block(n, p, r, 11), etest::permuted_block(n, p, r, 12)});
+    cases.push_back({"block->permutation" + at, etest::block(n, p, r), etest::permuted_block(n, p, r, 13)});
+    cases.push_back({"permutation->cyclic" + at, etest::permuted_block(n, p, r, 14), etest::cyclic(n, p, r)});
+    cases.push_back({r % 2 ? "cyclic->permutation/cyclic mix" + at : "cyclic->cyclic/permutation mix" + at,
+                     etest::cyclic(n, p, r), r % 2 ? etest::permuted_block(n, p, r, 15) : etest::cyclic(n, p, r)});
+    etest::Case holes{"every third index->permuted halo (fill)" + at,
+                      Decomp::stripes(n, {{etest::block_range(n, p, r).first, 0, 1}}), etest::halo_block(n, p, r, 3)};
+    {
+      std::vector<i64> mine;
+      for (i64 g : etest::permuted_block(n, p, r, 16).to_indices())
+        if (g % 3 != 0) mine.push_back(g);
+      holes.src = Decomp::indices(n, std::move(mine));
+    }
+    holes.options.missing = estuary::MissingPolicy::fill;
+    cases.push_back(std::move(holes));
+  }
+  for (const etest::Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Layout want = serial_layout(c, MPI_COMM_WORLD);
+    const Plan plan(c.src, c.dst, MPI_COMM_WORLD, c.options);
+    const bool ok = same_lists(plan.sends(), want.sends) && same_lists(plan.recvs(), want.recvs) &&
+                    plan.missing() == want.missing;
+    EXPECT_TRUE(etest::all_ok(ok)) << c.name << ": segments differ from the serial layout on some rank";
+  }
+}

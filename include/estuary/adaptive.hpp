@@ -60,6 +60,8 @@ struct AdaptiveChoice {
   int kernel_stages = 0;
   bool from_cache = false;
   std::vector<AdaptiveTrial> trials;  // in the order measured (empty when from the cache)
+  std::vector<std::uint64_t> pruned;  // candidates the estimate passed over untimed
+  bool reused = false;  // the trials are an earlier search's of the same pattern in this process
   // "p2p", "butterfly" or "butterfly-skip-0,2" (the skipped kernel stages).
   std::string name() const;
 };
@@ -72,24 +74,40 @@ struct AdaptiveChoice {
 // P2P have been timed, candidates giving the same schedule as one already timed (`same`, e.g.
 // equal ButterflyRouting::stage_hops) being passed over. No MPI: every rank must record the same
 // times (the slowest rank's) to make the same choice.
+//
+// With prune() set (AdaptiveRedist and the registry builders set it; the simulator does not),
+// only candidates that can win are timed: P2P first (the baseline), then the full butterfly, so
+// that the two extremes calibrate the estimate; each partial skip is then timed only when
+// `can_win` (given the trials so far and the best time) says its estimate could beat the best;
+// and a butterfly whose first timing is over `give_up` times the best gets no more repetitions
+// (P2P always gets them all). The skip steps build on the fastest butterfly timed, never on P2P.
 class AdaptiveSearch {
  public:
   using Same = std::function<bool(std::uint64_t, std::uint64_t)>;  // equal schedules?
+  using CanWin = std::function<bool(std::uint64_t mask, const std::vector<AdaptiveTrial>& trials, double best_s)>;
   AdaptiveSearch(int kernel_stages, int repetitions, Same same);
+  // Before the first record(). `give_up` <= 1: every candidate gets all its repetitions.
+  void prune(CanWin can_win, double give_up = 0);
   bool done() const { return step_ > stages_ + 1; }
   std::uint64_t candidate() const { return candidate_; }
   void record(double seconds);
-  std::uint64_t best() const { return accepted_; }  // the fastest accepted so far
+  std::uint64_t best() const { return best_; }  // the fastest timed so far
   const std::vector<AdaptiveTrial>& trials() const { return trials_; }
+  const std::vector<std::uint64_t>& pruned() const { return pruned_; }  // passed over untimed
 
  private:
   void advance();
+  bool p2p_step(int step) const { return prune_ ? step == 0 : step == stages_ + 1; }
   int stages_, reps_;
   Same same_;
-  std::uint64_t all_ = 0, candidate_ = 0, accepted_ = 0;
+  CanWin can_win_;
+  bool prune_ = false;
+  double give_up_ = 0;
+  std::uint64_t all_ = 0, candidate_ = 0, base_ = 0, best_ = 0;
   int step_ = 0, reps_done_ = 0;
-  double best_now_ = 1e300, accepted_s_ = 1e300;
+  double best_now_ = 1e300, base_s_ = 1e300, best_s_ = 1e300;
   std::vector<AdaptiveTrial> trials_;
+  std::vector<std::uint64_t> pruned_;
 };
 
 // The plan's fingerprint: a 128-bit hash of every rank's segments, combined over the ranks

@@ -3,8 +3,14 @@
 //
 // Built collectively with a distributed directory: the global index space is cut into one
 // contiguous bucket per rank; sources and destinations tell each bucket owner what they hold
-// there, the owner matches them and tells both sides. No rank ever holds all global indices;
-// set-up memory per rank is O(n/p + what the rank itself exchanges).
+// there, the owner answers each destination with the source rank and offset of every index it
+// asked about, and the destination forms the runs and tells each source its side. No rank ever
+// holds all global indices; set-up memory per rank is O(n/p + what the rank itself exchanges).
+//
+// The layout is fixed (tests/test_plan.cpp checks it against a serial rule): a pair's elements
+// travel bucket after bucket (bucket b = [b*n/p, (b+1)*n/p)), in the destination's local order
+// within a bucket, cut greedily into runs that are arithmetic on both sides (a run's second
+// element fixes both strides; no run spans two buckets).
 #pragma once
 
 #include <mpi.h>
@@ -68,10 +74,10 @@ struct PlanStats {
 
 // Seconds this rank spent in each set-up phase.
 struct PlanTimers {
-  double cut_s = 0;       // cutting runs at directory bucket boundaries
-  double to_dir_s = 0;    // all-to-all of the pieces to the directory
-  double match_s = 0;     // matching sources and destinations in this rank's bucket
-  double replies_s = 0;   // all-to-all of the matched runs back, grouped per peer
+  double cut_s = 0;       // cutting runs at directory bucket boundaries, laying out the requests
+  double to_dir_s = 0;    // all-to-all of the requests to the directory
+  double match_s = 0;     // the directory: owners of this rank's bucket, answers per destination
+  double replies_s = 0;   // answers back, runs formed per source, their source side sent out
 };
 
 class Plan {

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "common/mpi_util.hpp"
@@ -94,6 +96,170 @@ AdaptiveSearch::Same same_schedule(const ButterflyRouting& routing) {
   return [&routing](std::uint64_t a, std::uint64_t b) { return routing.stage_hops(a) == routing.stage_hops(b); };
 }
 
+// The alpha-beta estimate of a candidate, for AdaptiveSearch::prune: per stage, the busiest
+// rank's messages and elements (sent plus received), summed over the stages. Built from every
+// rank's flows (one allgather of (receiver, count) pairs) with butterfly::all_messages, the
+// simulator's view of ButterflyRouting::schedule, so every rank computes the same numbers and
+// prunes alike. The flows, the element bytes and the communicator's members are also the
+// pattern's signature under which the trials are remembered (see Trials below).
+class Estimate {
+ public:
+  explicit Estimate(const Plan& plan) : ranks_(plan.size()) {
+    std::vector<i64> mine;
+    for (const PeerSegments& ps : plan.sends())
+      if (ps.peer != plan.rank() && ps.count() > 0) mine.insert(mine.end(), {ps.peer, ps.count()});
+    std::vector<int> displs;
+    const std::vector<int> counts =
+        detail::allgather_counts(static_cast<int>(mine.size()), plan.comm(), displs, "adaptive estimate");
+    std::vector<i64> all(static_cast<std::size_t>(displs.back() + counts.back()));
+    check_mpi(MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, all.data(), counts.data(),
+                             displs.data(), MPI_INT64_T, plan.comm()),
+              "MPI_Allgatherv");
+    signature_ = mix(0x7061747465726eULL, static_cast<std::uint64_t>(ranks_));
+    for (int r = 0; r < ranks_; ++r)
+      for (int k = 0; k < counts[static_cast<std::size_t>(r)]; k += 2) {
+        const std::size_t at = static_cast<std::size_t>(displs[static_cast<std::size_t>(r)] + k);
+        flows_.push_back({r, static_cast<int>(all[at]), all[at + 1]});
+        signature_ = mix(mix(mix(signature_, static_cast<std::uint64_t>(r)), static_cast<std::uint64_t>(all[at])),
+                         static_cast<std::uint64_t>(all[at + 1]));
+      }
+    // Which processes: the same pattern on other ranks of the machine may time differently.
+    MPI_Group group, world;
+    MPI_Comm_group(plan.comm(), &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    std::vector<int> members(static_cast<std::size_t>(ranks_)), in_world(members.size());
+    for (int r = 0; r < ranks_; ++r) members[static_cast<std::size_t>(r)] = r;
+    MPI_Group_translate_ranks(group, ranks_, members.data(), world, in_world.data());
+    for (int w : in_world) signature_ = mix(signature_, static_cast<std::uint64_t>(static_cast<std::int64_t>(w)));
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
+  }
+  std::uint64_t signature() const { return signature_; }
+
+  // Whether `mask` could beat `best_s`: alpha and beta >= 0 fitted to the trials by least
+  // squares (two trials at least, the full butterfly and P2P), the estimate within kMargin of
+  // the best. Without a fit every candidate can win.
+  bool can_win(std::uint64_t mask, const std::vector<AdaptiveTrial>& trials, double best_s) const {
+    double mm = 0, me = 0, ee = 0, mt = 0, et = 0;
+    for (const AdaptiveTrial& t : trials) {
+      const Load l = load(t.skip_mask);
+      mm += l.messages * l.messages;
+      me += l.messages * l.elements;
+      ee += l.elements * l.elements;
+      mt += l.messages * t.seconds;
+      et += l.elements * t.seconds;
+    }
+    if (trials.size() < 2 || mm <= 0 || ee <= 0) return true;
+    double alpha = 0, beta = 0;
+    const double det = mm * ee - me * me;
+    if (det > 1e-9 * mm * ee) {
+      alpha = (mt * ee - et * me) / det;
+      beta = (et * mm - mt * me) / det;
+    }
+    if (!(det > 1e-9 * mm * ee) || alpha < 0 || beta < 0) {
+      // One term only: the one that fits better.
+      auto residual = [&](double a, double b) {
+        double r = 0;
+        for (const AdaptiveTrial& t : trials) {
+          const Load l = load(t.skip_mask);
+          r += (a * l.messages + b * l.elements - t.seconds) * (a * l.messages + b * l.elements - t.seconds);
+        }
+        return r;
+      };
+      const double a_only = std::max(0.0, mt / mm), b_only = std::max(0.0, et / ee);
+      if (residual(a_only, 0) <= residual(0, b_only)) { alpha = a_only; beta = 0; }
+      else { alpha = 0; beta = b_only; }
+    }
+    const Load c = load(mask);
+    return alpha * c.messages + beta * c.elements < (1 + kMargin) * best_s;
+  }
+
+ private:
+  static constexpr double kMargin = 0.2;  // the estimate is rough: keep what is nearly as good
+  struct Load {
+    double messages = 0, elements = 0;
+  };
+  Load load(std::uint64_t mask) const {
+    auto it = loads_.find(mask);
+    if (it != loads_.end()) return it->second;
+    int stages = 1;
+    const std::vector<butterfly::StageMessage> msgs = butterfly::all_messages(ranks_, flows_, mask, &stages);
+    Load total;
+    std::vector<double> m(static_cast<std::size_t>(ranks_)), e(m.size());
+    auto close_stage = [&] {
+      total.messages += *std::max_element(m.begin(), m.end());
+      total.elements += *std::max_element(e.begin(), e.end());
+      std::fill(m.begin(), m.end(), 0.0);
+      std::fill(e.begin(), e.end(), 0.0);
+    };
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+      if (i > 0 && msgs[i].stage != msgs[i - 1].stage) close_stage();
+      for (int r : {msgs[i].from, msgs[i].to}) {
+        m[static_cast<std::size_t>(r)] += 1;
+        e[static_cast<std::size_t>(r)] += static_cast<double>(msgs[i].count);
+      }
+    }
+    if (!msgs.empty()) close_stage();
+    return loads_[mask] = total;
+  }
+  int ranks_;
+  std::vector<butterfly::Flow> flows_;
+  std::uint64_t signature_ = 0;
+  mutable std::map<std::uint64_t, Load> loads_;
+};
+
+// A candidate far behind the best after one timing gets no more repetitions.
+constexpr double kGiveUp = 2.0;
+
+// The trials of every search this process made, per (pattern signature, bytes per element): a
+// second field with the same pattern replays them instead of timing again (every rank holds
+// the same trials, the slowest rank's times, so every rank replays alike; a rank that lacks
+// them makes all time afresh).
+class Trials {
+ public:
+  // This process's trials (local: the caller agrees on a hit).
+  static std::optional<std::vector<AdaptiveTrial>> mine(std::uint64_t signature, int bytes) {
+    std::lock_guard lock(mutex());
+    auto it = memo().find({signature, bytes});
+    if (it == memo().end()) return std::nullopt;
+    return it->second;
+  }
+  // Collective: the trials when every rank of comm has them.
+  static std::optional<std::vector<AdaptiveTrial>> find(std::uint64_t signature, int bytes, MPI_Comm comm) {
+    std::optional<std::vector<AdaptiveTrial>> mine = Trials::mine(signature, bytes);
+    int have = mine ? 1 : 0, all = 0;
+    check_mpi(MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+    if (!all) return std::nullopt;
+    return mine;
+  }
+  static void keep(std::uint64_t signature, int bytes, const std::vector<AdaptiveTrial>& trials) {
+    std::lock_guard lock(mutex());
+    memo()[{signature, bytes}] = trials;
+  }
+
+ private:
+  static std::map<std::pair<std::uint64_t, int>, std::vector<AdaptiveTrial>>& memo() {
+    static std::map<std::pair<std::uint64_t, int>, std::vector<AdaptiveTrial>> m;
+    return m;
+  }
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+};
+
+// Feeds remembered trials to a fresh search; true when they decided it (false: time the rest).
+bool replay(AdaptiveSearch& tuner, const std::vector<AdaptiveTrial>& trials, int repetitions) {
+  while (!tuner.done()) {
+    auto it = std::find_if(trials.begin(), trials.end(),
+                           [&](const AdaptiveTrial& t) { return t.skip_mask == tuner.candidate(); });
+    if (it == trials.end()) return false;
+    for (int k = 0; k < std::max(1, repetitions) && tuner.candidate() == it->skip_mask && !tuner.done(); ++k)
+      tuner.record(it->seconds);
+  }
+  return true;
+}
+
 double timed_run(Exchange& ex, std::span<const Field> fields, MPI_Comm comm) {
   check_mpi(MPI_Barrier(comm), "MPI_Barrier");
   const double t0 = MPI_Wtime();
@@ -107,14 +273,22 @@ double timed_run(Exchange& ex, std::span<const Field> fields, MPI_Comm comm) {
 std::uint64_t tune_with_scratch(const Plan& plan, const ButterflyRouting& routing, int repetitions,
                                 std::vector<AdaptiveTrial>* trials = nullptr) {
   AdaptiveSearch tuner(routing.kernel_stages(), repetitions, same_schedule(routing));
+  const Estimate estimate(plan);
+  tuner.prune([&estimate](std::uint64_t m, const std::vector<AdaptiveTrial>& t, double best) {
+    return estimate.can_win(m, t, best);
+  }, kGiveUp);
+  const int bytes = static_cast<int>(sizeof(double));
+  if (const auto known = Trials::find(estimate.signature(), bytes, plan.comm())) replay(tuner, *known, repetitions);
   std::vector<double> src(static_cast<std::size_t>(plan.src_size())), dst(static_cast<std::size_t>(plan.dst_size()));
   const Field field(src, dst);
+  const bool timed = !tuner.done();
   while (!tuner.done()) {
     const std::uint64_t mask = tuner.candidate();
     Exchange ex(routing.schedule(mask), plan.comm(), {Type::f64});
     ex.run({field});  // first touch of its buffers, untimed: the scratch run is extra anyway
     while (!tuner.done() && tuner.candidate() == mask) tuner.record(timed_run(ex, std::span(&field, 1), plan.comm()));
   }
+  if (timed) Trials::keep(estimate.signature(), bytes, tuner.trials());
   if (trials) *trials = tuner.trials();
   return canonical(routing, tuner.best());
 }
@@ -127,26 +301,51 @@ AdaptiveSearch::AdaptiveSearch(int stages, int repetitions, Same same)
   if (stages_ == 0) step_ = stages_ + 2;  // nothing to choose: no kernel means P2P
 }
 
+void AdaptiveSearch::prune(CanWin can_win, double give_up) {
+  can_win_ = std::move(can_win);
+  prune_ = true;
+  give_up_ = give_up;
+  if (!done()) candidate_ = all_;  // P2P first: the baseline every other candidate must beat
+}
+
 void AdaptiveSearch::record(double seconds) {
   best_now_ = std::min(best_now_, seconds);
-  if (++reps_done_ < reps_) return;
+  // A butterfly already far behind the best after one timing cannot catch up by its minimum.
+  const bool behind = give_up_ > 1 && step_ > 0 && !p2p_step(step_) && best_now_ > give_up_ * best_s_;
+  if (++reps_done_ < reps_ && !behind) return;
   trials_.push_back({candidate_, best_now_});
-  if (step_ == 0 || best_now_ < accepted_s_) {
-    accepted_ = candidate_;
-    accepted_s_ = best_now_;
+  if (step_ == 0 || best_now_ < best_s_) {
+    best_ = candidate_;
+    best_s_ = best_now_;
+  }
+  // The skip steps build on the fastest butterfly (without pruning P2P comes last, so this is
+  // the fastest of all so far, as in Fig. 13).
+  if (!p2p_step(step_) && best_now_ < base_s_) {
+    base_ = candidate_;
+    base_s_ = best_now_;
   }
   advance();
 }
 
-// Moves to the next candidate that differs from what was measured.
+// Moves to the next candidate that differs from what was measured (and, with pruning, can win).
+// Steps without pruning: 0 the full butterfly, 1..L stage s - 1 skipped on top of the fastest
+// so far, L + 1 P2P. With pruning: 0 P2P, 1 the full butterfly, 2..L + 1 the skips.
 void AdaptiveSearch::advance() {
   reps_done_ = 0;
   best_now_ = 1e300;
   while (++step_ <= stages_ + 1) {
-    candidate_ = step_ <= stages_ ? accepted_ | (std::uint64_t{1} << (step_ - 1)) : all_;
+    const bool skip_step = prune_ ? step_ >= 2 : step_ <= stages_;
+    if (p2p_step(step_)) candidate_ = all_;
+    else if (!skip_step) candidate_ = 0;
+    else candidate_ = base_ | (std::uint64_t{1} << (prune_ ? step_ - 2 : step_ - 1));
     bool seen = false;
     for (const AdaptiveTrial& t : trials_) seen = seen || same_(t.skip_mask, candidate_);
-    if (!seen) return;
+    if (seen) continue;
+    if (prune_ && skip_step && can_win_ && !can_win_(candidate_, trials_, best_s_)) {
+      pruned_.push_back(candidate_);
+      continue;
+    }
+    return;
   }
 }
 
@@ -213,6 +412,7 @@ struct AdaptiveRedist::Impl {
   Plan plan;
   ButterflyRouting routing;
   AdaptiveSearch tuner;
+  Estimate estimate;
   AdaptiveChoice choice;
   bool tuned = false, looked_up = false;
   std::vector<Type> tuning_types;
@@ -224,7 +424,10 @@ struct AdaptiveRedist::Impl {
 
   Impl(const Decomp& src, const Decomp& dst, MPI_Comm comm, AdaptiveOptions o)
       : options(std::move(o)), plan(src, dst, comm, options.plan), routing(plan),
-        tuner(routing.kernel_stages(), options.repetitions, same_schedule(routing)) {
+        tuner(routing.kernel_stages(), options.repetitions, same_schedule(routing)), estimate(plan) {
+    tuner.prune([this](std::uint64_t m, const std::vector<AdaptiveTrial>& t, double best) {
+      return estimate.can_win(m, t, best);
+    }, kGiveUp);
     path = options.cache_file.empty()   ? detail::default_cache_path()
            : options.cache_file == "off" ? ""
                                          : options.cache_file;
@@ -243,7 +446,10 @@ struct AdaptiveRedist::Impl {
     tuned = true;
     choice.skip_mask = mask;
     choice.from_cache = from_cache;
-    if (!from_cache) choice.trials = tuner.trials();
+    if (!from_cache) {
+      choice.trials = tuner.trials();
+      choice.pruned = tuner.pruned();
+    }
     use(mask);
   }
   Exchange& exchange_for(const std::vector<Type>& types) {
@@ -271,10 +477,26 @@ void AdaptiveRedist::run(std::span<const Field> fields) {
     // The key needs the bytes per element, known only now; a hit ends tuning before it starts.
     x.looked_up = true;
     x.tuning_types = types;
-    x.key = key_for(x.plan, bytes);
-    if (!x.tuned)
-      if (const auto mask = agreed_lookup(x.plan.comm(), x.path, x.key, x.routing.kernel_stages()))
-        x.finish(*mask, true);
+    if (!x.tuned) {
+      // One agreement before any other: whether rank 0 keeps a cache file (only then the
+      // plan's fingerprint and the file are looked at), and whether every rank remembers this
+      // pattern's trials from an earlier search in this process.
+      const std::optional<std::vector<AdaptiveTrial>> known = Trials::mine(x.estimate.signature(), bytes);
+      int flags[2] = {x.plan.rank() == 0 && !x.path.empty() ? 1 : 0, known ? 0 : 1}, all[2] = {0, 0};
+      check_mpi(MPI_Allreduce(flags, all, 2, MPI_INT, MPI_MAX, x.plan.comm()), "MPI_Allreduce");
+      if (all[0]) {
+        x.key = key_for(x.plan, bytes);
+        if (const auto mask = agreed_lookup(x.plan.comm(), x.path, x.key, x.routing.kernel_stages()))
+          x.finish(*mask, true);
+      }
+      // The same pattern tuned earlier in this process: its trials decide, no run is timed.
+      if (!x.tuned && all[1] == 0 && replay(x.tuner, *known, x.options.repetitions)) {
+        x.finish(x.tuner.best(), false);
+        x.choice.reused = true;
+        store(x.plan.comm(), x.path, x.key, x.choice.skip_mask, x.routing.kernel_stages(), x.choice.trials);
+      }
+      if (!x.tuned) x.use(x.tuner.candidate());  // a partial replay moved the search on
+    }
   }
   if (x.tuned || types != x.tuning_types) {
     // Other field types while tuning go untimed with the candidate: their times are not comparable.
@@ -284,6 +506,7 @@ void AdaptiveRedist::run(std::span<const Field> fields) {
   x.tuner.record(timed_run(x.exchange_for(types), fields, x.plan.comm()));
   if (x.tuner.done()) {
     x.finish(x.tuner.best(), false);
+    Trials::keep(x.estimate.signature(), bytes, x.choice.trials);
     store(x.plan.comm(), x.path, x.key, x.choice.skip_mask, x.routing.kernel_stages(), x.choice.trials);
   } else {
     x.use(x.tuner.candidate());

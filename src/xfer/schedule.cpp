@@ -110,12 +110,14 @@ Schedule p2p_schedule(const Plan& plan) {
   for (const PeerSegments& ps : plan.sends()) {
     if (ps.peer == plan.rank()) { self_send = &ps; continue; }
     Message m{ps.peer, {}};
+    m.blocks.reserve(ps.segments.size());  // scattered plans have millions of segments
     for (const Segment& seg : ps.segments) m.blocks.push_back(block(Buffer::src, seg));
     stage.sends.push_back(std::move(m));
   }
   for (const PeerSegments& ps : plan.recvs()) {
     if (ps.peer == plan.rank()) { self_recv = &ps; continue; }
     Message m{ps.peer, {}};
+    m.blocks.reserve(ps.segments.size());
     for (const Segment& seg : ps.segments) m.blocks.push_back(block(Buffer::dst, seg));
     stage.recvs.push_back(std::move(m));
   }
