@@ -81,6 +81,7 @@ struct Remap::Setup {
   std::vector<i64> cptr;      // sum: per unique destination row, its contributions in z
   std::vector<i64> dst_slot;  // per destination element: its unique row (bfb/dst, sum)
   bool direct_rows = false;   // bfb/dst, destination elements = unique rows in order
+  bool direct_slots = false;  // destination elements = unique rows in order (dst_slot[j] = j)
   RemapStats st;
 
   void use_comm(MPI_Comm user) {
@@ -154,7 +155,7 @@ struct Remap::Impl {
   const std::vector<double>& w = s->w;
   const std::vector<i64>& cptr = s->cptr;
   const std::vector<i64>& dst_slot = s->dst_slot;
-  const bool direct_rows = s->direct_rows;
+  const bool direct_rows = s->direct_rows, direct_slots = s->direct_slots;
   Mover gather{s->gather.get()}, after{s->after.get()};
   std::vector<double> xbuf, ybuf, zbuf, ubuf;
   // The steps of run(), shared with the split-phase start()/finish().
@@ -165,6 +166,8 @@ struct Remap::Impl {
   void product(std::span<const RemapField> fields);
   void product_frac(std::span<const RemapField> fields);
   void finalize(std::span<const RemapField> fields);
+  void finalize_frac_sum(std::span<const RemapField> fields, std::size_t nu);
+  void copy_to_slots(std::span<const RemapField> fields, const double* rows, std::size_t nu, std::size_t step);
   bool started = false;     // split phase: start() called, finish() not yet
   // Fields with a fractional mask: during such a call, the fields are pairs [x, f] (both with
   // the field's dst), kept here so that a step allocates nothing.
@@ -235,8 +238,8 @@ void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
   const std::vector<i64> udst = sorted_unique(didx);
   dst_slot.resize(didx.size());
   for (std::size_t j = 0; j < didx.size(); ++j) dst_slot[j] = static_cast<i64>(position_in(udst, didx[j]));
-  direct_rows = opt.order == RemapOrder::bfb && opt.location == RemapLocation::dst && udst.size() == didx.size() &&
-                std::is_sorted(didx.begin(), didx.end());
+  direct_slots = udst.size() == didx.size() && std::is_sorted(didx.begin(), didx.end());
+  direct_rows = opt.order == RemapOrder::bfb && opt.location == RemapLocation::dst && direct_slots;
   if (opt.order == RemapOrder::bfb) setup_bfb(std::move(links), src, dst, udst);
   else setup_sum(std::move(links), src, dst, udst);
   st.links = static_cast<i64>(w.size());
@@ -699,6 +702,7 @@ void Remap::Impl::finalize(std::span<const RemapField> fields) {
     nu = cptr.empty() ? 0 : cptr.size() - 1;
     ubuf.resize(nf * nu);
     const i64* cp = cptr.data();
+    if (frac) return finalize_frac_sum(fields, nu);
     for (std::size_t f = 0; f < nf; ++f) {
       const double* z = zbuf.data() + f * nz;
       double* u = ubuf.data() + f * nu;
@@ -709,23 +713,46 @@ void Remap::Impl::finalize(std::span<const RemapField> fields) {
         u[r] = b == e ? opt.unmapped_value : s;
       }
     }
-    // With a fractional mask each pair's rows are complete now: divided in place.
-    if (frac)
-      for (std::size_t f = 0; f < nf; f += 2) {
-        double* u = ubuf.data() + f * nu;
-        divide_rows(u, u + nu, u, nu);
-      }
     rows = ubuf.data();
   }
-  // With a fractional mask, the divided rows of pair f/2: at f (sum) or f/2 (bfb) in `rows`.
+  // With a fractional mask (bfb), the divided rows of pair f/2 at f/2 in `rows`.
   const std::size_t step = frac ? 2 : 1;
-  const bool halved = frac && opt.order == RemapOrder::bfb;
+  copy_to_slots(fields, rows, nu, step);
+}
+
+// Each destination element of field f (every step-th) takes its row's value, from row block
+// f / step of `rows` (nu rows each).
+void Remap::Impl::copy_to_slots(std::span<const RemapField> fields, const double* rows, std::size_t nu,
+                                std::size_t step) {
   const i64* slot = dst_slot.data();
-  for (std::size_t f = 0; f < nf; f += step) {
-    const double* from = rows + (halved ? f / 2 : f) * nu;
+  for (std::size_t f = 0; f < fields.size(); f += step) {
+    const double* from = rows + f / step * nu;
     double* d = fields[f].dst.data();
     for (std::size_t j = 0; j < dst_slot.size(); ++j) d[j] = from[slot[j]];
   }
+}
+
+// sum with a fractional mask: each pair's two rows added in one pass over the contributions
+// (the same order as each alone), then divided, straight into the field when its elements are
+// the rows in order (no copy to the slots).
+void Remap::Impl::finalize_frac_sum(std::span<const RemapField> fields, std::size_t nu) {
+  const std::size_t np = fields.size() / 2, nz = static_cast<std::size_t>(z_size);
+  const i64* cp = cptr.data();
+  const double unmapped = opt.unmapped_value;
+  for (std::size_t v = 0; v < np; ++v) {
+    const double *z0 = zbuf.data() + 2 * v * nz, *z1 = z0 + nz;
+    double *u0 = ubuf.data() + 2 * v * nu, *u1 = u0 + nu;
+    for (std::size_t r = 0; r < nu; ++r) {
+      const i64 b = cp[r], e = cp[r + 1];
+      double s0 = 0.0, s1 = 0.0;
+      for (i64 k = b; k < e; ++k) s0 += z0[k], s1 += z1[k];
+      u0[r] = b == e ? unmapped : s0;
+      u1[r] = b == e ? unmapped : s1;
+    }
+    // Divided rows: at pair v's first block of ubuf, which copy_to_slots reads with step 2.
+    divide_rows(u0, u1, direct_slots ? fields[2 * v].dst.data() : ubuf.data() + v * nu, nu);
+  }
+  if (!direct_slots) copy_to_slots(fields, ubuf.data(), nu, 2);
 }
 
 }  // namespace estuary
