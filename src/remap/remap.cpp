@@ -174,6 +174,8 @@ struct Remap::Impl {
   bool frac = false;
   std::vector<RemapField> pairs;
   std::vector<double> dbuf;  // bfb: a pair's two rows before the division
+  std::vector<double> wsum;  // row_sums()
+  const std::vector<double>& row_sums();
   struct FracCall {
     Impl& im;
     FracCall(Impl& i, std::span<const RemapFracField> fields) : im(i) {
@@ -575,16 +577,35 @@ template <class A, class B, class Put>
 void two_rows(const std::vector<i64>& ptr, const std::vector<double>& w, const std::vector<std::uint32_t>& xi,
               double unmapped, const A& a, const B& b, const Put& put) {
   const std::size_t ny = ptr.size() - 1;
+  // Raw pointers held in registers: `put` stores doubles, after which the compiler would
+  // otherwise reload the vectors' data pointers every row.
+  const i64* const pp = ptr.data();
+  const double* const wp = w.data();
+  const std::uint32_t* const xp = xi.data();
   for (std::size_t r = 0; r < ny; ++r) {
-    const i64 first = ptr[r], end = ptr[r + 1];
+    const i64 first = pp[r], end = pp[r + 1];
     double s0 = 0.0, s1 = 0.0;
     for (i64 k = first; k < end; ++k) {
-      const double wk = w[static_cast<std::size_t>(k)];
-      const std::uint32_t j = xi[static_cast<std::size_t>(k)];
+      const double wk = wp[k];
+      const std::uint32_t j = xp[k];
       s0 += wk * a(j);
       s1 += wk * b(j);
     }
     put(r, first == end ? unmapped : s0, first == end ? unmapped : s1);
+  }
+}
+
+// One row per pass: y[r] = sum of w x(j) over the row's links, in link order; the unmapped
+// value for a row without links.
+template <class X>
+void one_row(const std::vector<i64>& ptr, const std::vector<double>& w, const std::vector<std::uint32_t>& xi,
+             double unmapped, const X& x, double* y) {
+  const std::size_t ny = ptr.size() - 1;
+  for (std::size_t r = 0; r < ny; ++r) {
+    const i64 b = ptr[r], e = ptr[r + 1];
+    double s = 0.0;
+    for (i64 k = b; k < e; ++k) s += w[static_cast<std::size_t>(k)] * x(xi[static_cast<std::size_t>(k)]);
+    y[r] = b == e ? unmapped : s;
   }
 }
 
@@ -656,14 +677,18 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
   }
   for (std::size_t f = f0; f < nf; ++f) {
     const double* x = src_of(f);
-    double* y = dst_of(f);
-    for (std::size_t r = 0; r < ny; ++r) {
-      const i64 b = ptr[r], e = ptr[r + 1];
-      double s = 0.0;
-      for (i64 k = b; k < e; ++k) s += w[static_cast<std::size_t>(k)] * x[xi[static_cast<std::size_t>(k)]];
-      y[r] = b == e ? opt.unmapped_value : s;
-    }
+    one_row(ptr, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, dst_of(f));
   }
+}
+
+// The rows of W 1, each summed in link order (the unmapped value for a row without links):
+// W f for fractions that are all 1. Formed at the first need, kept.
+const std::vector<double>& Remap::Impl::row_sums() {
+  if (wsum.empty() && !ptr.empty()) {
+    wsum.resize(ptr.size() - 1);
+    one_row(ptr, w, xi, opt.unmapped_value, [](std::uint32_t) { return 1.0; }, wsum.data());
+  }
+  return wsum;
 }
 
 // Pairs [x, f] (fractional masks): one pass over the links forms both rows, W (f x) with each
@@ -672,6 +697,9 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
 // measured faster than forming f x per source value first). bfb rows are complete here:
 // divided (divide_rows) into the field (rows = elements) or ybuf (one value per row and field,
 // which bfb at src moves); sum keeps both partial rows in ybuf.
+// A pair whose fractions are all 1 here takes one column instead of two: then f x = x and each
+// link's w f = w exactly, so W (f x) = W x and W f = the row sums of the weights (row_sums),
+// the same bits; the check is one pass over the fractions, stopping at the first that is not 1.
 void Remap::Impl::product_frac(std::span<const RemapField> fields) {
   const std::size_t np = fields.size() / 2, nx = static_cast<std::size_t>(x_size), ny = ptr.size() - 1;
   const bool divide = opt.order == RemapOrder::bfb;
@@ -682,9 +710,16 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
     const double *x = src_of(2 * v), *fr = src_of(2 * v + 1);
     double* y0 = divide ? dbuf.data() : ybuf.data() + 2 * v * ny;
     double* y1 = y0 + ny;
+    if (std::all_of(fr, fr + nx, [](double q) { return q == 1.0; })) {
+      one_row(ptr, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, y0);
+      const std::vector<double>& ws = row_sums();
+      if (divide) divide_rows(y0, ws.data(), direct_rows ? fields[2 * v].dst.data() : ybuf.data() + v * ny, ny);
+      else std::copy(ws.begin(), ws.end(), y1);
+      continue;
+    }
     two_rows(
-        ptr, w, xi, opt.unmapped_value, [&](std::uint32_t j) { return fr[j] * x[j]; },
-        [&](std::uint32_t j) { return fr[j]; }, [&](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
+        ptr, w, xi, opt.unmapped_value, [x, fr](std::uint32_t j) { return fr[j] * x[j]; },
+        [fr](std::uint32_t j) { return fr[j]; }, [y0, y1](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
     if (divide) divide_rows(y0, y1, direct_rows ? fields[2 * v].dst.data() : ybuf.data() + v * ny, ny);
   }
 }
