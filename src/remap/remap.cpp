@@ -693,8 +693,7 @@ const std::vector<double>& Remap::Impl::row_sums() {
 
 // Pairs [x, f] (fractional masks): one pass over the links forms both rows, W (f x) with each
 // link's f x rounded as the product formed beforehand would be (f x, then times the weight),
-// and W f, each summed in link order: the same bits as a run of the two fields [f x, f] (and
-// measured faster than forming f x per source value first). bfb rows are complete here:
+// and W f, each summed in link order: the same bits as a run of the two fields [f x, f]. bfb rows are complete here:
 // divided (divide_rows) into the field (rows = elements) or ybuf (one value per row and field,
 // which bfb at src moves); sum keeps both partial rows in ybuf.
 // A pair whose fractions are all 1 here takes one column instead of two: then f x = x and each
@@ -717,9 +716,17 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
       else std::copy(ws.begin(), ws.end(), y1);
       continue;
     }
-    two_rows(
-        ptr, w, xi, opt.unmapped_value, [x, fr](std::uint32_t j) { return fr[j] * x[j]; },
-        [fr](std::uint32_t j) { return fr[j]; }, [y0, y1](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
+    const auto f = [fr](std::uint32_t j) { return fr[j]; };
+    const auto put = [y0, y1](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; };
+    if (gather) {
+      // f x formed once per gathered source value, in place of x in this handle's copy (one
+      // vectorised pass; each value serves several links), the same product as per link.
+      double* gx = xbuf.data() + 2 * v * nx;
+      for (std::size_t i = 0; i < nx; ++i) gx[i] = fr[i] * gx[i];
+      two_rows(ptr, w, xi, opt.unmapped_value, [gx](std::uint32_t j) { return gx[j]; }, f, put);
+    } else {  // the caller's x: f x per link
+      two_rows(ptr, w, xi, opt.unmapped_value, [x, fr](std::uint32_t j) { return fr[j] * x[j]; }, f, put);
+    }
     if (divide) divide_rows(y0, y1, direct_rows ? fields[2 * v].dst.data() : ybuf.data() + v * ny, ny);
   }
 }
