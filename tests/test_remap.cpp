@@ -221,6 +221,9 @@ TEST(Remap, LinksInMemory) {
 // [f x, f], the division W (f x) / W f, 0 where W f = 0), for every mode and decomposition pair
 // (halos, empty ranks), rows without links (unmapped value -5: 1 after the division, as before;
 // 0: W f = 0, hence 0) and fractions 0, 1 and between; by run() and by start()/finish().
+// Second pattern: field 0's fractions 1 everywhere and field 1's 1 on the first half of the
+// source points, so that every rank takes the one-column form for field 0 and some ranks for
+// field 1 (where they hold only links from the first half), others not.
 TEST(Remap, FractionalMaskFusedIsBitIdentical) {
   const int p = etest::world_size(), r = etest::world_rank();
   const i64 na = 53, nb = 41, L = 300;
@@ -233,49 +236,53 @@ TEST(Remap, FractionalMaskFusedIsBitIdentical) {
     const auto u = static_cast<std::size_t>(k);
     mine.add(all.row[u], all.col[u], all.weight[u]);
   }
-  std::vector<double> x[2], f[2];
-  for (int v = 0; v < 2; ++v)
-    for (i64 g = 0; g < na; ++g) {
-      x[v].push_back(1.0 + 0.1 * static_cast<double>(g) + 1.0 / (3.0 + static_cast<double>(g + v)));
-      const i64 m = (g + v) % 5;
-      f[v].push_back(m == 0 ? 0.0 : m == 1 ? 1.0 : 0.1 + 0.13 * static_cast<double>((g * 7 + v) % 6));
-    }
   bool ok = true;
   int case_no = 0;
-  for (const auto& [sk, dk] : rtest::decomp_pairs()) {
-    ++case_no;
-    for (const rtest::Mode& mode : rtest::modes()) {
-      const estuary::Decomp src = rtest::decomp(sk, na, p, r), dst = rtest::decomp(dk, nb, p, r);
-      Remap rm = remap_in(mode, mine, src, dst, ++case_no % 2 ? 0.0 : -5.0);  // every mode both ways
-      rm.prepare(2);
-      rm.prepare(4);
-      const std::size_t ns = static_cast<std::size_t>(src.size()), nd = static_cast<std::size_t>(dst.size());
-      std::vector<double> xs[2], fs[2], fx[2], yy[4], want[2], got[2], split[2];
-      std::vector<estuary::RemapField> two;
-      std::vector<estuary::RemapFracField> frac, frac_split;
-      for (int v = 0; v < 2; ++v) {
-        xs[v] = rtest::pick(x[v], src), fs[v] = rtest::pick(f[v], src);
-        fx[v].resize(ns);
-        for (std::size_t i = 0; i < ns; ++i) fx[v][i] = fs[v][i] * xs[v][i];
-        want[v].assign(nd, 0.0), got[v].assign(nd, 0.0), split[v].assign(nd, 0.0);
+  for (int pattern = 0; pattern < 2; ++pattern) {
+    std::vector<double> x[2], f[2];
+    for (int v = 0; v < 2; ++v)
+      for (i64 g = 0; g < na; ++g) {
+        x[v].push_back(1.0 + 0.1 * static_cast<double>(g) + 1.0 / (3.0 + static_cast<double>(g + v)));
+        const i64 m = (g + v) % 5;
+        const double mixed = m == 0 ? 0.0 : m == 1 ? 1.0 : 0.1 + 0.13 * static_cast<double>((g * 7 + v) % 6);
+        f[v].push_back(pattern == 0 ? mixed : v == 0 || g < na / 2 ? 1.0 : mixed);
       }
-      for (auto& y : yy) y.assign(nd, 0.0);
-      for (int v = 0; v < 2; ++v) two.push_back({fx[v], yy[2 * v]}), two.push_back({fs[v], yy[2 * v + 1]});
-      rm.run(two);
-      for (int v = 0; v < 2; ++v)
-        for (std::size_t j = 0; j < nd; ++j) want[v][j] = yy[2 * v + 1][j] != 0.0 ? yy[2 * v][j] / yy[2 * v + 1][j] : 0.0;
-      for (int v = 0; v < 2; ++v) frac.push_back({xs[v], fs[v], got[v]}), frac_split.push_back({xs[v], fs[v], split[v]});
-      rm.run(frac);
-      rm.start(frac_split);
-      rm.finish(frac_split);
-      for (int v = 0; v < 2; ++v)
-        for (std::size_t j = 0; j < nd; ++j) {
-          const bool same = etest::same_bits(got[v][j], want[v][j]) && etest::same_bits(split[v][j], want[v][j]);
-          if (!same && ok)
-            ADD_FAILURE() << mode.name() << " " << sk << "->" << dk << " field " << v << " element " << j << ": " << got[v][j]
-                          << " (split " << split[v][j] << "), unfused " << want[v][j];
-          ok = ok && same;
+    for (const auto& [sk, dk] : rtest::decomp_pairs()) {
+      ++case_no;
+      for (const rtest::Mode& mode : rtest::modes()) {
+        const estuary::Decomp src = rtest::decomp(sk, na, p, r), dst = rtest::decomp(dk, nb, p, r);
+        Remap rm = remap_in(mode, mine, src, dst, ++case_no % 2 ? 0.0 : -5.0);  // every mode both ways
+        rm.prepare(2);
+        rm.prepare(4);
+        const std::size_t ns = static_cast<std::size_t>(src.size()), nd = static_cast<std::size_t>(dst.size());
+        std::vector<double> xs[2], fs[2], fx[2], yy[4], want[2], got[2], split[2];
+        std::vector<estuary::RemapField> two;
+        std::vector<estuary::RemapFracField> frac, frac_split;
+        for (int v = 0; v < 2; ++v) {
+          xs[v] = rtest::pick(x[v], src), fs[v] = rtest::pick(f[v], src);
+          fx[v].resize(ns);
+          for (std::size_t i = 0; i < ns; ++i) fx[v][i] = fs[v][i] * xs[v][i];
+          want[v].assign(nd, 0.0), got[v].assign(nd, 0.0), split[v].assign(nd, 0.0);
         }
+        for (auto& y : yy) y.assign(nd, 0.0);
+        for (int v = 0; v < 2; ++v) two.push_back({fx[v], yy[2 * v]}), two.push_back({fs[v], yy[2 * v + 1]});
+        rm.run(two);
+        for (int v = 0; v < 2; ++v)
+          for (std::size_t j = 0; j < nd; ++j) want[v][j] = yy[2 * v + 1][j] != 0.0 ? yy[2 * v][j] / yy[2 * v + 1][j] : 0.0;
+        for (int v = 0; v < 2; ++v) frac.push_back({xs[v], fs[v], got[v]}), frac_split.push_back({xs[v], fs[v], split[v]});
+        rm.run(frac);
+        rm.start(frac_split);
+        rm.finish(frac_split);
+        for (int v = 0; v < 2; ++v)
+          for (std::size_t j = 0; j < nd; ++j) {
+            const bool same = etest::same_bits(got[v][j], want[v][j]) && etest::same_bits(split[v][j], want[v][j]);
+            if (!same && ok)
+              ADD_FAILURE() << "fraction pattern " << pattern << ", " << mode.name() << " " << sk << "->" << dk
+                            << " field " << v << " element " << j << ": " << got[v][j] << " (split " << split[v][j]
+                            << "), unfused " << want[v][j];
+            ok = ok && same;
+          }
+      }
     }
   }
   EXPECT_TRUE(etest::all_ok(ok));

@@ -105,9 +105,10 @@ class Remap {
 
   // Collective. Fields with a fractional mask: the same values as run() of the two fields
   // [f x, f] followed by the division, bit for bit, in fewer passes: x and f travel (as two
-  // fields would), f x is formed in the product's pass over the links (which forms W (f x) and
-  // W f together), and the division is done where each row is complete (at src with bfb before
-  // the results travel, so that one value per row moves, not two).
+  // fields would), f x is formed once per gathered source value (or per link where nothing is
+  // gathered), one pass over the links forms W (f x) and W f together, and the division is done
+  // where each row is complete (at src with bfb before the results travel, so that one value per
+  // row moves, not two). A rank whose fractions are all 1 forms W x alone (W f: the row sums).
   void run(std::span<const RemapFracField> fields);
   // Split-phase form, for coupling, where the two sides reach the exchange at different times.
   // start() does the source side's share (products at src, moves among the source ranks) and

@@ -81,6 +81,7 @@ struct Remap::Setup {
   std::vector<i64> cptr;      // sum: per unique destination row, its contributions in z
   std::vector<i64> dst_slot;  // per destination element: its unique row (bfb/dst, sum)
   bool direct_rows = false;   // bfb/dst, destination elements = unique rows in order
+  bool direct_slots = false;  // destination elements = unique rows in order (dst_slot[j] = j)
   RemapStats st;
 
   void use_comm(MPI_Comm user) {
@@ -154,7 +155,7 @@ struct Remap::Impl {
   const std::vector<double>& w = s->w;
   const std::vector<i64>& cptr = s->cptr;
   const std::vector<i64>& dst_slot = s->dst_slot;
-  const bool direct_rows = s->direct_rows;
+  const bool direct_rows = s->direct_rows, direct_slots = s->direct_slots;
   Mover gather{s->gather.get()}, after{s->after.get()};
   std::vector<double> xbuf, ybuf, zbuf, ubuf;
   // The steps of run(), shared with the split-phase start()/finish().
@@ -165,12 +166,16 @@ struct Remap::Impl {
   void product(std::span<const RemapField> fields);
   void product_frac(std::span<const RemapField> fields);
   void finalize(std::span<const RemapField> fields);
+  void finalize_frac_sum(std::span<const RemapField> fields, std::size_t nu);
+  void copy_to_slots(std::span<const RemapField> fields, const double* rows, std::size_t nu, std::size_t step);
   bool started = false;     // split phase: start() called, finish() not yet
   // Fields with a fractional mask: during such a call, the fields are pairs [x, f] (both with
   // the field's dst), kept here so that a step allocates nothing.
   bool frac = false;
   std::vector<RemapField> pairs;
   std::vector<double> dbuf;  // bfb: a pair's two rows before the division
+  std::vector<double> wsum;  // row_sums()
+  const std::vector<double>& row_sums();
   struct FracCall {
     Impl& im;
     FracCall(Impl& i, std::span<const RemapFracField> fields) : im(i) {
@@ -235,8 +240,8 @@ void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
   const std::vector<i64> udst = sorted_unique(didx);
   dst_slot.resize(didx.size());
   for (std::size_t j = 0; j < didx.size(); ++j) dst_slot[j] = static_cast<i64>(position_in(udst, didx[j]));
-  direct_rows = opt.order == RemapOrder::bfb && opt.location == RemapLocation::dst && udst.size() == didx.size() &&
-                std::is_sorted(didx.begin(), didx.end());
+  direct_slots = udst.size() == didx.size() && std::is_sorted(didx.begin(), didx.end());
+  direct_rows = opt.order == RemapOrder::bfb && opt.location == RemapLocation::dst && direct_slots;
   if (opt.order == RemapOrder::bfb) setup_bfb(std::move(links), src, dst, udst);
   else setup_sum(std::move(links), src, dst, udst);
   st.links = static_cast<i64>(w.size());
@@ -572,16 +577,35 @@ template <class A, class B, class Put>
 void two_rows(const std::vector<i64>& ptr, const std::vector<double>& w, const std::vector<std::uint32_t>& xi,
               double unmapped, const A& a, const B& b, const Put& put) {
   const std::size_t ny = ptr.size() - 1;
+  // Raw pointers held in registers: `put` stores doubles, after which the compiler would
+  // otherwise reload the vectors' data pointers every row.
+  const i64* const pp = ptr.data();
+  const double* const wp = w.data();
+  const std::uint32_t* const xp = xi.data();
   for (std::size_t r = 0; r < ny; ++r) {
-    const i64 first = ptr[r], end = ptr[r + 1];
+    const i64 first = pp[r], end = pp[r + 1];
     double s0 = 0.0, s1 = 0.0;
     for (i64 k = first; k < end; ++k) {
-      const double wk = w[static_cast<std::size_t>(k)];
-      const std::uint32_t j = xi[static_cast<std::size_t>(k)];
+      const double wk = wp[k];
+      const std::uint32_t j = xp[k];
       s0 += wk * a(j);
       s1 += wk * b(j);
     }
     put(r, first == end ? unmapped : s0, first == end ? unmapped : s1);
+  }
+}
+
+// One row per pass: y[r] = sum of w x(j) over the row's links, in link order; the unmapped
+// value for a row without links.
+template <class X>
+void one_row(const std::vector<i64>& ptr, const std::vector<double>& w, const std::vector<std::uint32_t>& xi,
+             double unmapped, const X& x, double* y) {
+  const std::size_t ny = ptr.size() - 1;
+  for (std::size_t r = 0; r < ny; ++r) {
+    const i64 b = ptr[r], e = ptr[r + 1];
+    double s = 0.0;
+    for (i64 k = b; k < e; ++k) s += w[static_cast<std::size_t>(k)] * x(xi[static_cast<std::size_t>(k)]);
+    y[r] = b == e ? unmapped : s;
   }
 }
 
@@ -653,22 +677,28 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
   }
   for (std::size_t f = f0; f < nf; ++f) {
     const double* x = src_of(f);
-    double* y = dst_of(f);
-    for (std::size_t r = 0; r < ny; ++r) {
-      const i64 b = ptr[r], e = ptr[r + 1];
-      double s = 0.0;
-      for (i64 k = b; k < e; ++k) s += w[static_cast<std::size_t>(k)] * x[xi[static_cast<std::size_t>(k)]];
-      y[r] = b == e ? opt.unmapped_value : s;
-    }
+    one_row(ptr, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, dst_of(f));
   }
+}
+
+// The rows of W 1, each summed in link order (the unmapped value for a row without links):
+// W f for fractions that are all 1. Formed at the first need, kept.
+const std::vector<double>& Remap::Impl::row_sums() {
+  if (wsum.empty() && !ptr.empty()) {
+    wsum.resize(ptr.size() - 1);
+    one_row(ptr, w, xi, opt.unmapped_value, [](std::uint32_t) { return 1.0; }, wsum.data());
+  }
+  return wsum;
 }
 
 // Pairs [x, f] (fractional masks): one pass over the links forms both rows, W (f x) with each
 // link's f x rounded as the product formed beforehand would be (f x, then times the weight),
-// and W f, each summed in link order: the same bits as a run of the two fields [f x, f] (and
-// measured faster than forming f x per source value first). bfb rows are complete here:
+// and W f, each summed in link order: the same bits as a run of the two fields [f x, f]. bfb rows are complete here:
 // divided (divide_rows) into the field (rows = elements) or ybuf (one value per row and field,
 // which bfb at src moves); sum keeps both partial rows in ybuf.
+// A pair whose fractions are all 1 here takes one column instead of two: then f x = x and each
+// link's w f = w exactly, so W (f x) = W x and W f = the row sums of the weights (row_sums),
+// the same bits; the check is one pass over the fractions, stopping at the first that is not 1.
 void Remap::Impl::product_frac(std::span<const RemapField> fields) {
   const std::size_t np = fields.size() / 2, nx = static_cast<std::size_t>(x_size), ny = ptr.size() - 1;
   const bool divide = opt.order == RemapOrder::bfb;
@@ -679,9 +709,24 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
     const double *x = src_of(2 * v), *fr = src_of(2 * v + 1);
     double* y0 = divide ? dbuf.data() : ybuf.data() + 2 * v * ny;
     double* y1 = y0 + ny;
-    two_rows(
-        ptr, w, xi, opt.unmapped_value, [&](std::uint32_t j) { return fr[j] * x[j]; },
-        [&](std::uint32_t j) { return fr[j]; }, [&](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
+    if (std::all_of(fr, fr + nx, [](double q) { return q == 1.0; })) {
+      one_row(ptr, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, y0);
+      const std::vector<double>& ws = row_sums();
+      if (divide) divide_rows(y0, ws.data(), direct_rows ? fields[2 * v].dst.data() : ybuf.data() + v * ny, ny);
+      else std::copy(ws.begin(), ws.end(), y1);
+      continue;
+    }
+    const auto f = [fr](std::uint32_t j) { return fr[j]; };
+    const auto put = [y0, y1](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; };
+    if (gather) {
+      // f x formed once per gathered source value, in place of x in this handle's copy (one
+      // vectorised pass; each value serves several links), the same product as per link.
+      double* gx = xbuf.data() + 2 * v * nx;
+      for (std::size_t i = 0; i < nx; ++i) gx[i] = fr[i] * gx[i];
+      two_rows(ptr, w, xi, opt.unmapped_value, [gx](std::uint32_t j) { return gx[j]; }, f, put);
+    } else {  // the caller's x: f x per link
+      two_rows(ptr, w, xi, opt.unmapped_value, [x, fr](std::uint32_t j) { return fr[j] * x[j]; }, f, put);
+    }
     if (divide) divide_rows(y0, y1, direct_rows ? fields[2 * v].dst.data() : ybuf.data() + v * ny, ny);
   }
 }
@@ -699,6 +744,7 @@ void Remap::Impl::finalize(std::span<const RemapField> fields) {
     nu = cptr.empty() ? 0 : cptr.size() - 1;
     ubuf.resize(nf * nu);
     const i64* cp = cptr.data();
+    if (frac) return finalize_frac_sum(fields, nu);
     for (std::size_t f = 0; f < nf; ++f) {
       const double* z = zbuf.data() + f * nz;
       double* u = ubuf.data() + f * nu;
@@ -709,23 +755,46 @@ void Remap::Impl::finalize(std::span<const RemapField> fields) {
         u[r] = b == e ? opt.unmapped_value : s;
       }
     }
-    // With a fractional mask each pair's rows are complete now: divided in place.
-    if (frac)
-      for (std::size_t f = 0; f < nf; f += 2) {
-        double* u = ubuf.data() + f * nu;
-        divide_rows(u, u + nu, u, nu);
-      }
     rows = ubuf.data();
   }
-  // With a fractional mask, the divided rows of pair f/2: at f (sum) or f/2 (bfb) in `rows`.
+  // With a fractional mask (bfb), the divided rows of pair f/2 at f/2 in `rows`.
   const std::size_t step = frac ? 2 : 1;
-  const bool halved = frac && opt.order == RemapOrder::bfb;
+  copy_to_slots(fields, rows, nu, step);
+}
+
+// Each destination element of field f (every step-th) takes its row's value, from row block
+// f / step of `rows` (nu rows each).
+void Remap::Impl::copy_to_slots(std::span<const RemapField> fields, const double* rows, std::size_t nu,
+                                std::size_t step) {
   const i64* slot = dst_slot.data();
-  for (std::size_t f = 0; f < nf; f += step) {
-    const double* from = rows + (halved ? f / 2 : f) * nu;
+  for (std::size_t f = 0; f < fields.size(); f += step) {
+    const double* from = rows + f / step * nu;
     double* d = fields[f].dst.data();
     for (std::size_t j = 0; j < dst_slot.size(); ++j) d[j] = from[slot[j]];
   }
+}
+
+// sum with a fractional mask: each pair's two rows added in one pass over the contributions
+// (the same order as each alone), then divided, straight into the field when its elements are
+// the rows in order (no copy to the slots).
+void Remap::Impl::finalize_frac_sum(std::span<const RemapField> fields, std::size_t nu) {
+  const std::size_t np = fields.size() / 2, nz = static_cast<std::size_t>(z_size);
+  const i64* cp = cptr.data();
+  const double unmapped = opt.unmapped_value;
+  for (std::size_t v = 0; v < np; ++v) {
+    const double *z0 = zbuf.data() + 2 * v * nz, *z1 = z0 + nz;
+    double *u0 = ubuf.data() + 2 * v * nu, *u1 = u0 + nu;
+    for (std::size_t r = 0; r < nu; ++r) {
+      const i64 b = cp[r], e = cp[r + 1];
+      double s0 = 0.0, s1 = 0.0;
+      for (i64 k = b; k < e; ++k) s0 += z0[k], s1 += z1[k];
+      u0[r] = b == e ? unmapped : s0;
+      u1[r] = b == e ? unmapped : s1;
+    }
+    // Divided rows: at pair v's first block of ubuf, which copy_to_slots reads with step 2.
+    divide_rows(u0, u1, direct_slots ? fields[2 * v].dst.data() : ubuf.data() + v * nu, nu);
+  }
+  if (!direct_slots) copy_to_slots(fields, ubuf.data(), nu, 2);
 }
 
 }  // namespace estuary
