@@ -402,7 +402,10 @@ void write_all(int fd, const void* p, std::size_t n) {
 }  // namespace
 
 SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOptions& options) {
-  if (pattern.ranks() > platform.hosts())
+  if (options.ranks_per_host < 1)
+    throw Error("SimOptions::ranks_per_host " + std::to_string(options.ranks_per_host),
+                pattern.name() + " on " + platform.describe(), "give 1 or more ranks a host");
+  if (options.ranks_per_host == 1 && pattern.ranks() > platform.hosts())
     throw Error("pattern " + pattern.name() + " has " + std::to_string(pattern.ranks()) + " ranks, the platform " +
                     std::to_string(platform.hosts()) + " hosts",
                 platform.describe(), "use a larger platform or fewer ranks");
@@ -414,6 +417,18 @@ SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOp
                 platform.describe(),
                 "SimGrid's dragonfly needs at least as many routers per chassis as groups; swap "
                 "chassis and routers or use fewer, larger groups");
+  if (options.ranks_per_host > 1) {
+    // Every host's ranks replayed as one actor with one flow per host pair and stage (see
+    // per_host); results name the ranks, messages and stages are the hosts'.
+    SimOptions one = options;
+    one.ranks_per_host = 1;
+    const std::unique_ptr<Pattern> hosts = per_host(pattern, options.ranks_per_host);
+    SimResult r = simulate(platform, *hosts, one);
+    r.pattern = pattern.name();
+    r.ranks = pattern.ranks();
+    r.ranks_per_host = options.ranks_per_host;
+    return r;
+  }
   if (!options.fork) return run_on_large_stack(platform, pattern, options);
 
   // The child would print again what the parent has buffered but not yet written.
