@@ -482,6 +482,7 @@ int main(int argc, char** argv) {
           .add("wall_build_s", r.wall_build_s)
           .add("wall_run_s", r.wall_run_s)
           .add("peak_rss_mb", r.peak_rss_mb)
+          .add("maxmin_precision", r.maxmin_precision)
           .add("detoured", r.detoured)
           .add("crosstraffic", r.crosstraffic ? "on" : "off")
           .add("network", r.network)

@@ -243,6 +243,7 @@ nlohmann::ordered_json replay(const std::vector<sim::RemapExchangeFlows>& exchan
       je["simulated_s"] = r.simulated_s;
       je["stages"] = r.stages;
       je["messages"] = r.messages;
+      je["maxmin_precision"] = r.maxmin_precision;
       t += r.simulated_s;
       wall += r.wall_build_s + r.wall_run_s;
       rss = std::max(rss, r.peak_rss_mb);

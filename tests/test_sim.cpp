@@ -611,3 +611,28 @@ TEST(Sim, RanksPerHostReplaysTheHosts) {
   opt.ranks_per_host = 0;
   EXPECT_THROW(simulate(pl, *p, opt), Error);
 }
+
+// A replay that SimGrid aborts (SIGABRT, "Cannot saturate more a constraint") or crashes
+// (SIGSEGV) on the max-min rounding, here forced by a precision of 1e-6 with every pair of a
+// 32 -> 32 and a 64 -> 64 coupler exchanging, is replayed with the precision raised until it
+// runs, and says so; its time is the one of the default precision. A precision the caller set
+// in SimOptions::config is not changed.
+TEST(Sim, MaxminAbortIsReplayedWithCoarserPrecision) {
+  for (int half : {32, 64}) {
+    CouplingSpec spec;
+    spec.points = 100000;
+    spec.src_ranks = spec.dst_ranks = half;
+    spec.dst_chunk = 1;
+    const std::unique_ptr<Pattern> p = coupling_p2p(spec);
+    const Platform pl = half == 32 ? Platform::dragonfly(2, 2, 4, 4) : Platform::dragonfly(2, 4, 4, 4);
+    const SimResult plain = simulate(pl, *p);
+    EXPECT_EQ(plain.maxmin_precision, 1e-4);
+    SimOptions opt;
+    opt.maxmin_precision = 1e-6;
+    const SimResult r = simulate(pl, *p, opt);
+    EXPECT_EQ(r.maxmin_precision, 1e-4) << half;
+    EXPECT_EQ(r.simulated_s, plain.simulated_s) << half;
+    opt.config = {"maxmin/precision:1e-6"};
+    EXPECT_THROW(simulate(pl, *p, opt), Error) << half;
+  }
+}

@@ -268,6 +268,10 @@ struct SimOptions {
   // max-min solver, whose cost grows with the square of the concurrent flows, can take at
   // 10^4 + 10^4 ranks (see docs/simulator.md, Scale).
   int ranks_per_host = 1;
+  // SimGrid's maxmin/precision (SimGrid's own default 1e-5 aborts on 10^4 concurrent flows of
+  // 12.5 GB/s links). A forked replay that SimGrid aborts or crashes (SIGABRT, SIGSEGV) is run
+  // again with 100 times the precision, up to 1, unless `config` sets maxmin/precision.
+  double maxmin_precision = 1e-4;
 };
 
 struct SimResult {
@@ -280,6 +284,7 @@ struct SimResult {
   std::int64_t messages = 0, bytes = 0;
   std::int64_t detoured = 0;  // messages sent on a valiant path (all with valiant, UGAL's choice)
   int ranks_per_host = 1;     // SimOptions::ranks_per_host; messages and stages are the hosts'
+  double maxmin_precision = 1e-4;  // the precision the replay took (raised after an abort)
   bool crosstraffic = false;
   std::string network = "cm02";  // SimOptions::network
   double message_overhead_s = 0;
