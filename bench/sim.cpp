@@ -489,7 +489,9 @@ int main(int argc, char** argv) {
           .add("message_overhead_s", r.message_overhead_s);
       // The contention-free estimate: per stage, alpha (the route latency between two hosts
       // under one switch: two links) plus the busiest rank's bytes / bandwidth.
-      j.add("alpha_beta_s", alpha_beta_s(*p, 2 * pl.latency_s, pl.bandwidth_Bps));
+      // With several ranks a host, the busiest host of the hosts' pattern (what is replayed).
+      const int k = args.ranks_per_host;
+      j.add("alpha_beta_s", alpha_beta_s(k > 1 ? *per_host(*p, k) : *p, 2 * pl.latency_s, pl.bandwidth_Bps));
       if (args.matrix_bins > 0) j.add("matrix_bytes", comm_matrix(*p, static_cast<int>(args.matrix_bins)));
     } catch (const std::exception& e) {
       ++failures;
