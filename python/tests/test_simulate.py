@@ -75,6 +75,20 @@ def test_allreduce_contention_free_equals_alpha_beta(tmp_path):
     assert "matrix_bytes" in recs[0] and len(recs[0]["matrix_bytes"]) == 8
 
 
+def test_allreduce_ranks_per_host_on_a_crossbar():
+    """Recursive doubling on 16 ranks, 4 a host: partners 1 and 2 are on the same host (free),
+    partners 4 and 8 pair whole hosts, each sending its 4 ranks' values as one message."""
+    doubles = 3
+    (r,) = records(simulate("allreduce", "--ranks", "16", "--topology", "switch", "--algorithm",
+                            "recursive-doubling", "--doubles", str(doubles), "--repeat", "1",
+                            "--ranks-per-host", "4", "--json"))
+    assert r["ranks"] == 16 and r["ranks_per_host"] == 4
+    assert r["messages"] == 2 * 4  # 2 stages between hosts, 4 hosts
+    expect = 2 * (ALPHA + 4 * 8 * doubles / BW)
+    assert close(r["simulated_s"], expect), (r, expect)
+    assert close(r["alpha_beta_s"], expect), (r, expect)
+
+
 @pytest.mark.parametrize("width", [3, 10])
 def test_halo_contention_free_equals_alpha_beta(tmp_path, width):
     n, nz = 64, 4
