@@ -157,7 +157,7 @@ struct Options {
   std::int64_t nx = 0, ny = 0, nz = 0, width = 20, points = 100000000, dst_chunk = 0, matrix_bins = 0;
   std::uint64_t skip = 0;
   std::string src_kind, dst_kind;  // coupling: a plan without the ranks
-  int k = 2, doubles = 3, repeat = 50, transpositions = 3, fields = 1, stack_kib = 0;
+  int k = 2, doubles = 3, repeat = 50, transpositions = 3, fields = 1, stack_kib = 0, ranks_per_host = 1;
   double bw_GBps = 12.5, lat_ns = 100, overhead_ns = 0;
   bool crosstraffic = false;
   std::vector<std::string> cfg;
@@ -308,6 +308,10 @@ int main(int argc, char** argv) {
   cli.flag("crosstraffic", args.crosstraffic, "SimGrid's cross-traffic");
   cli.opt("network", args.network, "SimGrid network model")->check(CLI::IsMember({"cm02", "ib"}));
   cli.opt("stack-kib", args.stack_kib, "actor stack size, KiB (0: SimGrid's)");
+  cli.opt("ranks-per-host", args.ranks_per_host,
+          "ranks a simulated host (a node): one flow per host pair and stage, intra-host messages free; the "
+          "machine is sized for the hosts (1: a host per rank, exact)")
+      ->check(CLI::Range(1, 1 << 20));
   cli.list("cfg", args.cfg, "more SimGrid settings name:value, comma-separated");
   cli.opt("config", args.config,
           "a namcouple or YAML: each coupling's Remap exchanges (sim::remap_flows) replayed for mapping at src and "
@@ -347,7 +351,8 @@ int main(int argc, char** argv) {
         return 2;
       }
     run.platform = [&](std::int64_t ranks) {
-      Platform pl = args.platform.empty() ? machine(args.topology, ranks) : Platform::by_name(args.platform);
+      const std::int64_t hosts = (ranks + args.ranks_per_host - 1) / args.ranks_per_host;
+      Platform pl = args.platform.empty() ? machine(args.topology, hosts) : Platform::by_name(args.platform);
       pl.bandwidth_Bps = args.bw_GBps * 1e9;
       pl.latency_s = args.lat_ns * 1e-9;
       pl.routing = parse_routing(args.routing);
@@ -356,6 +361,7 @@ int main(int argc, char** argv) {
     run.options.crosstraffic = args.crosstraffic;
     if (args.network == "ib") run.options.network = SimOptions::Network::ib;
     run.options.stack_kib = args.stack_kib;
+    run.options.ranks_per_host = args.ranks_per_host;
     run.options.message_overhead_s = args.overhead_ns * 1e-9;
     run.options.config = args.cfg;
     run.matrix_bins = args.matrix_bins;
@@ -380,13 +386,15 @@ int main(int argc, char** argv) {
   opt.crosstraffic = args.crosstraffic;
   if (args.network == "ib") opt.network = SimOptions::Network::ib;
   opt.stack_kib = args.stack_kib;
+  opt.ranks_per_host = args.ranks_per_host;
   opt.message_overhead_s = args.overhead_ns * 1e-9;
   opt.config = args.cfg;  // further SimGrid settings
   int failures = 0;
   for (std::int64_t ranks : args.ranks) {
     bench::Json j;
     try {
-      Platform pl = named.empty() ? machine(topology, ranks) : Platform::by_name(named);
+      const std::int64_t hosts = (ranks + args.ranks_per_host - 1) / args.ranks_per_host;
+      Platform pl = named.empty() ? machine(topology, hosts) : Platform::by_name(named);
       pl.bandwidth_Bps = args.bw_GBps * 1e9;
       pl.latency_s = args.lat_ns * 1e-9;
       pl.routing = parse_routing(args.routing);
@@ -455,7 +463,7 @@ int main(int argc, char** argv) {
         r = simulate(pl, *p, opt);
       }
       j.add("bench", "sim").add("pattern", r.pattern).add("platform", r.platform).add("ranks", r.ranks);
-      j.add("routing", routing_name(pl.routing));
+      j.add("routing", routing_name(pl.routing)).add("ranks_per_host", args.ranks_per_host);
       if (calgo == "adaptive") {
         nlohmann::ordered_json trials = nlohmann::ordered_json::array();
         for (const auto& t : choice.trials) trials.push_back({{"skip_mask", t.skip_mask}, {"simulated_s", t.simulated_s}});
@@ -474,13 +482,16 @@ int main(int argc, char** argv) {
           .add("wall_build_s", r.wall_build_s)
           .add("wall_run_s", r.wall_run_s)
           .add("peak_rss_mb", r.peak_rss_mb)
+          .add("maxmin_precision", r.maxmin_precision)
           .add("detoured", r.detoured)
           .add("crosstraffic", r.crosstraffic ? "on" : "off")
           .add("network", r.network)
           .add("message_overhead_s", r.message_overhead_s);
       // The contention-free estimate: per stage, alpha (the route latency between two hosts
       // under one switch: two links) plus the busiest rank's bytes / bandwidth.
-      j.add("alpha_beta_s", alpha_beta_s(*p, 2 * pl.latency_s, pl.bandwidth_Bps));
+      // With several ranks a host, the busiest host of the hosts' pattern (what is replayed).
+      const int k = args.ranks_per_host;
+      j.add("alpha_beta_s", alpha_beta_s(k > 1 ? *per_host(*p, k) : *p, 2 * pl.latency_s, pl.bandwidth_Bps));
       if (args.matrix_bins > 0) j.add("matrix_bytes", comm_matrix(*p, static_cast<int>(args.matrix_bins)));
     } catch (const std::exception& e) {
       ++failures;

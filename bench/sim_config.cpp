@@ -220,7 +220,11 @@ nlohmann::ordered_json replay(const std::vector<sim::RemapExchangeFlows>& exchan
       plain = algo == "butterfly"
                              ? sim::butterfly_pattern(what + " butterfly", ranks, e.flows, 0, bytes_per_element)
                              : sim::p2p_pattern(what + " p2p", ranks, e.flows, bytes_per_element);
-      const double ab = sim::alpha_beta_s(*plain, 2 * pl.latency_s, pl.bandwidth_Bps);
+      // With several ranks a host, the hosts' pattern (what is replayed): intra-host messages
+      // free, a host's ranks sharing its port.
+      const int k = run.options.ranks_per_host;
+      const double ab = sim::alpha_beta_s(k > 1 ? *sim::per_host(*plain, k) : *plain, 2 * pl.latency_s,
+                                          pl.bandwidth_Bps);
       je["alpha_beta_s"] = ab;
       alpha_beta += ab;
     }
@@ -239,6 +243,7 @@ nlohmann::ordered_json replay(const std::vector<sim::RemapExchangeFlows>& exchan
       je["simulated_s"] = r.simulated_s;
       je["stages"] = r.stages;
       je["messages"] = r.messages;
+      je["maxmin_precision"] = r.maxmin_precision;
       t += r.simulated_s;
       wall += r.wall_build_s + r.wall_run_s;
       rss = std::max(rss, r.peak_rss_mb);
@@ -393,7 +398,7 @@ int simulate_config(const ConfigRun& run, int* argc, char*** argv) {
         j.add("src_grid", nlohmann::ordered_json{{"name", c.src_grid}, {"n", grids.at(c.src_grid).n}});
         j.add("dst_grid", nlohmann::ordered_json{{"name", c.dst_grid}, {"n", grids.at(c.dst_grid).n}});
         j.add("src_ranks", ranks[static_cast<std::size_t>(c.src)]).add("dst_ranks", ranks[static_cast<std::size_t>(c.dst)]);
-        j.add("ranks", P).add("platform", pl.describe()).add("weights", c.weights).add("links", c.rows.size());
+        j.add("ranks", P).add("ranks_per_host", run.options.ranks_per_host).add("platform", pl.describe()).add("weights", c.weights).add("links", c.rows.size());
         j.add("weights_s", c.weights_s).add("fields", c.fields).add("bytes_per_element", eb);
         nlohmann::ordered_json options = nlohmann::ordered_json::array(), best, matrices;
         double flows_s = 0;

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <memory>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -544,4 +547,92 @@ TEST(Sim, MessageOverheadIsPerMessage) {
   const double none = simulate(pl, p, opt).simulated_s;
   opt.message_overhead_s = 1e-6;
   EXPECT_NEAR(simulate(pl, p, opt).simulated_s - none, 3 * 2e-6, 1e-9);
+}
+
+// per_host against a brute force: every (stage, host pair) carries the summed bytes of its
+// ranks' messages, messages within a host vanish, and the hosts' sends and receives pair up.
+TEST(Sim, PerHostMergesMessagesBetweenHosts) {
+  const std::unique_ptr<Pattern> ranks = allreduce({22, 3, 2, 2});  // 22 ranks: a last host of 2 with k = 4
+  for (int k : {1, 2, 4, 7}) {
+    const std::unique_ptr<Pattern> hosts = per_host(*ranks, k);
+    ASSERT_EQ(hosts->ranks(), (22 + k - 1) / k) << k;
+    ASSERT_EQ(hosts->stages(), ranks->stages());
+    check_matching(*hosts);
+    // (stage, from host, to host) -> bytes, from the ranks' sends and, separately, receives.
+    std::map<std::tuple<int, int, int>, std::int64_t> sent, received;
+    RankStage st;
+    for (int s = 0; s < ranks->stages(); ++s)
+      for (int r = 0; r < ranks->ranks(); ++r) {
+        ranks->stage(r, s, st);
+        for (const Msg& m : st.sends)
+          if (r / k != m.peer / k) sent[{s, r / k, m.peer / k}] += m.bytes;
+        for (const Msg& m : st.recvs)
+          if (r / k != m.peer / k) received[{s, m.peer / k, r / k}] += m.bytes;
+      }
+    std::map<std::tuple<int, int, int>, std::int64_t> hsent, hreceived;
+    for (int s = 0; s < hosts->stages(); ++s)
+      for (int h = 0; h < hosts->ranks(); ++h) {
+        hosts->stage(h, s, st);
+        for (const Msg& m : st.sends) {
+          EXPECT_NE(m.peer, h);
+          EXPECT_EQ(hsent.count({s, h, m.peer}), 0u) << "two messages from host " << h << " to " << m.peer;
+          hsent[{s, h, m.peer}] = m.bytes;
+        }
+        for (const Msg& m : st.recvs) hreceived[{s, m.peer, h}] += m.bytes;
+      }
+    EXPECT_EQ(hsent, sent) << k << " ranks a host";
+    EXPECT_EQ(hreceived, received) << k << " ranks a host";
+  }
+  EXPECT_THROW(per_host(*ranks, 0), Error);
+}
+
+// Recursive doubling on 16 ranks with 4 ranks a host on one crossbar: the stages of partners 1
+// and 2 stay within the hosts (free), those of partners 4 and 8 pair whole hosts, each host
+// sending its 4 ranks' 24 bytes as one message: 2 x (two link latencies + 96 B / bandwidth).
+TEST(Sim, RanksPerHostReplaysTheHosts) {
+  const std::unique_ptr<Pattern> p = allreduce({16, 2, 3, 1});
+  Platform pl = Platform::fat_tree(1, 4);
+  pl.latency_s = 1e-6;
+  pl.bandwidth_Bps = 1e8;
+  SimOptions opt;
+  opt.ranks_per_host = 4;
+  const SimResult r = simulate(pl, *p, opt);
+  EXPECT_EQ(r.ranks, 16);
+  EXPECT_EQ(r.ranks_per_host, 4);
+  EXPECT_EQ(r.messages, 2 * 4);
+  EXPECT_EQ(r.bytes, 2 * 4 * 96);
+  EXPECT_NEAR(r.simulated_s, 2 * (2 * pl.latency_s + 96 / pl.bandwidth_Bps), 1e-12);
+  // One rank a host is the plain replay.
+  Platform big = Platform::fat_tree(1, 16);
+  opt.ranks_per_host = 1;
+  const SimResult one = simulate(big, *p, opt);
+  EXPECT_EQ(one.simulated_s, simulate(big, *p).simulated_s);
+  EXPECT_EQ(one.messages, 4 * 16);
+  opt.ranks_per_host = 0;
+  EXPECT_THROW(simulate(pl, *p, opt), Error);
+}
+
+// A replay that SimGrid aborts (SIGABRT, "Cannot saturate more a constraint") or crashes
+// (SIGSEGV) on the max-min rounding, here forced by a precision of 1e-6 with every pair of a
+// 32 -> 32 and a 64 -> 64 coupler exchanging, is replayed with the precision raised until it
+// runs, and says so; its time is the one of the default precision. A precision the caller set
+// in SimOptions::config is not changed.
+TEST(Sim, MaxminAbortIsReplayedWithCoarserPrecision) {
+  for (int half : {32, 64}) {
+    CouplingSpec spec;
+    spec.points = 100000;
+    spec.src_ranks = spec.dst_ranks = half;
+    spec.dst_chunk = 1;
+    const std::unique_ptr<Pattern> p = coupling_p2p(spec);
+    const Platform pl = half == 32 ? Platform::dragonfly(2, 2, 4, 4) : Platform::dragonfly(2, 4, 4, 4);
+    const SimResult plain = simulate(pl, *p);
+    EXPECT_EQ(plain.maxmin_precision, 1e-4);
+    SimOptions opt;
+    opt.maxmin_precision = 1e-6;
+    const SimResult r = simulate(pl, *p, opt);
+    EXPECT_EQ(r.maxmin_precision, 1e-4) << half;
+    EXPECT_EQ(r.simulated_s, plain.simulated_s) << half;
+    opt.config = {"maxmin/precision:1e-6"};
+    EXPECT_THROW(simulate(pl, *p, opt), Error) << half;
+  }
 }

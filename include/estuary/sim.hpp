@@ -67,6 +67,14 @@ std::vector<std::vector<RankStage>> gather_rank_stages(const std::vector<RankSta
 // For real schedules gathered from a small MPI run: memory grows with the messages.
 std::unique_ptr<Pattern> table_pattern(std::string name, std::vector<std::vector<RankStage>> per_rank);
 
+// The pattern as the nodes of a machine with `ranks_per_host` ranks a node see it: rank r runs
+// on host r / ranks_per_host; a host's stage is its ranks' stage together (the latest
+// compute_s), messages between ranks of one host dropped (shared memory: not modelled) and the
+// messages from one host to another in a stage merged into one of their summed bytes. A pattern
+// over ceil(ranks / ranks_per_host) hosts; `ranks` must outlive it. ranks_per_host = 1: the
+// pattern's own stages. What SimOptions::ranks_per_host replays (see docs/simulator.md).
+std::unique_ptr<Pattern> per_host(const Pattern& ranks, int ranks_per_host);
+
 // ---- closed-form skeletons of paper 004 (Sect. 3) ----
 
 // All-to-all algorithms of Table 2, with the message placement of estuary's schedules
@@ -254,6 +262,16 @@ struct SimOptions {
   double message_overhead_s = 0;
   // Further SimGrid settings, "name:value" (as after --cfg=), applied after estuary's own.
   std::vector<std::string> config;
+  // Ranks a simulated host (a node with one network port): 1 replays every rank on a host of
+  // its own (exact: each message its own SimGrid flow); k > 1 replays per_host(pattern, k) on
+  // ceil(ranks / k) hosts, one actor and one flow per host pair and stage, which SimGrid's
+  // max-min solver, whose cost grows with the square of the concurrent flows, can take at
+  // 10^4 + 10^4 ranks (see docs/simulator.md, Scale).
+  int ranks_per_host = 1;
+  // SimGrid's maxmin/precision (SimGrid's own default 1e-5 aborts on 10^4 concurrent flows of
+  // 12.5 GB/s links). A forked replay that SimGrid aborts or crashes (SIGABRT, SIGSEGV) is run
+  // again with 100 times the precision, up to 1, unless `config` sets maxmin/precision.
+  double maxmin_precision = 1e-4;
 };
 
 struct SimResult {
@@ -265,6 +283,8 @@ struct SimResult {
   double peak_rss_mb = 0;     // peak resident memory of the simulating process
   std::int64_t messages = 0, bytes = 0;
   std::int64_t detoured = 0;  // messages sent on a valiant path (all with valiant, UGAL's choice)
+  int ranks_per_host = 1;     // SimOptions::ranks_per_host; messages and stages are the hosts'
+  double maxmin_precision = 1e-4;  // the precision the replay took (raised after an abort)
   bool crosstraffic = false;
   std::string network = "cm02";  // SimOptions::network
   double message_overhead_s = 0;

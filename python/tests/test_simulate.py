@@ -75,6 +75,20 @@ def test_allreduce_contention_free_equals_alpha_beta(tmp_path):
     assert "matrix_bytes" in recs[0] and len(recs[0]["matrix_bytes"]) == 8
 
 
+def test_allreduce_ranks_per_host_on_a_crossbar():
+    """Recursive doubling on 16 ranks, 4 a host: partners 1 and 2 are on the same host (free),
+    partners 4 and 8 pair whole hosts, each sending its 4 ranks' values as one message."""
+    doubles = 3
+    (r,) = records(simulate("allreduce", "--ranks", "16", "--topology", "switch", "--algorithm",
+                            "recursive-doubling", "--doubles", str(doubles), "--repeat", "1",
+                            "--ranks-per-host", "4", "--json"))
+    assert r["ranks"] == 16 and r["ranks_per_host"] == 4
+    assert r["messages"] == 2 * 4  # 2 stages between hosts, 4 hosts
+    expect = 2 * (ALPHA + 4 * 8 * doubles / BW)
+    assert close(r["simulated_s"], expect), (r, expect)
+    assert close(r["alpha_beta_s"], expect), (r, expect)
+
+
 @pytest.mark.parametrize("width", [3, 10])
 def test_halo_contention_free_equals_alpha_beta(tmp_path, width):
     n, nz = 64, 4
@@ -293,22 +307,30 @@ def _brute_force_remap(nsrc, ndst, rows, cols, S, D, location):
     return [gather, after]
 
 
-@pytest.mark.parametrize("location", ["dst", "src"])
-def test_coupling_config_equals_brute_force(tmp_path, location):
+def _random_config(tmp_path, seed, least_links, nsrc, ndst, S, D):
+    """A MAPPING file of random links (least_links..3 per destination point) in a namcouple of
+    one bfb coupling, and the `simulate coupling --config` options of its components (S atm
+    ranks in apples, D ocean ranks in points) on one crossbar."""
     import random
 
-    rng = random.Random(7)
-    nsrc, ndst, S, D, fields = 41, 29, 3, 2, 2
+    rng = random.Random(seed)
     rows, cols = [], []
     for b in range(ndst):
-        for _ in range(rng.randint(0, 3)):
+        for _ in range(rng.randint(least_links, 3)):
             rows.append(b)
             cols.append(rng.randrange(nsrc))
     _write_scrip(tmp_path / "rmp_a_to_o.nc", nsrc, ndst, rows, cols)
     _namcouple(tmp_path / "namcouple", "bfb")
-    out = simulate("coupling", "--config", str(tmp_path / "namcouple"), "--rundir", str(tmp_path),
-                   "--component", f"atm:{S}:apple:agrid", "--component", f"ocn:{D}:points:ogrid",
-                   "--topology", "switch", "--locations", location, "--algorithm", "p2p,butterfly", "--json",
+    args = ["coupling", "--config", str(tmp_path / "namcouple"), "--rundir", str(tmp_path),
+            "--component", f"atm:{S}:apple:agrid", "--component", f"ocn:{D}:points:ogrid", "--topology", "switch"]
+    return rows, cols, args
+
+
+@pytest.mark.parametrize("location", ["dst", "src"])
+def test_coupling_config_equals_brute_force(tmp_path, location):
+    nsrc, ndst, S, D, fields = 41, 29, 3, 2, 2
+    rows, cols, args = _random_config(tmp_path, 7, 0, nsrc, ndst, S, D)
+    out = simulate(*args, "--locations", location, "--algorithm", "p2p,butterfly", "--json",
                    "--plot", str(tmp_path / "t.png"), "--matrix", str(tmp_path / "m.png"))
     (rec,) = records(out)
     assert rec["links"] == len(rows) and rec["ranks"] == S + D and rec["fields"] == fields
@@ -334,6 +356,36 @@ def test_coupling_config_equals_brute_force(tmp_path, location):
     assert rec["best"]["simulated_s"] == min(o["simulated_s"] for o in rec["options"])
     assert_png(tmp_path / "t.png")
     assert_png(tmp_path / f"m_0_{rec['best']['location']}.png")
+
+
+def test_coupling_config_ranks_per_host(tmp_path):
+    """--ranks-per-host 2: the brute-force Remap's messages seen by the hosts (rank r on host r // 2),
+    those within a host dropped and those between two hosts merged; one crossbar of 3 hosts, so the
+    exchange takes alpha + the busiest host's bytes over the bandwidth."""
+    nsrc, ndst, S, D, fields, k = 41, 29, 3, 2, 2, 2
+    rows, cols, args = _random_config(tmp_path, 11, 1, nsrc, ndst, S, D)
+    out = simulate(*args, "--locations", "dst", "--algorithm", "p2p", "--ranks-per-host", str(k), "--json")
+    (rec,) = records(out)
+    assert rec["ranks"] == S + D and rec["ranks_per_host"] == k
+    assert rec["platform"].startswith("fat-tree 1;3;"), rec["platform"]  # the machine sized for 3 hosts
+    (gather,) = _brute_force_remap(nsrc, ndst, rows, cols, S, D, "dst")
+    eb = 8 * fields
+    hosts = {}
+    for (a, b), n in gather.items():
+        if a // k != b // k:
+            hosts[(a // k, b // k)] = hosts.get((a // k, b // k), 0) + n * eb
+    (p2p,) = rec["options"]
+    assert p2p["messages"] == len(hosts) > 0
+    assert p2p["bytes"] == sum(hosts.values())
+    load = {}
+    for (a, b), n in hosts.items():
+        load[("s", a)] = load.get(("s", a), 0) + n
+        load[("r", b)] = load.get(("r", b), 0) + n
+    expect = ALPHA + max(load.values()) / BW
+    assert close(p2p["simulated_s"], expect), (p2p["simulated_s"], expect)
+    assert close(p2p["alpha_beta_s"], expect), (p2p["alpha_beta_s"], expect)
+    out = simulate(*args, "--ranks-per-host", "0", check=False)
+    assert out.returncode == 2 and "--ranks-per-host" in out.stderr
 
 
 def test_coupling_config_errors(tmp_path):

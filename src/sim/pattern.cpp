@@ -309,6 +309,58 @@ std::unique_ptr<Pattern> table_pattern(std::string name, std::vector<std::vector
   return std::make_unique<TablePattern>(std::move(name), std::move(per_rank));
 }
 
+namespace {
+
+// Sorted by peer, one message per peer (bytes summed).
+void merge_by_peer(std::vector<Msg>& list) {
+  std::sort(list.begin(), list.end(), [](const Msg& a, const Msg& b) { return a.peer < b.peer; });
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (out > 0 && list[out - 1].peer == list[i].peer) list[out - 1].bytes += list[i].bytes;
+    else list[out++] = list[i];
+  list.resize(out);
+}
+
+class PerHostPattern final : public Pattern {
+ public:
+  PerHostPattern(const Pattern& ranks, int k) : ranks_(ranks), k_(k) {}
+  std::string name() const override {
+    std::string s = ranks_.name();
+    s.append(", ").append(std::to_string(k_)).append(" ranks a host");
+    return s;
+  }
+  int ranks() const override { return (ranks_.ranks() + k_ - 1) / k_; }
+  int stages() const override { return ranks_.stages(); }
+  void stage(int host, int s, RankStage& out) const override {
+    out.clear();
+    RankStage st;  // per call: stage() is const and may be called from several places
+    const int last = std::min(ranks_.ranks(), (host + 1) * k_);
+    for (int r = host * k_; r < last; ++r) {
+      ranks_.stage(r, s, st);
+      out.compute_s = std::max(out.compute_s, st.compute_s);
+      for (const Msg& m : st.sends)
+        if (m.peer / k_ != host) out.sends.push_back({m.peer / k_, m.bytes});
+      for (const Msg& m : st.recvs)
+        if (m.peer / k_ != host) out.recvs.push_back({m.peer / k_, m.bytes});
+    }
+    merge_by_peer(out.sends);
+    merge_by_peer(out.recvs);
+  }
+
+ private:
+  const Pattern& ranks_;
+  int k_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pattern> per_host(const Pattern& ranks, int ranks_per_host) {
+  if (ranks_per_host < 1)
+    throw Error("ranks_per_host " + std::to_string(ranks_per_host), "sim::per_host, pattern " + ranks.name(),
+                "give 1 or more ranks a host");
+  return std::make_unique<PerHostPattern>(ranks, ranks_per_host);
+}
+
 AlltoallAlgo AlltoallAlgo::parse(const std::string& name) {
   if (name == "burst") return {Kind::burst, 1};
   if (name == "bruck") return {Kind::bruck, 1};

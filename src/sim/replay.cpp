@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,12 @@ std::string named(char prefix, unsigned long id) {
   std::string s(1, prefix);
   s += std::to_string(id);
   return s;
+}
+
+std::string format_precision(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", p);
+  return buf;
 }
 
 // Builds the platform's zone under the engine's root; returns the hosts by id (rank r runs on
@@ -282,6 +289,7 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   res.crosstraffic = opt.crosstraffic;
   res.network = opt.network == SimOptions::Network::ib ? "ib" : "cm02";
   res.message_overhead_s = opt.message_overhead_s;
+  res.maxmin_precision = opt.maxmin_precision;
   const int stack_kib = opt.stack_kib > 0 ? opt.stack_kib : (pattern.ranks() < 20000 ? 64 : 16);
   // CM02: plain max-min sharing with no TCP latency or bandwidth correction factors, so a lone
   // message takes exactly the route's latency plus size / bandwidth (an HPC network, not TCP).
@@ -296,7 +304,7 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
                                    // 1e-5 aborts ("Cannot saturate more a constraint that has no
                                    // active element") on 10^4 concurrent flows of 12.5 GB/s links
                                    // (a 128 x 128 coupler P2P); 1e-4 gave identical times elsewhere.
-                                   "--cfg=maxmin/precision:1e-4",
+                                   "--cfg=maxmin/precision:" + format_precision(opt.maxmin_precision),
                                    "--log=root.thres:critical"};
   if (opt.network == SimOptions::Network::ib) {
     // IB builds on SMPI's model, whose default factors scale latency and bandwidth by message
@@ -399,10 +407,15 @@ void write_all(int fd, const void* p, std::size_t n) {
   }
 }
 
+SimResult fork_once(const Platform& platform, const Pattern& pattern, const SimOptions& options, bool& aborted);
+
 }  // namespace
 
 SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOptions& options) {
-  if (pattern.ranks() > platform.hosts())
+  if (options.ranks_per_host < 1)
+    throw Error("SimOptions::ranks_per_host " + std::to_string(options.ranks_per_host),
+                pattern.name() + " on " + platform.describe(), "give 1 or more ranks a host");
+  if (options.ranks_per_host == 1 && pattern.ranks() > platform.hosts())
     throw Error("pattern " + pattern.name() + " has " + std::to_string(pattern.ranks()) + " ranks, the platform " +
                     std::to_string(platform.hosts()) + " hosts",
                 platform.describe(), "use a larger platform or fewer ranks");
@@ -414,8 +427,48 @@ SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOp
                 platform.describe(),
                 "SimGrid's dragonfly needs at least as many routers per chassis as groups; swap "
                 "chassis and routers or use fewer, larger groups");
+  if (options.ranks_per_host > 1) {
+    // Every host's ranks replayed as one actor with one flow per host pair and stage (see
+    // per_host); results name the ranks, messages and stages are the hosts'.
+    SimOptions one = options;
+    one.ranks_per_host = 1;
+    const std::unique_ptr<Pattern> hosts = per_host(pattern, options.ranks_per_host);
+    SimResult r = simulate(platform, *hosts, one);
+    r.pattern = pattern.name();
+    r.ranks = pattern.ranks();
+    r.ranks_per_host = options.ranks_per_host;
+    return r;
+  }
   if (!options.fork) return run_on_large_stack(platform, pattern, options);
 
+  // SimGrid aborts on the max-min solver's rounding ("Cannot saturate more a constraint that has
+  // no active element": a constraint's usage, a sum of ~10^6-10^7 per-flow terms, left at
+  // 1e-4 after its flows are gone) on some large exchanges. Those are replayed again with the
+  // precision raised 100-fold, up to 1 (bytes/s against 10^9-10^10 B/s links; usages of 10^6 and
+  // more), unless the caller chose the precision; the result says which precision it took.
+  bool chosen = false;
+  for (const std::string& c : options.config) chosen = chosen || c.rfind("maxmin/precision:", 0) == 0;
+  SimOptions opt = options;
+  for (;;) {
+    bool aborted = false;
+    SimResult r = fork_once(platform, pattern, opt, aborted);
+    if (!aborted) return r;
+    if (chosen || opt.maxmin_precision * 100 > 1.0 + 1e-12)
+      throw Error("the simulation process ended without a result (SimGrid aborted or crashed, max-min precision " +
+                      format_precision(opt.maxmin_precision) + ")",
+                  pattern.name() + " on " + platform.describe(),
+                  "SimGrid's message is above; run with SimOptions::fork = false to debug");
+    opt.maxmin_precision = std::stod(format_precision(opt.maxmin_precision * 100));  // 1e-4, not 1.0000000000000002e-4
+    std::fprintf(stderr, "estuary sim: %s: SimGrid aborted or crashed (the max-min rounding); replaying with maxmin/precision %s\n",
+                 pattern.name().c_str(), format_precision(opt.maxmin_precision).c_str());
+  }
+}
+
+namespace {
+
+// One replay in a forked child. `aborted`: the child was killed by SIGABRT or SIGSEGV (SimGrid
+// on the solver's rounding).
+SimResult fork_once(const Platform& platform, const Pattern& pattern, const SimOptions& options, bool& aborted) {
   // The child would print again what the parent has buffered but not yet written.
   std::fflush(nullptr);
 
@@ -458,6 +511,10 @@ SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOp
   ::close(fds[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
+  // SIGSEGV too: below ~1e-5 the same rounding makes SimGrid 3.32 crash instead of aborting
+  // (64 ranks, every pair exchanging, on a dragonfly at precision 1e-6).
+  aborted = got != sizeof w && WIFSIGNALED(status) && (WTERMSIG(status) == SIGABRT || WTERMSIG(status) == SIGSEGV);
+  if (aborted) return {};
   if (got != sizeof w)
     throw Error("the simulation process ended without a result (" +
                     (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
@@ -481,7 +538,9 @@ SimResult simulate(const Platform& platform, const Pattern& pattern, const SimOp
   r.messages = w.messages;
   r.bytes = w.bytes;
   r.detoured = w.detoured;
+  r.maxmin_precision = options.maxmin_precision;
   return r;
 }
 
+}  // namespace
 }  // namespace estuary::sim

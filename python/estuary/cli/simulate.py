@@ -140,6 +140,8 @@ def bench_command(bench: Path, args, v: dict, ranks: int, matrix_bins: int = 0) 
             cmd += ["--" + opt.replace("_", "-"), str(val)]
     if args.overhead:
         cmd += ["--overhead", repr(args.overhead)]
+    if args.ranks_per_host > 1:
+        cmd += ["--ranks-per-host", str(args.ranks_per_host)]
     if args.crosstraffic:
         cmd += ["--crosstraffic"]
     if matrix_bins > 0:
@@ -243,6 +245,8 @@ def config_command(bench: Path, args, v: dict) -> list[str]:
         cmd += ["--total-ranks", ",".join(str(r) for r in _ints(args.ranks))]
     if args.overhead:
         cmd += ["--overhead", repr(args.overhead)]
+    if args.ranks_per_host > 1:
+        cmd += ["--ranks-per-host", str(args.ranks_per_host)]
     if args.crosstraffic:
         cmd += ["--crosstraffic"]
     if args.matrix:
@@ -322,7 +326,8 @@ def _simulate_config(args, bench: Path) -> int:
         for r in ok:
             print(f"coupling {r['coupling']}: {r['src_component']} ({r['src_ranks']} ranks, {r['src_grid']['n']} points) "
                   f"-> {r['dst_component']} ({r['dst_ranks']} ranks, {r['dst_grid']['n']} points), {r['weights']}, "
-                  f"{r['links']} links, {r['fields']} field(s); {r['platform']}")
+                  f"{r['links']} links, {r['fields']} field(s); {r['platform']}"
+                  + (f", {r['ranks_per_host']} ranks a host" if r.get("ranks_per_host", 1) > 1 else ""))
             print(f"  {'location':<9} {'order':<5} {'algorithm':<10} {'simulated (s)':>14} {'alpha-beta (s)':>14} "
                   f"{'stages':>6} {'messages':>9} {'bytes':>12}")
             best = r["best"]
@@ -363,6 +368,8 @@ def cmd_simulate(args, argv) -> int:
     if bench is None:
         return _fail("the bench/sim program was not found: build it (ninja -C build sim), or give --bench or "
                      "$ESTUARY_SIM_BENCH")
+    if args.ranks_per_host < 1:
+        return _fail(f"--ranks-per-host {args.ranks_per_host}: give 1 or more ranks a host")
     if args.config:
         if args.kind != "coupling":
             return _fail("--config is for `estuary simulate coupling`")
@@ -482,6 +489,10 @@ def add_parser(sub):
     g.add_argument("--locations", default="src,dst", help="mapping locations to compare (src,dst)")
     s.add_argument("--overhead", type=float, default=0.0,
                    help="CPU time per message sent or received, ns (LogP's o; 0: the network alone)")
+    s.add_argument("--ranks-per-host", type=int, default=1, metavar="K",
+                   help="K ranks a simulated host (a node with one network port): one flow per host pair and stage, "
+                        "messages within a host free, the machine sized for the hosts; what makes 10^4-rank "
+                        "replays fit (1: a host per rank, exact)")
     s.add_argument("--crosstraffic", action="store_true", help="SimGrid network/crosstraffic on")
     s.add_argument("--time-limit", type=float, default=0,
                    help="seconds of wall time a run may take before it is stopped and reported as failed (0: none)")
