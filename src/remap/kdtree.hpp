@@ -43,12 +43,16 @@ class KdTree {
     double* best = small;
     if (k > 16) large.assign(k, INFINITY), best = large.data();
     else std::fill(small, small + k, INFINITY);
-    knn(q, 0, node_.size(), best, k);
+    double off[3] = {0, 0, 0};
+    knn(q, 0, node_.size(), best, k, 0.0, off);
     return best[k - 1];
   }
 
   // Every point with squared distance <= r2, appended to out (its id: the index into pts).
-  void within(const Vec3& q, double r2, std::vector<std::int64_t>& out) const { radius(q, r2, 0, node_.size(), out); }
+  void within(const Vec3& q, double r2, std::vector<std::int64_t>& out) const {
+    double off[3] = {0, 0, 0};
+    radius(q, r2, 0, node_.size(), out, 0.0, off);
+  }
 
   // Every point within r = sqrt(d_k) * (1 + rel) + abs of q, d_k the k-th smallest squared
   // distance: the same points as within(q, r * r) after kth_sq_dist(q, k), appended to out in no
@@ -66,7 +70,8 @@ class KdTree {
     std::int64_t id[kMax];
     std::fill(d2, d2 + m, INFINITY);
     std::fill(id, id + m, std::int64_t{-1});
-    knn_ids(q, 0, node_.size(), d2, id, m);
+    double off[3] = {0, 0, 0};
+    knn_ids(q, 0, node_.size(), d2, id, m, 0.0, off);
     const double r = std::sqrt(d2[k - 1]) * (1 + rel) + abs;
     if (d2[k] > r * r) {
       out.insert(out.end(), id, id + k);
@@ -95,11 +100,19 @@ class KdTree {
     for (int d = 1; d < 3; ++d)
       if (mx[d] - mn[d] > mx[axis] - mn[axis]) axis = d;
     const std::size_t mid = (lo + hi) / 2;
-    std::nth_element(node_.begin() + static_cast<std::ptrdiff_t>(lo), node_.begin() + static_cast<std::ptrdiff_t>(mid),
-                     node_.begin() + static_cast<std::ptrdiff_t>(hi), [axis](const Node& a, const Node& b) {
-                       const double ca = coord(a.p, axis), cb = coord(b.p, axis);
-                       return ca < cb || (ca == cb && a.id < b.id);
-                     });
+    // One comparator per axis (the member read is fixed, no branch on the axis per comparison);
+    // ties by id, so that the tree is the same whatever order the points came in.
+    const auto first = node_.begin() + static_cast<std::ptrdiff_t>(lo), nth = node_.begin() + static_cast<std::ptrdiff_t>(mid),
+               last = node_.begin() + static_cast<std::ptrdiff_t>(hi);
+    const auto split = [&](auto member) {
+      std::nth_element(first, nth, last, [member](const Node& a, const Node& b) {
+        const double ca = a.p.*member, cb = b.p.*member;
+        return ca < cb || (ca == cb && a.id < b.id);
+      });
+    };
+    if (axis == 0) split(&Vec3::x);
+    else if (axis == 1) split(&Vec3::y);
+    else split(&Vec3::z);
     axis_[mid] = static_cast<std::uint8_t>(axis);
     build(lo, mid);
     build(mid + 1, hi);
@@ -115,7 +128,16 @@ class KdTree {
     best[i] = d2;
   }
 
-  void knn(const Vec3& q, std::size_t lo, std::size_t hi, double* best, std::size_t k) const {
+  // The descents prune a subtree by the squared distance from q to its cell (the box its
+  // ancestors' split planes cut out), kept incrementally as in Arya and Mount: `off` holds q's
+  // offset outside the cell along each axis, `rd` the sum of their squares. Against the split
+  // plane alone, this prunes the cells on the far side of a ring of points around q (a target
+  // beyond a grid's last row, near a pole: thousands of visits a query before). The bound is
+  // only ever used to skip a cell whose every point is farther than what is kept, so the
+  // answers are the same points; the slack absorbs the rounding of rd against sq_dist.
+  static bool may_hold(double rd, double bound) { return rd <= bound * (1 + 1e-9) + 1e-300; }
+
+  void knn(const Vec3& q, std::size_t lo, std::size_t hi, double* best, std::size_t k, double rd, double* off) const {
     if (hi - lo <= kLeaf) {
       for (std::size_t i = lo; i < hi; ++i) offer(best, k, sq_dist(q, node_[i].p));
       return;
@@ -125,13 +147,14 @@ class KdTree {
     const Vec3& m = node_[mid].p;
     offer(best, k, sq_dist(q, m));
     const double diff = coord(q, axis) - coord(m, axis);
-    if (diff <= 0) {
-      knn(q, lo, mid, best, k);
-      if (diff * diff <= best[k - 1]) knn(q, mid + 1, hi, best, k);
-    } else {
-      knn(q, mid + 1, hi, best, k);
-      if (diff * diff <= best[k - 1]) knn(q, lo, mid, best, k);
-    }
+    const std::size_t near_lo = diff <= 0 ? lo : mid + 1, near_hi = diff <= 0 ? mid : hi;
+    const std::size_t far_lo = diff <= 0 ? mid + 1 : lo, far_hi = diff <= 0 ? hi : mid;
+    knn(q, near_lo, near_hi, best, k, rd, off);
+    const double old = off[axis], far = rd - old * old + diff * diff;
+    if (!may_hold(far, best[k - 1])) return;
+    off[axis] = diff;
+    knn(q, far_lo, far_hi, best, k, far, off);
+    off[axis] = old;
   }
 
   static void offer_id(double* d2, std::int64_t* id, std::size_t k, double d, std::int64_t who) {
@@ -146,7 +169,8 @@ class KdTree {
     id[i] = who;
   }
 
-  void knn_ids(const Vec3& q, std::size_t lo, std::size_t hi, double* d2, std::int64_t* id, std::size_t k) const {
+  void knn_ids(const Vec3& q, std::size_t lo, std::size_t hi, double* d2, std::int64_t* id, std::size_t k, double rd,
+               double* off) const {
     if (hi - lo <= kLeaf) {
       for (std::size_t i = lo; i < hi; ++i) offer_id(d2, id, k, sq_dist(q, node_[i].p), node_[i].id);
       return;
@@ -156,16 +180,18 @@ class KdTree {
     const Vec3& m = node_[mid].p;
     offer_id(d2, id, k, sq_dist(q, m), node_[mid].id);
     const double diff = coord(q, axis) - coord(m, axis);
-    if (diff <= 0) {
-      knn_ids(q, lo, mid, d2, id, k);
-      if (diff * diff <= d2[k - 1]) knn_ids(q, mid + 1, hi, d2, id, k);
-    } else {
-      knn_ids(q, mid + 1, hi, d2, id, k);
-      if (diff * diff <= d2[k - 1]) knn_ids(q, lo, mid, d2, id, k);
-    }
+    const std::size_t near_lo = diff <= 0 ? lo : mid + 1, near_hi = diff <= 0 ? mid : hi;
+    const std::size_t far_lo = diff <= 0 ? mid + 1 : lo, far_hi = diff <= 0 ? hi : mid;
+    knn_ids(q, near_lo, near_hi, d2, id, k, rd, off);
+    const double old = off[axis], far = rd - old * old + diff * diff;
+    if (!may_hold(far, d2[k - 1])) return;
+    off[axis] = diff;
+    knn_ids(q, far_lo, far_hi, d2, id, k, far, off);
+    off[axis] = old;
   }
 
-  void radius(const Vec3& q, double r2, std::size_t lo, std::size_t hi, std::vector<std::int64_t>& out) const {
+  void radius(const Vec3& q, double r2, std::size_t lo, std::size_t hi, std::vector<std::int64_t>& out, double rd,
+              double* off) const {
     if (hi - lo <= kLeaf) {
       for (std::size_t i = lo; i < hi; ++i)
         if (sq_dist(q, node_[i].p) <= r2) out.push_back(node_[i].id);
@@ -176,8 +202,22 @@ class KdTree {
     const Vec3& m = node_[mid].p;
     if (sq_dist(q, m) <= r2) out.push_back(node_[mid].id);
     const double diff = coord(q, axis) - coord(m, axis);
-    if (diff <= 0 || diff * diff <= r2) radius(q, r2, lo, mid, out);
-    if (diff >= 0 || diff * diff <= r2) radius(q, r2, mid + 1, hi, out);
+    const double old = off[axis], far = rd - old * old + diff * diff;
+    // The side q is on keeps its cell distance; the other is entered only if it may hold a point.
+    if (diff <= 0) {
+      radius(q, r2, lo, mid, out, rd, off);
+    } else if (may_hold(far, r2)) {
+      off[axis] = diff;
+      radius(q, r2, lo, mid, out, far, off);
+      off[axis] = old;
+    }
+    if (diff >= 0) {
+      radius(q, r2, mid + 1, hi, out, rd, off);
+    } else if (may_hold(far, r2)) {
+      off[axis] = diff;
+      radius(q, r2, mid + 1, hi, out, far, off);
+      off[axis] = old;
+    }
   }
 
   std::vector<Node> node_;

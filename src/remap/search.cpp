@@ -101,26 +101,18 @@ void put_point(std::vector<i64>& out, i64 key, double lon, double lat) {
 
 }  // namespace
 
-std::size_t LocalSource::position(i64 g) const {
-  if (!row_start.empty()) {  // rows of a logically rectangular grid: search one row only
-    const i64 j = g / nx;
-    if (j < 0 || j + 1 >= static_cast<i64>(row_start.size())) return size();
-    const std::size_t lo = row_start[static_cast<std::size_t>(j)], hi = row_start[static_cast<std::size_t>(j) + 1];
-    if (hi - lo == static_cast<std::size_t>(nx)) return order[lo + static_cast<std::size_t>(g - j * nx)];
-    const auto it = std::lower_bound(sorted.begin() + static_cast<std::ptrdiff_t>(lo),
-                                     sorted.begin() + static_cast<std::ptrdiff_t>(hi), g);
-    return it != sorted.begin() + static_cast<std::ptrdiff_t>(hi) && *it == g ? order[static_cast<std::size_t>(it - sorted.begin())]
-                                                                              : size();
-  }
-  const auto it = std::lower_bound(sorted.begin(), sorted.end(), g);
-  return it != sorted.end() && *it == g ? order[static_cast<std::size_t>(it - sorted.begin())] : size();
-}
-
 void LocalSource::reindex(i64 row_length, i64 rows) {
   order.resize(size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  if (!std::is_sorted(index.begin(), index.end()))
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return index[a] < index[b]; });
+  // Usually one sorted run (as gathered) and one appended by fetch_by_index (sorted too): a
+  // merge, not a sort of the whole.
+  const auto by_index = [&](std::size_t a, std::size_t b) { return index[a] < index[b]; };
+  const auto split = std::is_sorted_until(index.begin(), index.end());
+  if (split != index.end()) {
+    const auto mid = order.begin() + (split - index.begin());
+    if (std::is_sorted(split, index.end())) std::inplace_merge(order.begin(), mid, order.end(), by_index);
+    else std::sort(order.begin(), order.end(), by_index);
+  }
   sorted.resize(size());
   for (std::size_t k = 0; k < size(); ++k) sorted[k] = index[order[k]];
   nx = row_length;
