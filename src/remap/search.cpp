@@ -92,13 +92,6 @@ struct Bins {
   }
 };
 
-// The source points as they travel: global index times 2 plus the mask bit, lon, lat.
-void put_point(std::vector<i64>& out, i64 key, double lon, double lat) {
-  out.push_back(key);
-  out.push_back(std::bit_cast<i64>(lon));
-  out.push_back(std::bit_cast<i64>(lat));
-}
-
 }  // namespace
 
 void LocalSource::reindex(i64 row_length, i64 rows) {
@@ -142,18 +135,30 @@ LocalSource gather_near(const Grid& src, const std::vector<Vec3>& queries, std::
   const Bins bins(ng);
   const std::size_t nb = bins.size();
 
-  // 1. Each source point to the owner of its bin (with the bin, so that no one computes it twice).
-  std::vector<std::vector<i64>> deal(static_cast<std::size_t>(p));
-  for (i64 k2 = 0; k2 < src.size(); ++k2) {
-    const auto u = static_cast<std::size_t>(k2);
-    const int b = bins.of(src.lon[u], src.lat[u]);
-    std::vector<i64>& m = deal[static_cast<std::size_t>(b % p)];
-    put_point(m, 2 * src.global_index(k2) + (src.valid(k2) ? 1 : 0), src.lon[u], src.lat[u]);
-    m.push_back(b);
+  // 1. Each source point to the owner of its bin (with the bin, so that no one computes it twice),
+  //    written straight into one send buffer at its owner's offset (sizes counted first: no
+  //    growing per-rank vectors, no copy into a flat buffer).
+  const auto ns = static_cast<std::size_t>(src.size());
+  std::vector<int> bin_of(ns);
+  std::vector<i64> send_counts(static_cast<std::size_t>(p), 0), counts;
+  for (std::size_t u = 0; u < ns; ++u) {
+    bin_of[u] = bins.of(src.lon[u], src.lat[u]);
+    send_counts[static_cast<std::size_t>(bin_of[u] % p)] += 4;
   }
-  std::vector<i64> counts;
-  std::vector<i64> got = alltoallv(comm, deal, counts);
-  deal.assign(static_cast<std::size_t>(p), {});
+  std::vector<i64> send(4 * ns), at_rank(static_cast<std::size_t>(p), 0);
+  for (std::size_t r = 1; r < at_rank.size(); ++r) at_rank[r] = at_rank[r - 1] + send_counts[r - 1];
+  for (std::size_t u = 0; u < ns; ++u) {
+    i64* m = send.data() + at_rank[static_cast<std::size_t>(bin_of[u] % p)];
+    at_rank[static_cast<std::size_t>(bin_of[u] % p)] += 4;
+    const auto k2 = static_cast<i64>(u);
+    m[0] = 2 * src.global_index(k2) + (src.valid(k2) ? 1 : 0);
+    m[1] = std::bit_cast<i64>(src.lon[u]);
+    m[2] = std::bit_cast<i64>(src.lat[u]);
+    m[3] = bin_of[u];
+  }
+  bin_of = {};
+  std::vector<i64> got = alltoallv(comm, send, send_counts, counts);
+  send = {};
   // Grouped by bin (a counting sort, arrival order kept), then once each in a bin in increasing
   // index: the lowest rank's copy of a repeat (arrivals come in rank order; the sort is stable).
   struct Held {
@@ -240,29 +245,51 @@ LocalSource gather_near(const Grid& src, const std::vector<Vec3>& queries, std::
     if (need[b] && hist[b] > 0) ask[b % static_cast<std::size_t>(p)].push_back(static_cast<i64>(b));
   const std::vector<i64> asked = alltoallv(comm, ask, counts);
   ask.clear();
-  std::size_t at = 0;
-  for (int r = 0; r < p; ++r)
+  // The reply, sized first and written in place, as the deal above.
+  std::size_t total = 0;
+  for (const i64 b : asked) total += 3 * (first[static_cast<std::size_t>(b) + 1] - first[static_cast<std::size_t>(b)]);
+  send.resize(total);
+  std::size_t at = 0, put = 0;
+  for (int r = 0; r < p; ++r) {
+    const std::size_t from = put;
     for (i64 m = 0; m < counts[static_cast<std::size_t>(r)]; ++m, ++at) {
       const auto b = static_cast<std::size_t>(asked[at]);
-      for (std::size_t h = first[b]; h < first[b + 1]; ++h)
-        put_point(deal[static_cast<std::size_t>(r)], held[h].key, held[h].lon, held[h].lat);
+      for (std::size_t h = first[b]; h < first[b + 1]; ++h, put += 3) {
+        send[put] = held[h].key;
+        send[put + 1] = std::bit_cast<i64>(held[h].lon);
+        send[put + 2] = std::bit_cast<i64>(held[h].lat);
+      }
     }
+    send_counts[static_cast<std::size_t>(r)] = static_cast<i64>(put - from);
+  }
   held = {};
-  got = alltoallv(comm, deal, counts);
-  deal = {};
+  got = alltoallv(comm, send, send_counts, counts);
+  send = {};
 
-  // 4. In increasing global index (bins are disjoint: no repeats).
+  // 4. In increasing global index (bins are disjoint: no repeats): placed by index when the
+  //    points are a fair share of the grid (one pass over a table of the grid's size), else sorted.
   const std::size_t n = got.size() / 3;
-  std::vector<std::pair<i64, std::size_t>> ord(n);
-  for (std::size_t m = 0; m < n; ++m) ord[m] = {got[3 * m], m};
-  std::sort(ord.begin(), ord.end());
+  std::vector<std::size_t> ord(n);
+  constexpr std::uint32_t kNone = UINT32_MAX;
+  if (static_cast<i64>(n) * 8 >= ng && n < kNone) {
+    std::vector<std::uint32_t> slot(static_cast<std::size_t>(ng), kNone);
+    for (std::size_t m = 0; m < n; ++m) slot[static_cast<std::size_t>(got[3 * m] / 2)] = static_cast<std::uint32_t>(m);
+    std::size_t k2 = 0;
+    for (const std::uint32_t m : slot)
+      if (m != kNone) ord[k2++] = m;
+  } else {
+    std::vector<std::pair<i64, std::size_t>> by(n);
+    for (std::size_t m = 0; m < n; ++m) by[m] = {got[3 * m], m};
+    std::sort(by.begin(), by.end());
+    for (std::size_t m = 0; m < n; ++m) ord[m] = by[m].second;
+  }
   s.index.resize(n);
   s.xyz.resize(n);
   s.lon.resize(n);
   s.lat.resize(n);
   s.valid.resize(n);
   for (std::size_t m = 0; m < n; ++m) {
-    const std::size_t o = ord[m].second;
+    const std::size_t o = ord[m];
     s.index[m] = got[3 * o] / 2;
     s.valid[m] = static_cast<char>(got[3 * o] & 1);
     s.lon[m] = std::bit_cast<double>(got[3 * o + 1]);
