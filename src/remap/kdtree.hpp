@@ -21,14 +21,16 @@ inline double sq_dist(const Vec3& a, const Vec3& b) {
 inline double coord(const Vec3& v, int d) { return d == 0 ? v.x : d == 1 ? v.y : v.z; }
 
 // A static 3-D k-d tree over a subset of points: the subtree of [lo, hi) is split at
-// mid = (lo + hi) / 2 along axis_[mid], the points before mid no further along it than node mid.
+// mid = (lo + hi) / 2 along the longest side of its points' bounding box (kept for the searches),
+// the points before mid no further along it than node mid.
 // The points are copied into the tree in its own order (coordinates and id side by side), so
 // that a search reads consecutive memory instead of jumping through an index array.
 class KdTree {
  public:
   KdTree(const std::vector<Vec3>& pts, const std::vector<std::int64_t>& subset)
-      : node_(subset.size()), axis_(subset.size(), 0) {
+      : node_(subset.size()), box_of_(subset.size(), 0) {
     for (std::size_t k = 0; k < subset.size(); ++k) node_[k] = {pts[static_cast<std::size_t>(subset[k])], subset[k]};
+    box_.reserve(node_.size() / kLeaf + 1);
     build(0, node_.size());
   }
 
@@ -43,15 +45,13 @@ class KdTree {
     double* best = small;
     if (k > 16) large.assign(k, INFINITY), best = large.data();
     else std::fill(small, small + k, INFINITY);
-    double off[3] = {0, 0, 0};
-    knn(q, 0, node_.size(), best, k, 0.0, off);
+    knn(q, 0, node_.size(), best, k);
     return best[k - 1];
   }
 
   // Every point with squared distance <= r2, appended to out (its id: the index into pts).
   void within(const Vec3& q, double r2, std::vector<std::int64_t>& out) const {
-    double off[3] = {0, 0, 0};
-    radius(q, r2, 0, node_.size(), out, 0.0, off);
+    radius(q, r2, 0, node_.size(), out);
   }
 
   // Every point within r = sqrt(d_k) * (1 + rel) + abs of q, d_k the k-th smallest squared
@@ -70,8 +70,7 @@ class KdTree {
     std::int64_t id[kMax];
     std::fill(d2, d2 + m, INFINITY);
     std::fill(id, id + m, std::int64_t{-1});
-    double off[3] = {0, 0, 0};
-    knn_ids(q, 0, node_.size(), d2, id, m, 0.0, off);
+    knn_ids(q, 0, node_.size(), d2, id, m);
     const double r = std::sqrt(d2[k - 1]) * (1 + rel) + abs;
     if (d2[k] > r * r) {
       out.insert(out.end(), id, id + k);
@@ -113,7 +112,8 @@ class KdTree {
     if (axis == 0) split(&Vec3::x);
     else if (axis == 1) split(&Vec3::y);
     else split(&Vec3::z);
-    axis_[mid] = static_cast<std::uint8_t>(axis);
+    box_of_[mid] = static_cast<std::uint32_t>(box_.size());
+    box_.push_back({{mn[0], mn[1], mn[2]}, {mx[0], mx[1], mx[2]}, axis});
     build(lo, mid);
     build(mid + 1, hi);
   }
@@ -128,33 +128,47 @@ class KdTree {
     best[i] = d2;
   }
 
-  // The descents prune a subtree by the squared distance from q to its cell (the box its
-  // ancestors' split planes cut out), kept incrementally as in Arya and Mount: `off` holds q's
-  // offset outside the cell along each axis, `rd` the sum of their squares. Against the split
-  // plane alone, this prunes the cells on the far side of a ring of points around q (a target
-  // beyond a grid's last row, near a pole: thousands of visits a query before). The bound is
-  // only ever used to skip a cell whose every point is farther than what is kept, so the
-  // answers are the same points; the slack absorbs the rounding of rd against sq_dist.
-  static bool may_hold(double rd, double bound) { return rd <= bound * (1 + 1e-9) + 1e-300; }
+  // The descents prune a subtree by the squared distance from q to the bounding box of its
+  // points (kept for every inner node), on top of the split plane's distance. The points lie on
+  // a sphere, so the boxes are much tighter than the cells the split planes cut out: against
+  // the split plane alone, a ring of points around q (a target beyond a grid's last row, near a
+  // pole) defeated the pruning, at thousands of visits a query. A box is only ever used to skip a
+  // subtree whose every point is farther than what is kept, so the answers are the same points;
+  // the slack absorbs the rounding of the box distance against sq_dist.
+  struct Box {
+    double lo[3], hi[3];
+    int axis;
+  };
+  static double box_sq_dist(const Vec3& q, const Box& b) {
+    const double c[3] = {q.x, q.y, q.z};
+    double d = 0;
+    for (int a = 0; a < 3; ++a) {
+      const double below = b.lo[a] - c[a], above = c[a] - b.hi[a];
+      const double e = below > 0 ? below : above > 0 ? above : 0.0;
+      d += e * e;
+    }
+    return d;
+  }
+  static bool may_hold(double d2, double bound) { return d2 <= bound * (1 + 1e-9) + 1e-300; }
 
-  void knn(const Vec3& q, std::size_t lo, std::size_t hi, double* best, std::size_t k, double rd, double* off) const {
+  void knn(const Vec3& q, std::size_t lo, std::size_t hi, double* best, std::size_t k) const {
     if (hi - lo <= kLeaf) {
       for (std::size_t i = lo; i < hi; ++i) offer(best, k, sq_dist(q, node_[i].p));
       return;
     }
     const std::size_t mid = (lo + hi) / 2;
-    const int axis = axis_[mid];
+    const Box& b = box_[box_of_[mid]];
+    if (!may_hold(box_sq_dist(q, b), best[k - 1])) return;
     const Vec3& m = node_[mid].p;
     offer(best, k, sq_dist(q, m));
-    const double diff = coord(q, axis) - coord(m, axis);
-    const std::size_t near_lo = diff <= 0 ? lo : mid + 1, near_hi = diff <= 0 ? mid : hi;
-    const std::size_t far_lo = diff <= 0 ? mid + 1 : lo, far_hi = diff <= 0 ? hi : mid;
-    knn(q, near_lo, near_hi, best, k, rd, off);
-    const double old = off[axis], far = rd - old * old + diff * diff;
-    if (!may_hold(far, best[k - 1])) return;
-    off[axis] = diff;
-    knn(q, far_lo, far_hi, best, k, far, off);
-    off[axis] = old;
+    const double diff = coord(q, b.axis) - coord(m, b.axis);
+    if (diff <= 0) {
+      knn(q, lo, mid, best, k);
+      if (diff * diff <= best[k - 1]) knn(q, mid + 1, hi, best, k);
+    } else {
+      knn(q, mid + 1, hi, best, k);
+      if (diff * diff <= best[k - 1]) knn(q, lo, mid, best, k);
+    }
   }
 
   static void offer_id(double* d2, std::int64_t* id, std::size_t k, double d, std::int64_t who) {
@@ -169,59 +183,45 @@ class KdTree {
     id[i] = who;
   }
 
-  void knn_ids(const Vec3& q, std::size_t lo, std::size_t hi, double* d2, std::int64_t* id, std::size_t k, double rd,
-               double* off) const {
+  void knn_ids(const Vec3& q, std::size_t lo, std::size_t hi, double* d2, std::int64_t* id, std::size_t k) const {
     if (hi - lo <= kLeaf) {
       for (std::size_t i = lo; i < hi; ++i) offer_id(d2, id, k, sq_dist(q, node_[i].p), node_[i].id);
       return;
     }
     const std::size_t mid = (lo + hi) / 2;
-    const int axis = axis_[mid];
+    const Box& b = box_[box_of_[mid]];
+    if (!may_hold(box_sq_dist(q, b), d2[k - 1])) return;
     const Vec3& m = node_[mid].p;
     offer_id(d2, id, k, sq_dist(q, m), node_[mid].id);
-    const double diff = coord(q, axis) - coord(m, axis);
-    const std::size_t near_lo = diff <= 0 ? lo : mid + 1, near_hi = diff <= 0 ? mid : hi;
-    const std::size_t far_lo = diff <= 0 ? mid + 1 : lo, far_hi = diff <= 0 ? hi : mid;
-    knn_ids(q, near_lo, near_hi, d2, id, k, rd, off);
-    const double old = off[axis], far = rd - old * old + diff * diff;
-    if (!may_hold(far, d2[k - 1])) return;
-    off[axis] = diff;
-    knn_ids(q, far_lo, far_hi, d2, id, k, far, off);
-    off[axis] = old;
+    const double diff = coord(q, b.axis) - coord(m, b.axis);
+    if (diff <= 0) {
+      knn_ids(q, lo, mid, d2, id, k);
+      if (diff * diff <= d2[k - 1]) knn_ids(q, mid + 1, hi, d2, id, k);
+    } else {
+      knn_ids(q, mid + 1, hi, d2, id, k);
+      if (diff * diff <= d2[k - 1]) knn_ids(q, lo, mid, d2, id, k);
+    }
   }
 
-  void radius(const Vec3& q, double r2, std::size_t lo, std::size_t hi, std::vector<std::int64_t>& out, double rd,
-              double* off) const {
+  void radius(const Vec3& q, double r2, std::size_t lo, std::size_t hi, std::vector<std::int64_t>& out) const {
     if (hi - lo <= kLeaf) {
       for (std::size_t i = lo; i < hi; ++i)
         if (sq_dist(q, node_[i].p) <= r2) out.push_back(node_[i].id);
       return;
     }
     const std::size_t mid = (lo + hi) / 2;
-    const int axis = axis_[mid];
+    const Box& b = box_[box_of_[mid]];
+    if (!may_hold(box_sq_dist(q, b), r2)) return;
     const Vec3& m = node_[mid].p;
     if (sq_dist(q, m) <= r2) out.push_back(node_[mid].id);
-    const double diff = coord(q, axis) - coord(m, axis);
-    const double old = off[axis], far = rd - old * old + diff * diff;
-    // The side q is on keeps its cell distance; the other is entered only if it may hold a point.
-    if (diff <= 0) {
-      radius(q, r2, lo, mid, out, rd, off);
-    } else if (may_hold(far, r2)) {
-      off[axis] = diff;
-      radius(q, r2, lo, mid, out, far, off);
-      off[axis] = old;
-    }
-    if (diff >= 0) {
-      radius(q, r2, mid + 1, hi, out, rd, off);
-    } else if (may_hold(far, r2)) {
-      off[axis] = diff;
-      radius(q, r2, mid + 1, hi, out, far, off);
-      off[axis] = old;
-    }
+    const double diff = coord(q, b.axis) - coord(m, b.axis);
+    if (diff <= 0 || diff * diff <= r2) radius(q, r2, lo, mid, out);
+    if (diff >= 0 || diff * diff <= r2) radius(q, r2, mid + 1, hi, out);
   }
 
   std::vector<Node> node_;
-  std::vector<std::uint8_t> axis_;
+  std::vector<std::uint32_t> box_of_;  // per inner node (by its mid): its box in box_
+  std::vector<Box> box_;
 };
 
 }  // namespace estuary::detail

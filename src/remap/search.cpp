@@ -30,6 +30,7 @@ struct Bins {
   std::vector<Vec3> centre;
   std::vector<double> radius;  // angular, rounding slack included
   double max_radius = 0;
+  std::vector<double> zedge, cedge, sedge;  // sin of the rows' edges; cos, sin of the columns' edges
 
   explicit Bins(i64 n) {
     nlat = std::clamp(static_cast<int>(std::lround(std::sqrt(static_cast<double>(n) / 128.0))), 2, 512);
@@ -50,6 +51,20 @@ struct Bins {
         radius[b] = r + 1e-9;
         max_radius = std::max(max_radius, radius[b]);
       }
+    for (int j = 0; j <= nlat; ++j) zedge.push_back(std::sin((-90.0 + 180.0 * j / nlat) * kDeg));
+    for (int i = 0; i <= nlon; ++i) {
+      cedge.push_back(std::cos((360.0 * i / nlon - 180.0) * kDeg));
+      sedge.push_back(std::sin((360.0 * i / nlon - 180.0) * kDeg));
+    }
+  }
+  // Whether v lies in bin b's box (up to rounding, which the radius' slack absorbs): its
+  // latitude band by z, its longitude wedge (under 180 degrees) by two cross products. No
+  // trigonometry: the queries, in order, mostly fall in the bin of the one before.
+  bool holds(int b, const Vec3& v) const {
+    const int j = b / nlon, i = b % nlon;
+    const auto J = static_cast<std::size_t>(j), I = static_cast<std::size_t>(i);
+    return v.z >= zedge[J] && v.z <= zedge[J + 1] && cedge[I] * v.y - sedge[I] * v.x >= 0 &&
+           cedge[I + 1] * v.y - sedge[I + 1] * v.x <= 0;
   }
   std::size_t size() const { return static_cast<std::size_t>(nlat) * static_cast<std::size_t>(nlon); }
   int row(double lat_rad) const {
@@ -208,7 +223,12 @@ LocalSource gather_near(const Grid& src, const std::vector<Vec3>& queries, std::
   //    holds k counted points bounds the k-th nearest of its queries (a query is within the
   //    bin's radius of its centre, a point within its own bin's radius of that centre).
   std::vector<char> has_query(nb, 0), need(nb, 0);
-  for (const Vec3& q : queries) has_query[static_cast<std::size_t>(bins.of(q))] = 1;
+  int last = -1;
+  for (const Vec3& q : queries) {
+    if (last >= 0 && bins.holds(last, q)) continue;
+    last = bins.of(q);
+    has_query[static_cast<std::size_t>(last)] = 1;
+  }
   for (std::size_t b = 0; b < nb; ++b) {
     if (!has_query[b] || k == 0) continue;
     const int jb = static_cast<int>(b) / bins.nlon, ib = static_cast<int>(b) % bins.nlon;
