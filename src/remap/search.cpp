@@ -291,13 +291,16 @@ LocalSource gather_near(const Grid& src, const std::vector<Vec3>& queries, std::
   const std::size_t n = got.size() / 3;
   std::vector<std::size_t> ord(n);
   constexpr std::uint32_t kNone = UINT32_MAX;
+  std::size_t placed = 0;
   if (static_cast<i64>(n) * 8 >= ng && n < kNone) {
     std::vector<std::uint32_t> slot(static_cast<std::size_t>(ng), kNone);
     for (std::size_t m = 0; m < n; ++m) slot[static_cast<std::size_t>(got[3 * m] / 2)] = static_cast<std::uint32_t>(m);
-    std::size_t k2 = 0;
     for (const std::uint32_t m : slot)
-      if (m != kNone) ord[k2++] = m;
-  } else {
+      if (m != kNone) ord[placed++] = m;
+  }
+  // (Fewer placed than received: an index came twice, from copies of a point that ranks hold
+  // with different coordinates, hence in two bins; the sort keeps both, as before.)
+  if (placed != n) {
     std::vector<std::pair<i64, std::size_t>> by(n);
     for (std::size_t m = 0; m < n; ++m) by[m] = {got[3 * m], m};
     std::sort(by.begin(), by.end());
