@@ -21,14 +21,14 @@ inline double sq_dist(const Vec3& a, const Vec3& b) {
 inline double coord(const Vec3& v, int d) { return d == 0 ? v.x : d == 1 ? v.y : v.z; }
 
 // A static 3-D k-d tree over a subset of points: the subtree of [lo, hi) is split at
-// mid = (lo + hi) / 2 along the longest side of its points' bounding box (kept for the searches),
-// the points before mid no further along it than node mid.
+// mid = (lo + hi) / 2 along axis_[mid] (the longest side of its points' bounding box, kept for
+// the searches), the points before mid no further along it than node mid.
 // The points are copied into the tree in its own order (coordinates and id side by side), so
 // that a search reads consecutive memory instead of jumping through an index array.
 class KdTree {
  public:
   KdTree(const std::vector<Vec3>& pts, const std::vector<std::int64_t>& subset)
-      : node_(subset.size()), box_of_(subset.size(), 0) {
+      : node_(subset.size()), axis_(subset.size(), 0), box_of_(subset.size(), 0) {
     for (std::size_t k = 0; k < subset.size(); ++k) node_[k] = {pts[static_cast<std::size_t>(subset[k])], subset[k]};
     box_.reserve(node_.size() / kLeaf + 1);
     build(0, node_.size());
@@ -113,7 +113,8 @@ class KdTree {
     else if (axis == 1) split(&Vec3::y);
     else split(&Vec3::z);
     box_of_[mid] = static_cast<std::uint32_t>(box_.size());
-    box_.push_back({{mn[0], mn[1], mn[2]}, {mx[0], mx[1], mx[2]}, axis});
+    box_.push_back({{mn[0], mn[1], mn[2]}, {mx[0], mx[1], mx[2]}});
+    axis_[mid] = static_cast<std::uint8_t>(axis);
     build(lo, mid);
     build(mid + 1, hi);
   }
@@ -137,7 +138,6 @@ class KdTree {
   // the slack absorbs the rounding of the box distance against sq_dist.
   struct Box {
     double lo[3], hi[3];
-    int axis;
   };
   static double box_sq_dist(const Vec3& q, const Box& b) {
     const double c[3] = {q.x, q.y, q.z};
@@ -150,6 +150,14 @@ class KdTree {
     return d;
   }
   static bool may_hold(double d2, double bound) { return d2 <= bound * (1 + 1e-9) + 1e-300; }
+  int axis(std::size_t mid) const { return axis_[mid]; }
+  // Whether the subtree [lo, hi) on the far side of a split plane diff away may hold a point
+  // within the bound: the plane first, then (an inner node) its box. The side q is on is
+  // entered without the test: it seldom prunes there.
+  bool far_may_hold(const Vec3& q, double diff, std::size_t lo, std::size_t hi, double bound) const {
+    if (!(diff * diff <= bound)) return false;
+    return hi - lo <= kLeaf || may_hold(box_sq_dist(q, box_[box_of_[(lo + hi) / 2]]), bound);
+  }
 
   void knn(const Vec3& q, std::size_t lo, std::size_t hi, double* best, std::size_t k) const {
     if (hi - lo <= kLeaf) {
@@ -157,17 +165,15 @@ class KdTree {
       return;
     }
     const std::size_t mid = (lo + hi) / 2;
-    const Box& b = box_[box_of_[mid]];
-    if (!may_hold(box_sq_dist(q, b), best[k - 1])) return;
     const Vec3& m = node_[mid].p;
     offer(best, k, sq_dist(q, m));
-    const double diff = coord(q, b.axis) - coord(m, b.axis);
+    const double diff = coord(q, axis(mid)) - coord(m, axis(mid));
     if (diff <= 0) {
       knn(q, lo, mid, best, k);
-      if (diff * diff <= best[k - 1]) knn(q, mid + 1, hi, best, k);
+      if (far_may_hold(q, diff, mid + 1, hi, best[k - 1])) knn(q, mid + 1, hi, best, k);
     } else {
       knn(q, mid + 1, hi, best, k);
-      if (diff * diff <= best[k - 1]) knn(q, lo, mid, best, k);
+      if (far_may_hold(q, diff, lo, mid, best[k - 1])) knn(q, lo, mid, best, k);
     }
   }
 
@@ -189,17 +195,15 @@ class KdTree {
       return;
     }
     const std::size_t mid = (lo + hi) / 2;
-    const Box& b = box_[box_of_[mid]];
-    if (!may_hold(box_sq_dist(q, b), d2[k - 1])) return;
     const Vec3& m = node_[mid].p;
     offer_id(d2, id, k, sq_dist(q, m), node_[mid].id);
-    const double diff = coord(q, b.axis) - coord(m, b.axis);
+    const double diff = coord(q, axis(mid)) - coord(m, axis(mid));
     if (diff <= 0) {
       knn_ids(q, lo, mid, d2, id, k);
-      if (diff * diff <= d2[k - 1]) knn_ids(q, mid + 1, hi, d2, id, k);
+      if (far_may_hold(q, diff, mid + 1, hi, d2[k - 1])) knn_ids(q, mid + 1, hi, d2, id, k);
     } else {
       knn_ids(q, mid + 1, hi, d2, id, k);
-      if (diff * diff <= d2[k - 1]) knn_ids(q, lo, mid, d2, id, k);
+      if (far_may_hold(q, diff, lo, mid, d2[k - 1])) knn_ids(q, lo, mid, d2, id, k);
     }
   }
 
@@ -210,17 +214,16 @@ class KdTree {
       return;
     }
     const std::size_t mid = (lo + hi) / 2;
-    const Box& b = box_[box_of_[mid]];
-    if (!may_hold(box_sq_dist(q, b), r2)) return;
     const Vec3& m = node_[mid].p;
     if (sq_dist(q, m) <= r2) out.push_back(node_[mid].id);
-    const double diff = coord(q, b.axis) - coord(m, b.axis);
-    if (diff <= 0 || diff * diff <= r2) radius(q, r2, lo, mid, out);
-    if (diff >= 0 || diff * diff <= r2) radius(q, r2, mid + 1, hi, out);
+    const double diff = coord(q, axis(mid)) - coord(m, axis(mid));
+    if (diff <= 0 || far_may_hold(q, diff, lo, mid, r2)) radius(q, r2, lo, mid, out);
+    if (diff >= 0 || far_may_hold(q, diff, mid + 1, hi, r2)) radius(q, r2, mid + 1, hi, out);
   }
 
   std::vector<Node> node_;
-  std::vector<std::uint32_t> box_of_;  // per inner node (by its mid): its box in box_
+  std::vector<std::uint8_t> axis_;     // per inner node (by its mid): the split axis
+  std::vector<std::uint32_t> box_of_;  // and its box in box_
   std::vector<Box> box_;
 };
 
