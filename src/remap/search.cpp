@@ -30,6 +30,7 @@ struct Bins {
   std::vector<Vec3> centre;
   std::vector<double> radius;  // angular, rounding slack included
   double max_radius = 0;
+  std::vector<double> zedge, cedge, sedge;  // sin of the rows' edges; cos, sin of the columns' edges
 
   explicit Bins(i64 n) {
     nlat = std::clamp(static_cast<int>(std::lround(std::sqrt(static_cast<double>(n) / 128.0))), 2, 512);
@@ -50,6 +51,20 @@ struct Bins {
         radius[b] = r + 1e-9;
         max_radius = std::max(max_radius, radius[b]);
       }
+    for (int j = 0; j <= nlat; ++j) zedge.push_back(std::sin((-90.0 + 180.0 * j / nlat) * kDeg));
+    for (int i = 0; i <= nlon; ++i) {
+      cedge.push_back(std::cos((360.0 * i / nlon - 180.0) * kDeg));
+      sedge.push_back(std::sin((360.0 * i / nlon - 180.0) * kDeg));
+    }
+  }
+  // Whether v lies in bin b's box (up to rounding, which the radius' slack absorbs): its
+  // latitude band by z, its longitude wedge (under 180 degrees) by two cross products. No
+  // trigonometry: the queries, in order, mostly fall in the bin of the one before.
+  bool holds(int b, const Vec3& v) const {
+    const int j = b / nlon, i = b % nlon;
+    const auto J = static_cast<std::size_t>(j), I = static_cast<std::size_t>(i);
+    return v.z >= zedge[J] && v.z <= zedge[J + 1] && cedge[I] * v.y - sedge[I] * v.x >= 0 &&
+           cedge[I + 1] * v.y - sedge[I + 1] * v.x <= 0;
   }
   std::size_t size() const { return static_cast<std::size_t>(nlat) * static_cast<std::size_t>(nlon); }
   int row(double lat_rad) const {
@@ -92,35 +107,20 @@ struct Bins {
   }
 };
 
-// The source points as they travel: global index times 2 plus the mask bit, lon, lat.
-void put_point(std::vector<i64>& out, i64 key, double lon, double lat) {
-  out.push_back(key);
-  out.push_back(std::bit_cast<i64>(lon));
-  out.push_back(std::bit_cast<i64>(lat));
-}
-
 }  // namespace
-
-std::size_t LocalSource::position(i64 g) const {
-  if (!row_start.empty()) {  // rows of a logically rectangular grid: search one row only
-    const i64 j = g / nx;
-    if (j < 0 || j + 1 >= static_cast<i64>(row_start.size())) return size();
-    const std::size_t lo = row_start[static_cast<std::size_t>(j)], hi = row_start[static_cast<std::size_t>(j) + 1];
-    if (hi - lo == static_cast<std::size_t>(nx)) return order[lo + static_cast<std::size_t>(g - j * nx)];
-    const auto it = std::lower_bound(sorted.begin() + static_cast<std::ptrdiff_t>(lo),
-                                     sorted.begin() + static_cast<std::ptrdiff_t>(hi), g);
-    return it != sorted.begin() + static_cast<std::ptrdiff_t>(hi) && *it == g ? order[static_cast<std::size_t>(it - sorted.begin())]
-                                                                              : size();
-  }
-  const auto it = std::lower_bound(sorted.begin(), sorted.end(), g);
-  return it != sorted.end() && *it == g ? order[static_cast<std::size_t>(it - sorted.begin())] : size();
-}
 
 void LocalSource::reindex(i64 row_length, i64 rows) {
   order.resize(size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  if (!std::is_sorted(index.begin(), index.end()))
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return index[a] < index[b]; });
+  // Usually one sorted run (as gathered) and one appended by fetch_by_index (sorted too): a
+  // merge, not a sort of the whole.
+  const auto by_index = [&](std::size_t a, std::size_t b) { return index[a] < index[b]; };
+  const auto split = std::is_sorted_until(index.begin(), index.end());
+  if (split != index.end()) {
+    const auto mid = order.begin() + (split - index.begin());
+    if (std::is_sorted(split, index.end())) std::inplace_merge(order.begin(), mid, order.end(), by_index);
+    else std::sort(order.begin(), order.end(), by_index);
+  }
   sorted.resize(size());
   for (std::size_t k = 0; k < size(); ++k) sorted[k] = index[order[k]];
   nx = row_length;
@@ -150,18 +150,30 @@ LocalSource gather_near(const Grid& src, const std::vector<Vec3>& queries, std::
   const Bins bins(ng);
   const std::size_t nb = bins.size();
 
-  // 1. Each source point to the owner of its bin (with the bin, so that no one computes it twice).
-  std::vector<std::vector<i64>> deal(static_cast<std::size_t>(p));
-  for (i64 k2 = 0; k2 < src.size(); ++k2) {
-    const auto u = static_cast<std::size_t>(k2);
-    const int b = bins.of(src.lon[u], src.lat[u]);
-    std::vector<i64>& m = deal[static_cast<std::size_t>(b % p)];
-    put_point(m, 2 * src.global_index(k2) + (src.valid(k2) ? 1 : 0), src.lon[u], src.lat[u]);
-    m.push_back(b);
+  // 1. Each source point to the owner of its bin (with the bin, so that no one computes it twice),
+  //    written straight into one send buffer at its owner's offset (sizes counted first: no
+  //    growing per-rank vectors, no copy into a flat buffer).
+  const auto ns = static_cast<std::size_t>(src.size());
+  std::vector<int> bin_of(ns);
+  std::vector<i64> send_counts(static_cast<std::size_t>(p), 0), counts;
+  for (std::size_t u = 0; u < ns; ++u) {
+    bin_of[u] = bins.of(src.lon[u], src.lat[u]);
+    send_counts[static_cast<std::size_t>(bin_of[u] % p)] += 4;
   }
-  std::vector<i64> counts;
-  std::vector<i64> got = alltoallv(comm, deal, counts);
-  deal.assign(static_cast<std::size_t>(p), {});
+  std::vector<i64> send(4 * ns), at_rank(static_cast<std::size_t>(p), 0);
+  for (std::size_t r = 1; r < at_rank.size(); ++r) at_rank[r] = at_rank[r - 1] + send_counts[r - 1];
+  for (std::size_t u = 0; u < ns; ++u) {
+    i64* m = send.data() + at_rank[static_cast<std::size_t>(bin_of[u] % p)];
+    at_rank[static_cast<std::size_t>(bin_of[u] % p)] += 4;
+    const auto k2 = static_cast<i64>(u);
+    m[0] = 2 * src.global_index(k2) + (src.valid(k2) ? 1 : 0);
+    m[1] = std::bit_cast<i64>(src.lon[u]);
+    m[2] = std::bit_cast<i64>(src.lat[u]);
+    m[3] = bin_of[u];
+  }
+  bin_of = {};
+  std::vector<i64> got = alltoallv(comm, send, send_counts, counts);
+  send = {};
   // Grouped by bin (a counting sort, arrival order kept), then once each in a bin in increasing
   // index: the lowest rank's copy of a repeat (arrivals come in rank order; the sort is stable).
   struct Held {
@@ -211,7 +223,12 @@ LocalSource gather_near(const Grid& src, const std::vector<Vec3>& queries, std::
   //    holds k counted points bounds the k-th nearest of its queries (a query is within the
   //    bin's radius of its centre, a point within its own bin's radius of that centre).
   std::vector<char> has_query(nb, 0), need(nb, 0);
-  for (const Vec3& q : queries) has_query[static_cast<std::size_t>(bins.of(q))] = 1;
+  int last = -1;
+  for (const Vec3& q : queries) {
+    if (last >= 0 && bins.holds(last, q)) continue;
+    last = bins.of(q);
+    has_query[static_cast<std::size_t>(last)] = 1;
+  }
   for (std::size_t b = 0; b < nb; ++b) {
     if (!has_query[b] || k == 0) continue;
     const int jb = static_cast<int>(b) / bins.nlon, ib = static_cast<int>(b) % bins.nlon;
@@ -248,29 +265,54 @@ LocalSource gather_near(const Grid& src, const std::vector<Vec3>& queries, std::
     if (need[b] && hist[b] > 0) ask[b % static_cast<std::size_t>(p)].push_back(static_cast<i64>(b));
   const std::vector<i64> asked = alltoallv(comm, ask, counts);
   ask.clear();
-  std::size_t at = 0;
-  for (int r = 0; r < p; ++r)
+  // The reply, sized first and written in place, as the deal above.
+  std::size_t total = 0;
+  for (const i64 b : asked) total += 3 * (first[static_cast<std::size_t>(b) + 1] - first[static_cast<std::size_t>(b)]);
+  send.resize(total);
+  std::size_t at = 0, put = 0;
+  for (int r = 0; r < p; ++r) {
+    const std::size_t from = put;
     for (i64 m = 0; m < counts[static_cast<std::size_t>(r)]; ++m, ++at) {
       const auto b = static_cast<std::size_t>(asked[at]);
-      for (std::size_t h = first[b]; h < first[b + 1]; ++h)
-        put_point(deal[static_cast<std::size_t>(r)], held[h].key, held[h].lon, held[h].lat);
+      for (std::size_t h = first[b]; h < first[b + 1]; ++h, put += 3) {
+        send[put] = held[h].key;
+        send[put + 1] = std::bit_cast<i64>(held[h].lon);
+        send[put + 2] = std::bit_cast<i64>(held[h].lat);
+      }
     }
+    send_counts[static_cast<std::size_t>(r)] = static_cast<i64>(put - from);
+  }
   held = {};
-  got = alltoallv(comm, deal, counts);
-  deal = {};
+  got = alltoallv(comm, send, send_counts, counts);
+  send = {};
 
-  // 4. In increasing global index (bins are disjoint: no repeats).
+  // 4. In increasing global index (bins are disjoint: no repeats): placed by index when the
+  //    points are a fair share of the grid (one pass over a table of the grid's size), else sorted.
   const std::size_t n = got.size() / 3;
-  std::vector<std::pair<i64, std::size_t>> ord(n);
-  for (std::size_t m = 0; m < n; ++m) ord[m] = {got[3 * m], m};
-  std::sort(ord.begin(), ord.end());
+  std::vector<std::size_t> ord(n);
+  constexpr std::uint32_t kNone = UINT32_MAX;
+  std::size_t placed = 0;
+  if (static_cast<i64>(n) * 8 >= ng && n < kNone) {
+    std::vector<std::uint32_t> slot(static_cast<std::size_t>(ng), kNone);
+    for (std::size_t m = 0; m < n; ++m) slot[static_cast<std::size_t>(got[3 * m] / 2)] = static_cast<std::uint32_t>(m);
+    for (const std::uint32_t m : slot)
+      if (m != kNone) ord[placed++] = m;
+  }
+  // (Fewer placed than received: an index came twice, from copies of a point that ranks hold
+  // with different coordinates, hence in two bins; the sort keeps both, as before.)
+  if (placed != n) {
+    std::vector<std::pair<i64, std::size_t>> by(n);
+    for (std::size_t m = 0; m < n; ++m) by[m] = {got[3 * m], m};
+    std::sort(by.begin(), by.end());
+    for (std::size_t m = 0; m < n; ++m) ord[m] = by[m].second;
+  }
   s.index.resize(n);
   s.xyz.resize(n);
   s.lon.resize(n);
   s.lat.resize(n);
   s.valid.resize(n);
   for (std::size_t m = 0; m < n; ++m) {
-    const std::size_t o = ord[m].second;
+    const std::size_t o = ord[m];
     s.index[m] = got[3 * o] / 2;
     s.valid[m] = static_cast<char>(got[3 * o] & 1);
     s.lon[m] = std::bit_cast<double>(got[3 * o + 1]);

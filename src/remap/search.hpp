@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -34,8 +35,18 @@ struct LocalSource {
   std::int64_t total = 0, total_valid = 0;  // over the whole source grid (every rank the same)
 
   std::size_t size() const { return index.size(); }
-  // The position of global index g, or size() when it is not held.
-  std::size_t position(std::int64_t g) const;
+  // The position of global index g, or size() when it is not held. (Inline: the quad searches
+  // call it for every corner they read.)
+  std::size_t position(std::int64_t g) const {
+    if (!row_start.empty()) {  // rows of a logically rectangular grid: search one row only
+      const std::int64_t j = g / nx;
+      if (j < 0 || j + 1 >= static_cast<std::int64_t>(row_start.size())) return size();
+      const std::size_t lo = row_start[static_cast<std::size_t>(j)], hi = row_start[static_cast<std::size_t>(j) + 1];
+      if (hi - lo == static_cast<std::size_t>(nx)) return order[lo + static_cast<std::size_t>(g - j * nx)];
+      return find_in(lo, hi, g);
+    }
+    return find_in(0, sorted.size(), g);
+  }
   // Rebuilds the lookup of position(); with the rows of a logically rectangular grid (nx points
   // a row, ny rows) it searches one row only, or none when the row is held whole.
   void reindex(std::int64_t row_length = 0, std::int64_t rows = 0);
@@ -44,6 +55,13 @@ struct LocalSource {
   std::vector<std::int64_t> sorted;     // index[order[k]]
   std::vector<std::size_t> row_start;   // per row j, the first k with sorted[k] >= j * nx
   std::int64_t nx = 0;
+
+ private:
+  std::size_t find_in(std::size_t lo, std::size_t hi, std::int64_t g) const {
+    const auto first = sorted.begin() + static_cast<std::ptrdiff_t>(lo), last = sorted.begin() + static_cast<std::ptrdiff_t>(hi);
+    const auto it = std::lower_bound(first, last, g);
+    return it != last && *it == g ? order[static_cast<std::size_t>(it - sorted.begin())] : size();
+  }
 };
 
 // Collective. Checks the source's indices (every rank throws alike, through agree): in range,

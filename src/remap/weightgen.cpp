@@ -354,7 +354,12 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
   // The nearest point for the quads, and the 4 nearest for the fallback.
   const bool fallback_4 = options.extrapolate && ng >= 4;
   detail::LocalSource s;
-  detail::agree(comm, [&] { s = detail::gather_near(src, queries_of(dst), fallback_4 ? 4 : 1, false, comm, who); });
+  // The destination's unit vectors, once: the search below and both passes read them.
+  const std::vector<Vec3> queries = queries_of(dst);
+  detail::agree(comm, [&] { s = detail::gather_near(src, queries, fallback_4 ? 4 : 1, false, comm, who); });
+  // By rows: the lookups of step 1 then read one row, not the whole index (positions stay in
+  // index order until the fetch below appends).
+  s.reindex(nx, ny);
   const KdTree tree = tree_of(s, false);
 
   // 1. The nearest source point of every destination point; then, by index, the block around it
@@ -364,10 +369,10 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
   std::vector<double> dist;
   std::vector<i64> need{0, std::min<i64>(1, ng - 1), nx - 1};
   const i64 wide = cubic ? 2 : 1;
-  for (i64 k = 0; k < dst.size() && ng > 0; ++k) {
+  for (i64 k = 0, at = 0; k < dst.size() && ng > 0; ++k) {
     if (!dst.valid(k)) continue;
     const auto u = static_cast<std::size_t>(k);
-    nearest(tree, s, unit_vector(dst.lon[u], dst.lat[u]), 1, cand, addr, dist);
+    nearest(tree, s, queries[static_cast<std::size_t>(at++)], 1, cand, addr, dist);
     const i64 g = s.index[static_cast<std::size_t>(addr[0])];
     near[u] = g;
     const i64 j = g / nx, i = g - j * nx;
@@ -414,11 +419,11 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
     folded->col.reserve(folded->row.capacity());
     folded->weight.reserve(folded->row.capacity());
   }
-  for (i64 k = 0; k < dst.size() && ng > 0; ++k) {
+  for (i64 k = 0, at = 0; k < dst.size() && ng > 0; ++k) {
     if (!dst.valid(k)) continue;
     const auto u = static_cast<std::size_t>(k);
     const double plon = cdo_lon(dst.lon[u]), plat = cdo_lat(dst.lat[u]);
-    const Vec3 p = unit_vector(dst.lon[u], dst.lat[u]);
+    const Vec3& p = queries[static_cast<std::size_t>(at++)];
     // gridSearchSquareCurv2d: the quads around the nearest source point.
     Quad q{};
     int result = 0;
