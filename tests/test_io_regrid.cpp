@@ -354,18 +354,12 @@ TEST(IoRegrid, EndDefErrorsNameTheConfiguration) {
                                "\n      fields: [" + field + "]\n";
       const io::OutputConfig cfg = io::OutputConfig::from_yaml_string(yaml, "e.yaml");
       std::string msg = "no error";
-      io::Output out(cfg, MPI_COMM_WORLD);
       try {
-        if (out.is_server()) {
-          out.serve();
-          return msg;
-        }
-        int p = 1, r = 0;
-        MPI_Comm_size(out.model_comm(), &p);
-        MPI_Comm_rank(out.model_comm(), &r);
-        out.def_grid("atm", source_part(p, r));
-        out.def_field(iotest::field("sst", false, iotest::decomp_of("boxes", 1, p, r)));
-        out.end_def();
+        iotest::run_output(cfg, [&](io::Output& out, int p, int r) {
+          out.def_grid("atm", source_part(p, r));
+          out.def_field(iotest::field("sst", false, iotest::decomp_of("boxes", 1, p, r)));
+          out.end_def();
+        });
       } catch (const estuary::Error& e) {
         msg = e.what();
       }

@@ -109,17 +109,11 @@ inline std::string end_def_error(const std::string& dir, const std::string& fiel
                            "\n  files:\n    - name: f\n      output_freq: 1h\n      fields:\n" + fields_yaml;
   const estuary::io::OutputConfig cfg = estuary::io::OutputConfig::from_yaml_string(yaml, "e.yaml");
   std::string msg = "no error";
-  estuary::io::Output out(cfg, MPI_COMM_WORLD);
   try {
-    if (out.is_server()) {
-      out.serve();
-      return msg;
-    }
-    int p = 1, r = 0;
-    MPI_Comm_size(out.model_comm(), &p);
-    MPI_Comm_rank(out.model_comm(), &r);
-    declare(out, p, r);
-    out.end_def();
+    run_output(cfg, [&](estuary::io::Output& out, int p, int r) {
+      declare(out, p, r);
+      out.end_def();
+    });
   } catch (const estuary::Error& e) {
     msg = e.what();
   }
