@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -199,27 +200,45 @@ void coupling_links(Coupling& c, const estuary::CouplingConfig& cfg, std::map<st
 }
 
 // The exchanges, one after the other: each replayed on its own (the product sits between them),
-// times added. Returns the record of one (location, algorithm).
+// times added. Returns the record of one (location, algorithm). As the coupler runs them
+// (RemapOptions::split_phase): the exchange between the components is P2P whatever `algo`
+// says; the one within a component (`side`: its ranks, sorted; empty for the crossing one) is
+// `algo` over that component's ranks alone, renumbered from 0 — replayed on the platform's first
+// hosts, which are its own for the first component and alike on these regular machines.
 nlohmann::ordered_json replay(const std::vector<sim::RemapExchangeFlows>& exchanges, int ranks, i64 bytes_per_element,
                               const std::string& algo, const sim::Platform& pl, const ConfigRun& run,
-                              const std::string& name) {
+                              const std::string& name, const std::function<std::vector<int>(const std::string&)>& side) {
   nlohmann::ordered_json rec = {{"algorithm", algo}};
   double t = 0, wall = 0, rss = 0, alpha_beta = 0;
   i64 messages = 0, bytes = 0;
   int stages = 0;
   nlohmann::ordered_json ex = nlohmann::ordered_json::array();
-  for (const sim::RemapExchangeFlows& e : exchanges) {
+  for (const sim::RemapExchangeFlows& crossing_or_side : exchanges) {
     i64 elements = 0;
-    for (const auto& f : e.flows) elements += f.count;
-    nlohmann::ordered_json je = {{"name", e.name}, {"flows", e.flows.size()}, {"bytes", elements * bytes_per_element}};
+    for (const auto& f : crossing_or_side.flows) elements += f.count;
+    nlohmann::ordered_json je = {{"name", crossing_or_side.name}, {"flows", crossing_or_side.flows.size()},
+                                 {"bytes", elements * bytes_per_element}};
+    const std::vector<int> members = algo == "p2p" || algo == "none" ? std::vector<int>{} : side(crossing_or_side.name);
+    const bool staged = !members.empty();
+    sim::RemapExchangeFlows e = crossing_or_side;
+    int n = ranks;
+    if (staged) {  // the side's ranks renumbered 0 .. members.size() - 1
+      n = static_cast<int>(members.size());
+      const auto index = [&](int r) {
+        return static_cast<int>(std::lower_bound(members.begin(), members.end(), r) - members.begin());
+      };
+      for (auto& f : e.flows) f.from = index(f.from), f.to = index(f.to);
+      je["over_ranks"] = n;
+    }
+    const std::string run_algo = staged ? algo : algo == "none" ? "none" : "p2p";
+    je["algorithm"] = run_algo;
     std::unique_ptr<sim::Pattern> plain;
     if (!e.flows.empty()) {
       // The contention-free estimate (alpha = two link latencies, each stage the busiest rank's
       // bytes over a link's bandwidth), without SimGrid: at any scale in seconds.
       const std::string what = name + " " + e.name;
-      plain = algo == "butterfly"
-                             ? sim::butterfly_pattern(what + " butterfly", ranks, e.flows, 0, bytes_per_element)
-                             : sim::p2p_pattern(what + " p2p", ranks, e.flows, bytes_per_element);
+      plain = run_algo == "butterfly" ? sim::butterfly_pattern(what + " butterfly", n, e.flows, 0, bytes_per_element)
+                                      : sim::p2p_pattern(what + " p2p", n, e.flows, bytes_per_element);
       // With several ranks a host, the hosts' pattern (what is replayed): intra-host messages
       // free, a host's ranks sharing its port.
       const int k = run.options.ranks_per_host;
@@ -231,8 +250,8 @@ nlohmann::ordered_json replay(const std::vector<sim::RemapExchangeFlows>& exchan
     if (algo != "none" && !e.flows.empty()) {
       sim::SimResult r;
       const std::string what = name + " " + e.name;
-      if (algo == "adaptive") {
-        const sim::CouplingChoice c = sim::butterfly_adaptive(pl, what, ranks, e.flows, bytes_per_element, run.options);
+      if (run_algo == "adaptive") {
+        const sim::CouplingChoice c = sim::butterfly_adaptive(pl, what, n, e.flows, bytes_per_element, run.options);
         r = c.result;
         je["choice"] = c.name;
         je["trials"] = c.trials.size();
@@ -411,7 +430,18 @@ int simulate_config(const ConfigRun& run, int* argc, char*** argv) {
           flows_s += seconds_since(t0);
           if (run.matrix_bins > 0) matrices[loc] = flow_matrix(ex, P, run.matrix_bins, eb);
           for (const std::string& algo : run.algos) {
-            nlohmann::ordered_json rec = replay(ex, P, eb, algo, pl, run, c.label + " " + loc);
+            // The exchange within one component: bfb at src, the gather among the source ranks; sum at
+            // dst, the partial sums among the destination ranks (Remap's split_phase).
+            const auto within = [&](const std::string& exchange) {
+              const bool gather = ro.location == estuary::RemapLocation::src && ro.order == estuary::RemapOrder::bfb;
+              const bool after = ro.location == estuary::RemapLocation::dst && ro.order == estuary::RemapOrder::sum;
+              std::vector<int> members;
+              if ((gather && exchange == "gather") || (after && exchange == "after"))
+                for (int q = 0; q < P; ++q)
+                  if ((gather ? src(q) : dst(q)).size() > 0) members.push_back(q);
+              return members;
+            };
+            nlohmann::ordered_json rec = replay(ex, P, eb, algo, pl, run, c.label + " " + loc, within);
             nlohmann::ordered_json o = {{"location", loc}, {"order", estuary::name_of(c.order)}};
             for (auto it = rec.begin(); it != rec.end(); ++it) o[it.key()] = it.value();
             if (algo != "none" &&

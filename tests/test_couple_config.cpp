@@ -301,6 +301,21 @@ TEST_F(ConfigTest, TimelineSwitch) {
   EXPECT_FALSE(lucia == timers);  // the switch is part of the set-up
 }
 
+// The schedule of the exchanges within one component (RemapOptions::split_phase): any
+// registered algorithm, part of the set-up; an unknown one is refused with its line.
+TEST_F(ConfigTest, ScheduleKey) {
+  const std::string base = "runtime: 3600\ncouplings:\n  - source: {field: A, grid: ga}\n"
+                           "    target: {field: B, grid: gb}\n    period: 3600\n";
+  const CouplingSetup none = read_coupling_yaml(write("nosched.yaml", base));
+  EXPECT_EQ(none.schedule, "");
+  const CouplingSetup bf = read_coupling_yaml(write("bf.yaml", "schedule: butterfly\n" + base));
+  EXPECT_EQ(bf.schedule, "butterfly");
+  EXPECT_FALSE(bf == none);
+  EXPECT_EQ(read_coupling_yaml(write("ad.yaml", "schedule: adaptive\n" + base)).schedule, "adaptive");
+  const std::string bad = write("badsched.yaml", "log_level: 0\nschedule: hypercube\n" + base);
+  expect_error(read_coupling_yaml, bad, bad + ":2, key schedule", "unknown schedule 'hypercube'");
+}
+
 // The start date and calendar of the coupler's files: YAML `start_date`/`calendar` (checked:
 // a CF calendar, a day of it), and the namcouple's $INIDATE/$CALTYPE, which OASIS3-MCT skips,
 // so a value estuary cannot use is a note, never an error.

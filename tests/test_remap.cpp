@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "estuary/error.hpp"
+#include "estuary/redist.hpp"
 #include "estuary/remap.hpp"
 #include "estuary/schedule.hpp"
 #include "remap_test_util.hpp"
@@ -380,6 +381,84 @@ TEST(Remap, EveryScheduleGivesTheSameBits) {
       } catch (const std::exception& e) {
         ok = false;
         ADD_FAILURE() << mode.name() << " with " << alg << ": " << e.what();
+      }
+    }
+  }
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
+// The coupler's form (RemapOptions::split_phase): source and destination on different ranks,
+// start() on the source ranks and finish() on the destination ranks. With a staged algorithm
+// the exchange within one side (bfb at src: the gather among the source ranks; sum at dst: the
+// partial sums among the destination ranks) is built over that side's ranks alone and staged,
+// the crossing one stays one P2P stage, and the result has the bits of a P2P run().
+TEST(Remap, SplitPhaseStagesWithinOneSide) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const int nsrc = (p + 1) / 2;  // ranks [0, nsrc) hold the source, the others the destination (all on 1 rank)
+  const bool holds_src = r < nsrc, holds_dst = p == 1 || r >= nsrc;
+  const int ndst = p == 1 ? 1 : p - nsrc, src_r = r, dst_r = p == 1 ? 0 : r - nsrc;
+  const i64 na = 97, nb = 83, L = 500;
+  std::mt19937_64 rng(7);
+  estuary::Links all;
+  for (i64 k = 0; k < L; ++k)
+    all.add(static_cast<i64>(rng() % (nb - 2)), static_cast<i64>(rng() % na), 0.05 + static_cast<double>(rng() % 1000) / 997.0);
+  estuary::Links mine;
+  for (i64 k = L * r / p; k < L * (r + 1) / p; ++k) {
+    const auto u = static_cast<std::size_t>(k);
+    mine.add(all.row[u], all.col[u], all.weight[u]);
+  }
+  // Cyclic on the source side (so that the gather moves values between the source ranks),
+  // blocks on the destination side.
+  std::vector<i64> sidx, didx;
+  if (holds_src)
+    for (i64 g = src_r; g < na; g += nsrc) sidx.push_back(g);
+  if (holds_dst)
+    for (i64 g = nb * dst_r / ndst; g < nb * (dst_r + 1) / ndst; ++g) didx.push_back(g);
+  const estuary::Decomp src = estuary::Decomp::indices(na, sidx), dst = estuary::Decomp::indices(nb, didx);
+  std::vector<double> x(sidx.size());
+  for (std::size_t i = 0; i < sidx.size(); ++i) x[i] = 1.0 + 1.0 / (3.0 + static_cast<double>(sidx[i]));
+  bool ok = true;
+  for (const rtest::Mode& mode : rtest::modes()) {
+    RemapOptions ref_opt;
+    ref_opt.location = mode.location;
+    ref_opt.order = mode.order;
+    ref_opt.algorithm = "p2p";
+    std::vector<double> want(didx.size(), -1.0);
+    Remap(mine, src, dst, MPI_COMM_WORLD, ref_opt).run(x, want);
+    for (const std::string alg : {"butterfly", "adaptive"}) {
+      RemapOptions opt = ref_opt;
+      opt.algorithm = alg;
+      opt.split_phase = true;
+      const std::string what = mode.name() + " with " + alg;
+      try {
+        Remap rm(mine, src, dst, MPI_COMM_WORLD, opt);
+        rm.prepare(1);
+        std::vector<double> y(didx.size(), -1.0);
+        const estuary::RemapField f{x, y};
+        if (holds_src) rm.start({&f, 1});
+        if (holds_dst) rm.finish({&f, 1});
+        for (std::size_t j = 0; j < y.size(); ++j) ok = ok && etest::same_bits(y[j], want[j]);
+        EXPECT_TRUE(ok) << what;
+        // Which exchange is within one side, and on which ranks it exists.
+        const bool side_gather = mode.location == estuary::RemapLocation::src && mode.order == estuary::RemapOrder::bfb;
+        const bool side_after = mode.location == estuary::RemapLocation::dst && mode.order == estuary::RemapOrder::sum;
+        for (const Remap::Exchange& e : rm.exchanges()) {
+          const bool within = (side_gather && std::string(e.name) == "gather") || (side_after && std::string(e.name) == "after");
+          int size = 0;
+          MPI_Comm_size(e.redist->plan().comm(), &size);
+          if (within) {
+            const bool on_side = side_gather ? holds_src : holds_dst;
+            EXPECT_TRUE(on_side) << what << ": the " << e.name << " exchange exists off its side on rank " << r;
+            EXPECT_EQ(size, side_gather ? nsrc : ndst) << what << ": " << e.name;
+            EXPECT_EQ(e.redist->schedule().algorithm, alg) << what << ": " << e.name;
+          } else {
+            EXPECT_EQ(size, p) << what << ": " << e.name;
+            EXPECT_EQ(e.redist->schedule().stages.size(), 1u) << what << ": the crossing " << e.name << " is staged";
+          }
+        }
+      } catch (const std::exception& e) {
+        ok = false;
+        ADD_FAILURE() << what << ": " << e.what();
       }
     }
   }

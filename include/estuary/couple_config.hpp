@@ -156,6 +156,12 @@ struct CouplingSetup {
   // stopped as deadlocked. YAML "timeout"; namcouple has none: the default, which the
   // environment variable ESTUARY_COUPLE_TIMEOUT overrides in both cases.
   double timeout = 600.0;
+  // YAML "schedule": the algorithm (p2p, butterfly, adaptive, ...) of the coupler's exchanges
+  // within one component — mapping at src with bfb, the gather of the source values among the
+  // source ranks; at dst with sum (opt), the partial sums among the destination ranks. The
+  // exchange between the components is one P2P stage whatever it says (RemapOptions::
+  // split_phase). Empty: ESTUARY_SCHEDULE, else p2p. namcouple has none: the environment's.
+  std::string schedule;
   // Record the coupling timeline (docs/user-guide.md "Timeline (LUCIA)"): YAML "timeline: true";
   // namcouple: a negative second number of $NLOGPRT, as OASIS3-MCT turns LUCIA on. The
   // environment variable ESTUARY_TIMELINE=1 or 0 overrides both at enddef.

@@ -52,6 +52,12 @@ struct RemapOptions {
   RemapOrder order = RemapOrder::bfb;
   double unmapped_value = 0.0;  // destination points that no link reaches
   std::string algorithm;        // schedule of every exchange; empty: ESTUARY_SCHEDULE or p2p
+  // For the split-phase start()/finish() (the coupler sets it): the exchange that crosses from
+  // the source to the destination ranks is one P2P stage whatever `algorithm` says, and the
+  // exchange within one side — at src with bfb the gather among the source ranks, at dst with
+  // sum the partial sums among the destination ranks — runs `algorithm` (butterfly, adaptive,
+  // ...) over that side's ranks alone, all of which take part in the call that runs it.
+  bool split_phase = false;
 };
 
 // One field: its source values (laid out as the source Decomp) and destination values.
@@ -117,7 +123,9 @@ class Remap {
   // holding destination points call finish (a rank holding both calls both, start first); no
   // call waits for ranks of the other side beyond the crossing move itself. The buffers of
   // `fields` must be the same in both calls and stay valid in between. Needs a single-stage
-  // schedule (p2p, the default): a staged one forwards through ranks that may be busy elsewhere.
+  // schedule (p2p, the default) for the exchange that crosses: a staged one forwards through
+  // ranks that may be busy elsewhere; with RemapOptions::split_phase the exchange within one
+  // side may be staged.
   void start(std::span<const RemapField> fields);
   void finish(std::span<const RemapField> fields);
   // The split-phase form of run(fields with a fractional mask); prepare(2 * fields.size())
@@ -138,7 +146,9 @@ class Remap {
   // The exchanges run() executes, in order, for inspection (`estuary inspect schedule
   // --config`): "gather" moves source values to the ranks holding the links, "after" moves
   // results or partial sums to the destination's ranks; either may be absent (the same on
-  // every rank). Peers in their schedules are ranks of the communicator the Remap was given.
+  // every rank). Peers in their schedules are ranks of the communicator the Remap was given —
+  // but for the exchange within one side that RemapOptions::split_phase with a staged algorithm
+  // builds over that side's ranks: it is there on those ranks only, its peers ranked among them.
   struct Exchange {
     const char* name;
     const Redist* redist;

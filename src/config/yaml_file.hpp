@@ -23,7 +23,7 @@ struct Section {
 inline constexpr Section kSections[] = {
     {"runtime", "couple"}, {"log_level", "couple"}, {"no_restart", "couple"}, {"map_decomposition", "couple"},
     {"weight_option", "couple"}, {"timeout", "couple"}, {"timeline", "couple"}, {"start_date", "couple"},
-    {"calendar", "couple"}, {"couplings", "couple"},
+    {"calendar", "couple"}, {"schedule", "couple"}, {"couplings", "couple"},
     {"output", "io"}};
 
 class YamlFile {

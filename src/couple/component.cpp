@@ -411,9 +411,9 @@ std::vector<CouplingSchedules> Component::schedules() const {
       s.order = c.remap->options().order == RemapOrder::bfb ? "bfb" : "sum";
     }
     if (s.member && c.remap) {
-      // The Remap's peers are ranks of the coupling's communicator: report world ranks.
+      // The peers are ranks of each exchange's communicator (the coupling's, or one component's
+      // for an exchange staged within it): report world ranks.
       MPI_Group cg = MPI_GROUP_NULL, wg = MPI_GROUP_NULL;
-      check_mpi(MPI_Comm_group(c.comm, &cg), "MPI_Comm_group");
       check_mpi(MPI_Comm_group(m.world, &wg), "MPI_Comm_group");
       const auto to_world = [&](int peer) {
         int w = MPI_UNDEFINED;
@@ -421,6 +421,8 @@ std::vector<CouplingSchedules> Component::schedules() const {
         return w;
       };
       for (const Remap::Exchange& x : c.remap->exchanges()) {
+        if (cg != MPI_GROUP_NULL) MPI_Group_free(&cg);
+        check_mpi(MPI_Comm_group(x.redist->plan().comm(), &cg), "MPI_Comm_group");
         const Schedule& sch = x.redist->schedule();
         CouplingExchange e;
         e.name = x.name;
@@ -432,7 +434,7 @@ std::vector<CouplingSchedules> Component::schedules() const {
         }
         s.exchanges.push_back(std::move(e));
       }
-      MPI_Group_free(&cg);
+      if (cg != MPI_GROUP_NULL) MPI_Group_free(&cg);
       MPI_Group_free(&wg);
     }
     out.push_back(std::move(s));

@@ -194,7 +194,10 @@ const Coupling* Component::Impl::shared_remap(const Coupling& c) const {
 
 void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int src_part, int dst_part) {
   RemapOptions ro;
-  ro.algorithm = "p2p";  // the split-phase transfer needs a single stage
+  // The transfer between the components is split-phase (one P2P stage); the exchange within a
+  // component may be staged (CouplingSetup::schedule).
+  ro.split_phase = true;
+  ro.algorithm = setup.schedule;
   if (cfg.mapping) {
     ro.location = cfg.mapping->location;
     ro.order = cfg.mapping->order;

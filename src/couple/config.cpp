@@ -71,7 +71,7 @@ bool CouplingConfig::operator==(const CouplingConfig& o) const {
 bool CouplingSetup::operator==(const CouplingSetup& o) const {
   auto key = [](const CouplingSetup& s) {
     return std::tie(s.runtime, s.log_level, s.no_restart, s.map_decomposition, s.weight_option,
-                    s.timeout, s.timeline, s.start_date, s.calendar, s.couplings);
+                    s.timeout, s.timeline, s.start_date, s.calendar, s.schedule, s.couplings);
   };
   return key(*this) == key(o);
 }

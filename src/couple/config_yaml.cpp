@@ -12,6 +12,7 @@
 #include "couple/config_checks.hpp"
 #include "estuary/couple_config.hpp"
 #include "estuary/error.hpp"
+#include "estuary/schedule.hpp"
 #include "estuary/weightgen.hpp"
 
 namespace estuary {
@@ -69,6 +70,15 @@ CouplingSetup Yaml::read() {
   if (const auto v = root["timeline"]) s.timeline = boolean(v, "timeline");
   if (const auto v = root["map_decomposition"]) s.map_decomposition = scalar(v, "map_decomposition");
   if (const auto v = root["weight_option"]) s.weight_option = scalar(v, "weight_option");
+  if (const auto v = root["schedule"]) {
+    s.schedule = scalar(v, "schedule");
+    const std::vector<std::string> known = schedule_names();
+    if (std::find(known.begin(), known.end(), s.schedule) == known.end()) {
+      std::string list;
+      for (const std::string& k : known) list.append(list.empty() ? "" : ", ").append(k);
+      fail(v, "schedule", "unknown schedule " + quoted(s.schedule), "use one of " + list);
+    }
+  }
   if (const auto v = root["calendar"]) {
     s.calendar = scalar(v, "calendar");
     if (!detail::is_cf_calendar(s.calendar))

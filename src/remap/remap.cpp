@@ -92,12 +92,18 @@ struct Remap::Setup {
   void setup(Links links, const Decomp& src, const Decomp& dst);
   void setup_bfb(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst);
   void setup_sum(Links links, const Decomp& src, const Decomp& dst, const std::vector<i64>& udst);
-  RedistOptions redist_options(bool from_src, bool fill_missing = false) const {
+  // `crosses`: the exchange moves from the source to the destination ranks (one P2P stage
+  // with split_phase, see RemapOptions).
+  RedistOptions redist_options(bool from_src, bool fill_missing = false, bool crosses = false) const {
     RedistOptions o;
-    o.algorithm = opt.algorithm;
+    o.algorithm = opt.split_phase && crosses ? "p2p" : opt.algorithm;
     o.plan = detail::exchange_plan_options(from_src, fill_missing);
     return o;
   }
+  // The exchange within one side (split_phase and a staged algorithm): built over the ranks
+  // with `mine` alone, null on the others. Otherwise over the whole communicator.
+  bool one_side = false;  // this Remap's within-side exchange is built over its side's ranks
+  std::unique_ptr<Redist> side_redist(bool mine, const Decomp& from, const Decomp& to, const RedistOptions& o);
   void set_columns(const std::vector<i64>& col, const std::vector<i64>& x_index_of_sorted_cols,
                    const std::vector<i64>& sorted_cols);
 };
@@ -269,7 +275,8 @@ void Remap::Setup::setup_bfb(Links links, const Decomp& src, const Decomp& dst, 
   set_columns(got.ints[0], {}, cols);
   // Every column a link uses must have a holder: the Plan finds any that has none.
   try {
-    gather = std::make_unique<Redist>(src, Decomp::indices(na, cols), comm, redist_options(true));
+    if (at_dst) gather = std::make_unique<Redist>(src, Decomp::indices(na, cols), comm, redist_options(true, false, true));
+    else gather = side_redist(src_n > 0, src, Decomp::indices(na, cols), redist_options(true));  // among the source ranks
   } catch (const MpiError&) {
     throw;
   } catch (const Error& e) {
@@ -277,7 +284,8 @@ void Remap::Setup::setup_bfb(Links links, const Decomp& src, const Decomp& dst, 
                 "the source decomposition must hold every source point the weights use");
   }
   if (!at_dst)
-    after = std::make_unique<Redist>(Decomp::stripes(nb, {{rlo, rhi - rlo, 1}}), dst, comm, redist_options(false));
+    after = std::make_unique<Redist>(Decomp::stripes(nb, {{rlo, rhi - rlo, 1}}), dst, comm,
+                                     redist_options(false, false, true));
 }
 
 // sum: each link with one copy of its source value; partial rows travel to the row holders.
@@ -311,7 +319,7 @@ void Remap::Setup::setup_sum(Links links, const Decomp& src, const Decomp& dst, 
     x_size = chi - clo;
     // Points no rank holds are allowed (a model may leave out land) as long as no link uses
     // them: the gather fills them, and the links are checked below.
-    gather = std::make_unique<Redist>(src, Decomp::stripes(na, {{clo, chi - clo, 1}}), comm, redist_options(true, true));
+    gather = std::make_unique<Redist>(src, Decomp::stripes(na, {{clo, chi - clo, 1}}), comm, redist_options(true, true, true));
     for (const Segment& seg : gather->plan().missing())
       for (i64 k = 0; k < seg.count; ++k) unheld.push_back(clo + seg.offset + k * seg.stride);
     std::sort(unheld.begin(), unheld.end());
@@ -374,8 +382,38 @@ void Remap::Setup::setup_sum(Links links, const Decomp& src, const Decomp& dst, 
   std::iota(contrib.ints[0].begin(), contrib.ints[0].end(), c0);
   KeyedItems where = detail::route_by_key(std::move(contrib), nb, udst, comm, cptr, opt.algorithm);
   z_size = static_cast<i64>(where.size());
-  after = std::make_unique<Redist>(Decomp::stripes(ctotal, {{c0, np, 1}}), Decomp::indices(ctotal, where.ints[0]),
-                                   comm, redist_options(false));
+  const Decomp partials = Decomp::stripes(ctotal, {{c0, np, 1}}), holders = Decomp::indices(ctotal, where.ints[0]);
+  if (opt.location == RemapLocation::src)
+    after = std::make_unique<Redist>(partials, holders, comm, redist_options(false, false, true));
+  else  // among the destination ranks
+    after = side_redist(dst_n > 0, partials, holders, redist_options(false));
+}
+
+std::unique_ptr<Redist> Remap::Setup::side_redist(bool mine, const Decomp& from, const Decomp& to,
+                                                  const RedistOptions& o) {
+  const std::string algorithm = o.algorithm.empty() ? Settings::get().schedule.value_or("p2p") : o.algorithm;
+  if (!opt.split_phase || algorithm == "p2p") return std::make_unique<Redist>(from, to, comm, o);
+  // A staged schedule forwards through the ranks of its communicator: only the side's own ranks,
+  // which all run this exchange in the same call, may be in it. The Redist keeps its own copy
+  // of the communicator (shared_comm), so the split one is freed here.
+  one_side = true;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm side = MPI_COMM_NULL;
+  detail::check_mpi(MPI_Comm_split(comm, mine ? 0 : MPI_UNDEFINED, rank, &side), "MPI_Comm_split");
+  std::unique_ptr<Redist> r;
+  // Every rank of the Remap sees a failure of the side's set-up, not only the side's ranks.
+  detail::agree(comm, [&] {
+    if (side == MPI_COMM_NULL) return;
+    try {
+      r = std::make_unique<Redist>(from, to, side, o);
+    } catch (...) {
+      MPI_Comm_free(&side);
+      throw;
+    }
+    MPI_Comm_free(&side);
+  });
+  return r;
 }
 
 Remap::Remap(const std::string& weight_file, const Decomp& src, const Decomp& dst, MPI_Comm comm,
@@ -538,7 +576,7 @@ void Remap::Impl::check_split(std::span<const RemapField> fields, const char* wh
                 where, "pass the same fields to every start and finish");
   if (nfields.empty()) nfields.push_back(fields.size());
   for (const Mover* m : {&gather, &after})
-    if (*m && m->redist()->schedule().stages.size() > 1)
+    if (*m && m->redist()->schedule().stages.size() > 1 && !s->one_side)
       throw Error("the split-phase remap needs a single-stage schedule, not \"" + opt.algorithm + "\"", where,
                   "use the p2p algorithm for coupling");
 }

@@ -353,14 +353,21 @@ def cmd_inspect_config(args, argv) -> int:
     for cp, s, sched in zip(setup["couplings"], plan["sides"], schedules):
         values = sched["values"]
         esize = 8 * values  # float64 values, all of a coupling's fields in one exchange
-        # This rank's messages over the exchanges its Remap runs in turn, stages numbered on.
+        # This rank's messages over the exchanges its Remap runs in turn, stages numbered on. An
+        # exchange within one component staged over that component's ranks (the `schedule` key)
+        # exists on those ranks only: the stages are numbered by every rank's largest count.
+        most = {}
+        for counts in comm.allgather({e["name"]: e["stats"]["stages"] for e in sched["exchanges"]}):
+            for name, n in counts.items():
+                most[name] = max(most.get(name, 0), n)
         msgs, stage_names, offset = [], {}, 0
-        for e in sched["exchanges"]:
-            for stage, peer, count in e["sends"]:
+        for name in sorted(most, key=lambda n: {"gather": 0, "after": 1}.get(n, 2)):
+            e = next((e for e in sched["exchanges"] if e["name"] == name), None)
+            for stage, peer, count in e["sends"] if e else []:
                 msgs.append((offset + stage, peer, count))
-            for k in range(e["stats"]["stages"]):
-                stage_names[offset + k] = e["name"]
-            offset += e["stats"]["stages"]
+            for k in range(most[name]):
+                stage_names[offset + k] = name
+            offset += most[name]
         row, matrix_row, stage_rows = schedule_rank_row(me, p, esize, [e["stats"] for e in sched["exchanges"]], msgs)
         row = {"rank": me, "component": mine.name,
                "src_points": points.get(s["src"][1], 0) if s["src"] and s["src"][0] == mine.name else 0,
