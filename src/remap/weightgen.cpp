@@ -602,15 +602,8 @@ struct ReducedSource {
   }
 };
 
-// The first rank of a block decomposition of n points over p ranks holding global index g
-// (rank r holds [n r / p, n (r + 1) / p)).
-i64 block_start(i64 n, int r, int p) { return static_cast<i64>((static_cast<__int128>(n) * r) / p); }
-int block_owner(i64 n, int p, i64 g) {
-  auto r = static_cast<int>((static_cast<__int128>(g) * p) / n);
-  while (r + 1 < p && block_start(n, r + 1, p) <= g) ++r;
-  while (r > 0 && block_start(n, r, p) > g) --r;
-  return r;
-}
+using detail::block_owner;
+using detail::block_start;
 
 // A point as the row exchanges send it: global index times 2 plus the mask bit, then the bits
 // of its longitude and latitude in degrees.
