@@ -2,13 +2,13 @@
 // timed in the same run on the same grids (written as SCRIP grid files for CDO). One JSON line
 // per direction (and one per CDO run):
 //   mpirun -n P build/bench/weights --grids full|medium|small [--cdo 1] [--order 1|2]
-//                                   [--method conservative|bicubic|bilinear|distwgt|gauswgt|nnn|average|runoff|bilinear_reduced]
+//                                   [--method conservative|bicubic|bilinear|distwgt|gauswgt|nnn|average|runoff|bilinear_reduced|bicubic_reduced]
 //                                   [--fold 0|1]
 // bicubic needs a logically rectangular source: only the tripolar -> reduced Gaussian direction.
 // gauswgt (OASIS's GAUSWGT, 4 neighbours, variance 1) has no CDO counterpart, nor have runoff
 // (LOCCDIST, 4 target neighbours, from the land points of the source to the ocean points of the
-// target, both grids with land) and bilinear_reduced (OASIS's BILINEAR D: the reduced Gaussian
-// -> tripolar direction only).
+// target, both grids with land) bilinear_reduced and bicubic_reduced (OASIS's BILINEAR D and BICUBIC D: the reduced
+// Gaussian -> tripolar direction only).
 // full: ORCA025-like tripolar (1442 x 1021) <-> T799-class reduced Gaussian (842 962 cells).
 // Each rank holds a block of both grids. Reports the wall time (max over ranks), each phase's
 // max and mean over ranks (search, fetch, intersections), the time to write the SCRIP file (CDO's
@@ -96,15 +96,16 @@ int main(int argc, char** argv) {
   cli.opt("dir", dir, "where grid and weight files go");
   cli.opt("method", method, "weights to generate")
       ->check(CLI::IsMember({"conservative", "bicubic", "bilinear", "distwgt", "gauswgt", "nnn", "average", "runoff",
-                              "bilinear_reduced"}));
+                              "bilinear_reduced", "bicubic_reduced"}));
   cli.flag("fold", fold, "bicubic: also write the folded one-column matrix");
   cli.parse(argc, argv);
   if (r == 0) std::filesystem::create_directories(dir);
   const auto [a, b] = grids(size);
   // The quad methods need a logically rectangular source: the tripolar grid (a) only.
-  const bool one_way = method == "bicubic" || method == "bilinear" || method == "average" || method == "bilinear_reduced";
+  const bool one_way = method == "bicubic" || method == "bilinear" || method == "average" ||
+                       method == "bilinear_reduced" || method == "bicubic_reduced";
   for (int dirn = 0; dirn < (one_way ? 1 : 2); ++dirn) {
-    const bool flip = method == "bilinear_reduced" ? dirn == 0 : dirn != 0;  // reduced as the source
+    const bool flip = method.ends_with("_reduced") ? dirn == 0 : dirn != 0;  // reduced as the source
     const GridGen src = method == "runoff" ? (flip ? b : a).with_land() : flip ? b : a;
     const GridGen dst = method == "runoff" ? (flip ? a : b).with_land() : flip ? a : b;
     if (method != "conservative") {
@@ -138,6 +139,8 @@ int main(int argc, char** argv) {
         links = estuary::runoff_weights(s, d, MPI_COMM_WORLD, ro);
       } else if (method == "bilinear_reduced") {
         links = estuary::bilinear_weights_reduced(s, d, MPI_COMM_WORLD);
+      } else if (method == "bicubic_reduced") {
+        links = estuary::bicubic_weights_reduced(s, d, MPI_COMM_WORLD);
       } else if (method == "bilinear") {
         links = estuary::bilinear_weights(s, d, MPI_COMM_WORLD);
       } else if (method == "distwgt") {
@@ -165,6 +168,7 @@ int main(int argc, char** argv) {
       estuary::WeightWriteOptions wo;
       wo.map_method = method == "bicubic" ? "Bicubic remapping"
                       : method == "bilinear_reduced" || method == "bilinear" ? "Bilinear remapping"
+                      : method == "bicubic_reduced" ? "OASIS BICUBIC D (one weight per link)"
                       : method == "nnn" || method == "average" ? "YAC " + method
                       : method == "runoff" ? "Runoff (LOCCDIST)" : "Distance weighted avg of nearest neighbors";
       if (method == "bicubic") wo.columns = &columns, wo.num_wgts = 4;

@@ -751,6 +751,43 @@ TEST(ReducedBicubic, SmoothFieldToCubicAccuracy) {
   EXPECT_GT(err[1], 0.0);
 }
 
+// Rows that are all land around the poles (the three northernmost, the four southernmost): the
+// targets there find no unmasked point in their bins, and OASIS's nearest-neighbour search goes
+// over the whole grid. Each rank fetches only its targets' rows unless it has such a target, so
+// this is the case where a rank must know, from the rows' summaries alone, that it needs them all.
+TEST(ReducedBilinear, MaskedPolarRowsSearchTheWholeGrid) {
+  const Grid sn = GridGen::reduced_gaussian(6).with_land().make();
+  std::vector<i64> perm;
+  Grid ns = rows_reversed(sn, perm);
+  int row = 0;
+  std::vector<int> row_of(static_cast<std::size_t>(ns.size()));
+  for (i64 k = 0; k < ns.size(); ++k) {
+    if (k > 0 && ns.lat[k] != ns.lat[k - 1]) ++row;
+    row_of[static_cast<std::size_t>(k)] = row;
+  }
+  Grid masked_sn = sn;
+  for (i64 k = 0; k < ns.size(); ++k)
+    if (row_of[static_cast<std::size_t>(k)] < 3 || row_of[static_cast<std::size_t>(k)] > row - 4) {
+      ns.mask[static_cast<std::size_t>(k)] = 0;
+      masked_sn.mask[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])] = 0;
+    }
+  const Grid t = targets();
+  for (const bool cubic : {false, true}) {
+    SCOPED_TRACE(cubic ? "bicubic" : "bilinear");
+    estuary::ReducedBilinearOptions bo;
+    estuary::ReducedBicubicOptions co;
+    const std::vector<Link> want = cubic ? oasis_bicubic_reference(ns, t, true) : oasis_reference(ns, t, true);
+    // Some targets' only link is the nearest unmasked point: the poles' (lat +-90).
+    std::vector<int> links_of(static_cast<std::size_t>(t.size()), 0);
+    for (const Link& l : want) ++links_of[static_cast<std::size_t>(l.dst)];
+    EXPECT_EQ(links_of[static_cast<std::size_t>(t.size() - 6)], 1) << "the north pole: the nearest unmasked point";
+    EXPECT_EQ(links_of[static_cast<std::size_t>(t.size() - 5)], 1) << "the south pole: the nearest unmasked point";
+    expect_oasis_links(ns, masked_sn, perm, t, want, [&](const Grid& s, const Grid& d, MPI_Comm c) {
+      return cubic ? estuary::bicubic_weights_reduced(s, d, c, co) : estuary::bilinear_weights_reduced(s, d, c, bo);
+    });
+  }
+}
+
 TEST(ReducedBicubic, RefusesTooFewRows) {
   const Grid whole = GridGen::reduced_gaussian(6).make();
   Grid three = whole;  // the first 3 rows only

@@ -289,6 +289,41 @@ TEST(Remap, FractionalMaskFusedIsBitIdentical) {
   EXPECT_TRUE(etest::all_ok(ok));
 }
 
+// The same on a source side larger than the caches (over 1 MB of doubles on every rank, where
+// the fused pass reads f x and f interleaved): each rank's block of 150 001 source points, each
+// point one link, to 997 destination rows; with the links at the source (the rank's own points,
+// no gather) and at the destination (every rank's points gathered), both orders.
+TEST(Remap, FractionalMaskLargeSourceIsBitIdentical) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const i64 per = 150001, na = per * p, nb = 997;
+  const estuary::Decomp src = estuary::Decomp::stripes(na, {{per * r, per, 1}}), dst = rtest::decomp("block", nb, p, r);
+  estuary::Links mine;
+  for (i64 g = per * r; g < per * (r + 1); ++g) mine.add(g % nb, g, 0.25 + static_cast<double>(g % 13) / 7.0);
+  const auto ns = static_cast<std::size_t>(per), nd = static_cast<std::size_t>(dst.size());
+  std::vector<double> x(ns), f(ns), fx(ns);
+  for (std::size_t i = 0; i < ns; ++i) {
+    const auto g = static_cast<double>(per * r + static_cast<i64>(i));
+    x[i] = 1.0 + 1.0 / (3.0 + g);
+    f[i] = i % 4 == 0 ? 0.0 : 0.1 + 0.13 * static_cast<double>(i % 7);
+    fx[i] = f[i] * x[i];
+  }
+  bool ok = true;
+  for (const rtest::Mode& mode : rtest::modes()) {
+    Remap rm = remap_in(mode, mine, src, dst);
+    std::vector<double> y0(nd), y1(nd), got(nd);
+    std::vector<estuary::RemapField> two = {{fx, y0}, {f, y1}};
+    rm.run(two);
+    std::vector<estuary::RemapFracField> frac = {{x, f, got}};
+    rm.run(frac);
+    for (std::size_t j = 0; j < nd && ok; ++j) {
+      const double want = y1[j] != 0.0 ? y0[j] / y1[j] : 0.0;
+      if (!etest::same_bits(got[j], want))
+        ADD_FAILURE() << mode.name() << " element " << j << ": " << got[j] << ", unfused " << want, ok = false;
+    }
+  }
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
 TEST(Remap, BadLinksAndFieldsAreErrors) {
   const int p = etest::world_size(), r = etest::world_rank();
   estuary::Links bad;

@@ -395,6 +395,53 @@ TEST(Stack, CreepMatchesSerialReference) {
   EXPECT_GT(serial.filled[1], 0);
 }
 
+// creep_fill itself, until nothing changes (steps -1), on targets some ranks hold twice (each
+// rank's cyclic share plus the first points of the next rank's block, with their links): every
+// holder ends with the serial rows to the bit, on the 2-D grid (neighbours by index, cyclic) and
+// on the cubed sphere (neighbours by shared corners, paired on the ranks the corners hash to).
+TEST(Stack, CreepFillHeldTwiceMatchesOneRank) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const Grid src = regional(8, 6, 20, 100, -10, 40);
+  for (const Grid& dst : {GridGen::lonlat(36, 18).with_land().make(), GridGen::cubed_sphere(6).make()}) {
+    SCOPED_TRACE(dst.name);
+    const std::vector<Link> bil = gather_sorted(estuary::bilinear_weights(src, dst, MPI_COMM_SELF, {false}), MPI_COMM_SELF);
+    Links whole;
+    for (const Link& l : bil) whole.add(l.dst, l.src, l.w);
+    const i64 first_links = whole.size();
+    estuary::creep_fill(dst, MPI_COMM_SELF, whole, -1);
+    std::map<i64, std::vector<std::pair<i64, double>>> want;  // the serial rows, in their order
+    for (std::size_t l = 0; l < whole.row.size(); ++l) want[whole.row[l]].emplace_back(whole.col[l], whole.weight[l]);
+    ASSERT_GT(whole.size(), 2 * first_links) << "creep must fill many targets over several steps";
+    // This rank's points: its cyclic share, then the first 7 points of the next rank's block.
+    Grid mine = my_cyclic(dst);
+    const i64 next = ((r + 1) % p) * dst.global_size / p;
+    const Grid extra = slice(dst, next, next + 7);
+    const auto nc = static_cast<std::size_t>(dst.ncorner);
+    for (std::size_t u = 0; u < 7; ++u) {
+      mine.points.push_back(extra.points[u]);
+      mine.lon.push_back(extra.lon[u]), mine.lat.push_back(extra.lat[u]);
+      for (std::size_t c = 0; c < nc; ++c) mine.corner_lon.push_back(extra.corner_lon[u * nc + c]), mine.corner_lat.push_back(extra.corner_lat[u * nc + c]);
+      if (!dst.mask.empty()) mine.mask.push_back(extra.mask[u]);
+      if (!dst.area.empty()) mine.area.push_back(extra.area[u]);
+    }
+    Links part;  // the links of every target held here (once, however often it is held)
+    std::map<i64, int> has_links;
+    for (const Link& l : bil) has_links[l.dst] = 1;
+    for (const Link& l : bil)
+      if (std::count(mine.points.begin(), mine.points.end(), l.dst) > 0) part.add(l.dst, l.src, l.w);
+    estuary::creep_fill(mine, MPI_COMM_WORLD, part, -1);
+    std::map<i64, std::vector<std::pair<i64, double>>> got;
+    for (std::size_t l = 0; l < part.row.size(); ++l) got[part.row[l]].emplace_back(part.col[l], part.weight[l]);
+    for (const i64 g : mine.points) {
+      // A crept row comes once for each time the target is held here.
+      const auto times = has_links.count(g) ? 1 : std::count(mine.points.begin(), mine.points.end(), g);
+      std::vector<std::pair<i64, double>> expect;
+      for (int k = 0; k < times; ++k) expect.insert(expect.end(), want[g].begin(), want[g].end());
+      EXPECT_EQ(got[g], expect) << "target " << g;
+    }
+  }
+}
+
 TEST(Stack, LaterStagesFillOnlyWhatEarlierOnesLeft) {
   const Grid src = regional(10, 8, 0, 120, -30, 50);
   const Grid dst = GridGen::lonlat(30, 15).with_land().make();

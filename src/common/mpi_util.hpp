@@ -71,4 +71,17 @@ std::vector<std::int64_t> alltoallv(MPI_Comm comm, const std::vector<std::int64_
 std::vector<std::int64_t> alltoallv(MPI_Comm comm, const std::vector<std::vector<std::int64_t>>& send,
                                     std::vector<std::int64_t>& recv_counts);
 
+// A block decomposition of n indices over p ranks, as the distributed set-ups (the D grids'
+// rows, creep fill's targets) use it to give every global index one owner: rank r owns
+// [block_start(n, r, p), block_start(n, r + 1, p)).
+inline std::int64_t block_start(std::int64_t n, int r, int p) {
+  return static_cast<std::int64_t>((static_cast<__int128>(n) * r) / p);
+}
+inline int block_owner(std::int64_t n, int p, std::int64_t g) {
+  auto r = static_cast<int>((static_cast<__int128>(g) * p) / (n > 0 ? n : 1));
+  while (r + 1 < p && block_start(n, r + 1, p) <= g) ++r;
+  while (r > 0 && block_start(n, r, p) > g) --r;
+  return r;
+}
+
 }  // namespace estuary::detail

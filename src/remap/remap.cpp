@@ -180,6 +180,7 @@ struct Remap::Impl {
   bool frac = false;
   std::vector<RemapField> pairs;
   std::vector<double> dbuf;  // bfb: a pair's two rows before the division
+  std::vector<double> xfbuf;  // a large source side's f x and f interleaved (product_frac)
   std::vector<double> wsum;  // row_sums()
   const std::vector<double>& row_sums();
   struct FracCall {
@@ -647,6 +648,10 @@ void one_row(const std::vector<i64>& ptr, const std::vector<double>& w, const st
   }
 }
 
+// Above this many bytes a source field no longer fits the caches, and the fractional mask's
+// pass reads f x and f interleaved (product_frac); below, two separate arrays cost no more.
+constexpr std::size_t kInterleaveBytes = std::size_t{1} << 20;
+
 // The fractional mask's division, as the coupler did it after a run of [f x, f].
 inline double frac_ratio(double wfx, double wf) { return wf != 0.0 ? wfx / wf : 0.0; }
 
@@ -756,7 +761,17 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
     }
     const auto f = [fr](std::uint32_t j) { return fr[j]; };
     const auto put = [y0, y1](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; };
-    if (gather) {
+    if (nx * sizeof(double) > kInterleaveBytes) {
+      // A source side larger than the caches: f x and f side by side (one pass forms them), so
+      // that a link's two values come from one cache line instead of two misses; the product
+      // is the same as per link.
+      xfbuf.resize(2 * nx);
+      double* xf = xfbuf.data();
+      for (std::size_t i = 0; i < nx; ++i) xf[2 * i] = fr[i] * x[i], xf[2 * i + 1] = fr[i];
+      two_rows(
+          ptr, w, xi, opt.unmapped_value, [xf](std::uint32_t j) { return xf[2 * static_cast<std::size_t>(j)]; },
+          [xf](std::uint32_t j) { return xf[2 * static_cast<std::size_t>(j) + 1]; }, put);
+    } else if (gather) {
       // f x formed once per gathered source value, in place of x in this handle's copy (one
       // vectorised pass; each value serves several links), the same product as per link.
       double* gx = xbuf.data() + 2 * v * nx;

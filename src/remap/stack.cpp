@@ -3,6 +3,8 @@
 // rest to RemapOptions::unmapped_value. One link matrix comes out.
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <climits>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -53,138 +55,184 @@ std::string num(double v) {
   return b;
 }
 
-// Every target point the ranks hold, by global index: whether it is valid, has links, who holds
-// it first (rank order), and its geometry for the neighbour search.
-struct Targets {
-  i64 n = 0;
-  std::vector<char> held, valid, filled;
-  std::vector<int> owner;
-  std::vector<double> lon, lat;    // degrees
-  int ncorner = 0;
-  std::vector<double> clon, clat;  // n * ncorner
-};
+using Row = std::vector<std::pair<i64, double>>;
 
-template <class T>
-std::vector<T> allgatherv(const std::vector<T>& mine, MPI_Datatype type, MPI_Comm comm, std::vector<int>* from = nullptr) {
-  const int n = static_cast<int>(mine.size());
-  std::vector<int> displs;
-  const std::vector<int> counts = detail::allgather_counts(n, comm, displs, "creep_fill");
-  const int p = static_cast<int>(counts.size());
-  const i64 total = static_cast<i64>(displs.back()) + counts.back();
-  std::vector<T> all(static_cast<std::size_t>(total));
-  detail::check_mpi(MPI_Allgatherv(mine.data(), n, type, all.data(), counts.data(), displs.data(), type, comm),
-                    "MPI_Allgatherv");
-  if (from) {
-    from->assign(all.size(), 0);
-    for (int r = 0; r < p; ++r)
-      for (int i = 0; i < counts[static_cast<std::size_t>(r)]; ++i)
-        (*from)[static_cast<std::size_t>(displs[static_cast<std::size_t>(r)] + i)] = r;
-  }
-  return all;
+// An int64 message of mixed values: doubles travel as their bits.
+i64 bits(double v) { return std::bit_cast<i64>(v); }
+double real(i64 v) { return std::bit_cast<double>(v); }
+
+// Appends a row (its length, then column and weight bits per entry) to a message; reads one back.
+void put_row(std::vector<i64>& out, const Row& row) {
+  out.push_back(static_cast<i64>(row.size()));
+  for (const auto& [c, w] : row) out.push_back(c), out.push_back(bits(w));
+}
+Row get_row(const std::vector<i64>& in, std::size_t& at) {
+  Row row(static_cast<std::size_t>(in[at++]));
+  for (auto& [c, w] : row) c = in[at], w = real(in[at + 1]), at += 2;
+  return row;
 }
 
-Targets gather_targets(const Grid& dst, const std::vector<char>& has_links, MPI_Comm comm) {
-  Targets t;
-  i64 g[2] = {dst.global_size, dst.size() > 0 ? dst.ncorner : 0};
-  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, g, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
-  t.n = g[0];
-  t.ncorner = static_cast<int>(g[1]);
-  const auto n = static_cast<std::size_t>(dst.size());
-  const auto nc = static_cast<std::size_t>(t.ncorner);
-  if (n > 0 && dst.ncorner != t.ncorner)
-    throw Error("the ranks' target grids have different numbers of corners", "creep_fill");
-  std::vector<i64> key(n);
-  std::vector<double> ll(2 * n), corners(2 * n * nc);
-  for (std::size_t u = 0; u < n; ++u) {
-    const i64 k = static_cast<i64>(u);
-    key[u] = 4 * dst.global_index(k) + (dst.valid(k) ? 2 : 0) + (has_links[u] ? 1 : 0);
-    ll[2 * u] = dst.lon[u];
-    ll[2 * u + 1] = dst.lat[u];
-    for (std::size_t c = 0; c < nc; ++c) {
-      corners[2 * (u * nc + c)] = dst.corner_lon[u * nc + c];
-      corners[2 * (u * nc + c) + 1] = dst.corner_lat[u * nc + c];
-    }
+// Creep fill's targets, distributed by global index (detail::block_start): this rank's block
+// [b0, b0 + n) of the target grid, each target's state gathered from the ranks holding it (the
+// first of them in rank order is its owner, whose links are its row), and its neighbours.
+struct CreepBlock {
+  i64 b0 = 0, n = 0;
+  std::vector<char> held, valid, filled;
+  std::vector<int> owner;
+  std::vector<std::vector<int>> holders;  // every rank holding the target (its crept row goes to each)
+  std::vector<double> lon, lat;           // degrees (the first holder's)
+  std::vector<double> corners;            // lon, lat per corner, n * ncorner pairs (unstructured only)
+  std::vector<std::vector<i64>> nb;       // neighbours, increasing, without the target itself
+  bool mine(i64 g) const { return g >= b0 && g < b0 + n; }
+};
+
+// Collective: each rank's targets to the owners of their indices.
+CreepBlock creep_block(const Grid& dst, const std::vector<char>& has, i64 N, int ncorner, bool with_corners,
+                       MPI_Comm comm) {
+  int p = 1, me = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &me);
+  CreepBlock t;
+  t.b0 = detail::block_start(N, me, p);
+  t.n = detail::block_start(N, me + 1, p) - t.b0;
+  const auto n = static_cast<std::size_t>(t.n), nc = with_corners ? static_cast<std::size_t>(ncorner) : 0;
+  // Per target: global index times 4 plus valid (2) and has links (1), lon and lat, the corners.
+  std::vector<std::vector<i64>> send(static_cast<std::size_t>(p));
+  for (i64 k = 0; k < dst.size(); ++k) {
+    const auto u = static_cast<std::size_t>(k);
+    const i64 g = dst.global_index(k);
+    auto& out = send[static_cast<std::size_t>(detail::block_owner(N, p, g))];
+    out.insert(out.end(), {4 * g + (dst.valid(k) ? 2 : 0) + (has[u] ? 1 : 0), bits(dst.lon[u]), bits(dst.lat[u])});
+    for (std::size_t c = 0; c < nc; ++c)
+      out.insert(out.end(), {bits(dst.corner_lon[u * nc + c]), bits(dst.corner_lat[u * nc + c])});
   }
-  std::vector<int> from;
-  const auto all_key = allgatherv(key, MPI_INT64_T, comm, &from);
-  const auto all_ll = allgatherv(ll, MPI_DOUBLE, comm);
-  const auto all_c = allgatherv(corners, MPI_DOUBLE, comm);
-  const auto N = static_cast<std::size_t>(t.n);
-  t.held.assign(N, 0), t.valid.assign(N, 0), t.filled.assign(N, 0), t.owner.assign(N, -1);
-  t.lon.assign(N, 0.0), t.lat.assign(N, 0.0), t.clon.assign(N * nc, 0.0), t.clat.assign(N * nc, 0.0);
-  for (std::size_t k = 0; k < all_key.size(); ++k) {
-    const i64 gi = all_key[k] / 4;
-    if (gi < 0 || gi >= t.n)
-      throw Error("target point index " + std::to_string(gi) + " outside the grid of " + std::to_string(t.n) + " points",
-                  "creep_fill");
-    const auto u = static_cast<std::size_t>(gi);
-    t.filled[u] = static_cast<char>(t.filled[u] | (all_key[k] & 1));
-    if (t.held[u]) continue;
-    t.held[u] = 1;
-    t.owner[u] = from[k];
-    t.valid[u] = static_cast<char>((all_key[k] >> 1) & 1);
-    t.lon[u] = all_ll[2 * k];
-    t.lat[u] = all_ll[2 * k + 1];
-    for (std::size_t c = 0; c < nc; ++c) {
-      t.clon[u * nc + c] = all_c[2 * (k * nc + c)];
-      t.clat[u * nc + c] = all_c[2 * (k * nc + c) + 1];
+  std::vector<i64> counts;
+  const std::vector<i64> got = detail::alltoallv(comm, send, counts);
+  send = {};
+  t.held.assign(n, 0), t.valid.assign(n, 0), t.filled.assign(n, 0), t.owner.assign(n, -1), t.holders.resize(n);
+  t.lon.assign(n, 0.0), t.lat.assign(n, 0.0), t.corners.assign(2 * n * nc, 0.0);
+  const std::size_t rec = 3 + 2 * nc;
+  std::size_t at = 0;
+  for (int r = 0; r < p; ++r)  // in rank order: the first holder's values win
+    for (std::size_t end = at + static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]); at < end; at += rec) {
+      const auto u = static_cast<std::size_t>(got[at] / 4 - t.b0);
+      t.filled[u] = static_cast<char>(t.filled[u] | (got[at] & 1));
+      if (t.holders[u].empty() || t.holders[u].back() != r) t.holders[u].push_back(r);
+      if (t.held[u]) continue;
+      t.held[u] = 1, t.owner[u] = r, t.valid[u] = static_cast<char>((got[at] >> 1) & 1);
+      t.lon[u] = real(got[at + 1]), t.lat[u] = real(got[at + 2]);
+      for (std::size_t c = 0; c < 2 * nc; ++c) t.corners[2 * u * nc + c] = real(got[at + 3 + c]);
     }
-  }
   return t;
 }
 
-// The neighbours of every target, increasing, without itself.
-std::vector<std::vector<i64>> neighbours(const Targets& t, bool rect, i64 nx, i64 ny) {
-  const auto N = static_cast<std::size_t>(t.n);
-  std::vector<std::vector<i64>> nb(N);
+// The neighbours of the block's targets. On a grid of dims {nx, ny}: (i+-1, j), (i, j+-1), i
+// cyclic when the first row wraps (its first, second and last longitudes from their owners).
+// Otherwise the held cells sharing a corner (its unit vector rounded to 1e-9): every corner goes
+// to the rank its key hashes to, which pairs the cells meeting there and sends each pair back to
+// the owner of its first cell.
+void creep_neighbours(CreepBlock& t, bool rect, i64 nx, i64 ny, int ncorner, i64 N, MPI_Comm comm) {
+  int p = 1;
+  MPI_Comm_size(comm, &p);
+  const auto n = static_cast<std::size_t>(t.n);
+  t.nb.assign(n, {});
   if (rect) {
-    const bool cyclic = detail::is_cyclic(t.lon, nx);
-    for (i64 j = 0; j < ny; ++j)
-      for (i64 i = 0; i < nx; ++i) {
-        auto& v = nb[static_cast<std::size_t>(j * nx + i)];
-        if (i > 0) v.push_back(j * nx + i - 1);
-        else if (cyclic && nx > 2) v.push_back(j * nx + nx - 1);
-        if (i < nx - 1) v.push_back(j * nx + i + 1);
-        else if (cyclic && nx > 2) v.push_back(j * nx);
-        if (j > 0) v.push_back((j - 1) * nx + i);
-        if (j < ny - 1) v.push_back((j + 1) * nx + i);
-        std::sort(v.begin(), v.end());
-        v.erase(std::unique(v.begin(), v.end()), v.end());
-      }
-    return nb;
+    double l[3] = {0, 0, 0};  // the longitudes of points 0, 1 and nx - 1 (0 when no rank holds one)
+    const i64 at[3] = {0, std::min<i64>(1, N - 1), nx - 1};
+    for (int m = 0; m < 3; ++m)
+      if (t.mine(at[m]) && t.held[static_cast<std::size_t>(at[m] - t.b0)]) l[m] = t.lon[static_cast<std::size_t>(at[m] - t.b0)];
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, l, 3, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce");
+    const bool cyclic = detail::is_cyclic(l[0], l[1], l[2], nx);
+    for (std::size_t u = 0; u < n; ++u) {
+      const i64 g = t.b0 + static_cast<i64>(u), j = g / nx, i = g % nx;
+      if (j >= ny) continue;
+      auto& v = t.nb[u];
+      if (i > 0) v.push_back(j * nx + i - 1);
+      else if (cyclic && nx > 2) v.push_back(j * nx + nx - 1);
+      if (i < nx - 1) v.push_back(j * nx + i + 1);
+      else if (cyclic && nx > 2) v.push_back(j * nx);
+      if (j > 0) v.push_back((j - 1) * nx + i);
+      if (j < ny - 1) v.push_back((j + 1) * nx + i);
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+    }
+    return;
   }
-  // Cells sharing a corner: corners keyed by their unit vector rounded to 1e-9.
-  const auto nc = static_cast<std::size_t>(t.ncorner);
-  std::map<std::array<long long, 3>, std::vector<i64>> at;
-  for (std::size_t u = 0; u < N; ++u) {
+  const auto nc = static_cast<std::size_t>(ncorner);
+  std::vector<std::vector<i64>> send(static_cast<std::size_t>(p));
+  for (std::size_t u = 0; u < n; ++u) {
     if (!t.held[u]) continue;
     for (std::size_t c = 0; c < nc; ++c) {
-      const auto v = sphere::unit_vector(t.clon[u * nc + c], t.clat[u * nc + c]);
-      const std::array<long long, 3> key = {std::llround(v.x * 1e9), std::llround(v.y * 1e9), std::llround(v.z * 1e9)};
-      auto& cells = at[key];
-      if (cells.empty() || cells.back() != static_cast<i64>(u)) cells.push_back(static_cast<i64>(u));
+      const auto v = sphere::unit_vector(t.corners[2 * (u * nc + c)], t.corners[2 * (u * nc + c) + 1]);
+      const i64 key[3] = {std::llround(v.x * 1e9), std::llround(v.y * 1e9), std::llround(v.z * 1e9)};
+      const std::uint64_t h = static_cast<std::uint64_t>(key[0]) * 0x9E3779B97F4A7C15ULL ^
+                              static_cast<std::uint64_t>(key[1]) * 0xC2B2AE3D27D4EB4FULL ^
+                              static_cast<std::uint64_t>(key[2]) * 0x165667B19E3779F9ULL;
+      send[static_cast<std::size_t>(h % static_cast<std::uint64_t>(p))].insert(
+          send[static_cast<std::size_t>(h % static_cast<std::uint64_t>(p))].end(),
+          {key[0], key[1], key[2], t.b0 + static_cast<i64>(u)});
     }
   }
-  for (const auto& [key, cells] : at)
+  std::vector<i64> counts;
+  std::vector<i64> got = detail::alltoallv(comm, send, counts);
+  send.assign(static_cast<std::size_t>(p), {});
+  std::map<std::array<i64, 3>, std::vector<i64>> at;
+  for (std::size_t q = 0; q + 3 < got.size(); q += 4) at[{got[q], got[q + 1], got[q + 2]}].push_back(got[q + 3]);
+  got = {};
+  for (auto& [key, cells] : at) {
+    std::sort(cells.begin(), cells.end());
+    cells.erase(std::unique(cells.begin(), cells.end()), cells.end());
     for (i64 a : cells)
       for (i64 b : cells)
-        if (a != b) nb[static_cast<std::size_t>(a)].push_back(b);
-  for (auto& v : nb) {
+        if (a != b) send[static_cast<std::size_t>(detail::block_owner(N, p, a))].insert(send[static_cast<std::size_t>(detail::block_owner(N, p, a))].end(), {a, b});
+  }
+  at.clear();
+  const std::vector<i64> pairs = detail::alltoallv(comm, send, counts);
+  for (std::size_t q = 0; q + 1 < pairs.size(); q += 2) t.nb[static_cast<std::size_t>(pairs[q] - t.b0)].push_back(pairs[q + 1]);
+  for (auto& v : t.nb) {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
   }
-  return nb;
 }
 
-using Row = std::vector<std::pair<i64, double>>;
+// The halo of a block: the neighbours of its targets that other ranks own (increasing, which is
+// also the order of their owners), and per rank the targets of this block it sends that rank.
+struct CreepHalo {
+  std::vector<i64> index;
+  std::vector<int> wave;                  // per halo target: -1 filled from the start, s crept in step s, INT_MAX not yet
+  std::vector<std::vector<i64>> serve;    // per rank, increasing
+  std::size_t find(i64 g) const { return static_cast<std::size_t>(std::lower_bound(index.begin(), index.end(), g) - index.begin()); }
+};
+
+CreepHalo creep_halo(const CreepBlock& t, i64 N, MPI_Comm comm) {
+  int p = 1;
+  MPI_Comm_size(comm, &p);
+  CreepHalo h;
+  for (std::size_t u = 0; u < t.nb.size(); ++u)
+    if (t.held[u])
+      for (i64 b : t.nb[u])
+        if (!t.mine(b)) h.index.push_back(b);
+  std::sort(h.index.begin(), h.index.end());
+  h.index.erase(std::unique(h.index.begin(), h.index.end()), h.index.end());
+  h.wave.assign(h.index.size(), INT_MAX);
+  std::vector<std::vector<i64>> ask(static_cast<std::size_t>(p));
+  for (i64 b : h.index) ask[static_cast<std::size_t>(detail::block_owner(N, p, b))].push_back(b);
+  std::vector<i64> counts;
+  const std::vector<i64> asked = detail::alltoallv(comm, ask, counts);
+  h.serve.resize(static_cast<std::size_t>(p));
+  std::size_t at = 0;
+  for (int r = 0; r < p; ++r)
+    for (i64 c = 0; c < counts[static_cast<std::size_t>(r)]; ++c) h.serve[static_cast<std::size_t>(r)].push_back(asked[at++]);
+  return h;
+}
 
 }  // namespace
 
 void creep_fill(const Grid& dst, MPI_Comm comm, Links& links, int steps) {
   std::vector<char> has(static_cast<std::size_t>(dst.size()), 0);
-  Targets t;
   bool rect = true;
-  i64 nx = 0, ny = 0;
+  i64 nx = 0, ny = 0, N = 0;
+  int ncorner = 0;
   detail::agree(comm, [&] {
     dst.check();
     std::unordered_map<i64, std::size_t> local;
@@ -197,89 +245,150 @@ void creep_fill(const Grid& dst, MPI_Comm comm, Links& links, int steps) {
       has[it->second] = 1;
     }
     // The neighbour kind, decided by the ranks holding points (the others may not know the dims).
-    i64 v[3] = {dst.size() > 0 && !(dst.dims.size() == 2 && dst.dims[0] * dst.dims[1] == dst.global_size) ? 1 : 0,
+    i64 v[5] = {dst.size() > 0 && !(dst.dims.size() == 2 && dst.dims[0] * dst.dims[1] == dst.global_size) ? 1 : 0,
                 dst.size() > 0 && dst.dims.size() == 2 ? dst.dims[0] : 0,
-                dst.size() > 0 && dst.dims.size() == 2 ? dst.dims[1] : 0};
-    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+                dst.size() > 0 && dst.dims.size() == 2 ? dst.dims[1] : 0, dst.global_size, dst.size() > 0 ? dst.ncorner : 0};
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
     rect = v[0] == 0;
-    nx = v[1], ny = v[2];
-    t = gather_targets(dst, has, comm);
-    if (!rect && t.ncorner < 3)
+    nx = v[1], ny = v[2], N = v[3], ncorner = static_cast<int>(v[4]);
+    if (dst.size() > 0 && dst.ncorner != ncorner)
+      throw Error("the ranks' target grids have different numbers of corners", "creep_fill");
+    for (i64 k = 0; k < dst.size(); ++k)
+      if (const i64 gi = dst.global_index(k); gi < 0 || gi >= N)
+        throw Error("target point index " + std::to_string(gi) + " outside the grid of " + std::to_string(N) + " points",
+                    "creep_fill");
+    if (!rect && ncorner < 3)
       throw Error("creep fill on target grid " + dst.name + " needs its cell corners (it is not two-dimensional)",
                   "creep_fill", "give the target grid's corners, or dims {nx, ny}");
   });
-  const auto nb = neighbours(t, rect, nx, ny);
-  const auto N = static_cast<std::size_t>(t.n);
-  // Which targets each step fills, from the flags alone (the same on every rank).
-  std::vector<std::vector<i64>> waves;
-  std::vector<char> filled = t.filled;
+  int p = 1, me = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &me);
+  CreepBlock t = creep_block(dst, has, N, ncorner, !rect, comm);
+  creep_neighbours(t, rect, nx, ny, ncorner, N, comm);
+  t.corners = {};
+  CreepHalo h = creep_halo(t, N, comm);
+  const auto n = static_cast<std::size_t>(t.n);
+  // Which step fills each target (-1: filled from the start, INT_MAX: never), from the flags of
+  // the block and of its halo, exchanged after every step.
+  std::vector<int> wave(n, INT_MAX);
+  for (std::size_t u = 0; u < n; ++u)
+    if (t.filled[u]) wave[u] = -1;
+  const auto filled_by = [&](i64 b, int s) {  // b filled before step s
+    return t.mine(b) ? wave[static_cast<std::size_t>(b - t.b0)] < s : h.wave[h.find(b)] < s;
+  };
+  const auto exchange_flags = [&](int s) {
+    std::vector<std::vector<i64>> send(static_cast<std::size_t>(p));
+    for (int r = 0; r < p; ++r)
+      for (i64 b : h.serve[static_cast<std::size_t>(r)]) send[static_cast<std::size_t>(r)].push_back(wave[static_cast<std::size_t>(b - t.b0)] < s ? 1 : 0);
+    std::vector<i64> counts;
+    const std::vector<i64> got = detail::alltoallv(comm, send, counts);  // in the order of h.index
+    for (std::size_t q = 0; q < got.size(); ++q)
+      if (got[q] && h.wave[q] == INT_MAX) h.wave[q] = s - 1;
+  };
+  exchange_flags(0);
+  std::vector<std::vector<i64>> waves;  // this block's targets filled by each step, increasing
   for (int s = 0; steps < 0 || s < steps; ++s) {
-    std::vector<i64> wave;
-    for (std::size_t u = 0; u < N; ++u) {
-      if (!t.held[u] || !t.valid[u] || filled[u]) continue;
-      for (i64 b : nb[u])
-        if (filled[static_cast<std::size_t>(b)]) {
-          wave.push_back(static_cast<i64>(u));
+    std::vector<i64> now;
+    for (std::size_t u = 0; u < n; ++u) {
+      if (!t.held[u] || !t.valid[u] || wave[u] != INT_MAX) continue;
+      for (i64 b : t.nb[u])
+        if (filled_by(b, s)) {
+          now.push_back(t.b0 + static_cast<i64>(u));
           break;
         }
     }
-    if (wave.empty()) break;
-    for (i64 u : wave) filled[static_cast<std::size_t>(u)] = 1;
-    waves.push_back(std::move(wave));
+    i64 any = static_cast<i64>(now.size());
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce");
+    if (any == 0) break;
+    for (i64 g : now) wave[static_cast<std::size_t>(g - t.b0)] = s;
+    waves.push_back(std::move(now));
+    exchange_flags(s + 1);
   }
-  // The rows of the already-filled targets that creep reads, from their first holder.
-  std::vector<char> need(N, 0);
-  for (const auto& wave : waves)
-    for (i64 u : wave)
-      for (i64 b : nb[static_cast<std::size_t>(u)])
-        if (t.filled[static_cast<std::size_t>(b)]) need[static_cast<std::size_t>(b)] = 1;
-  int me = 0;
-  MPI_Comm_rank(comm, &me);
-  std::vector<i64> ids;
-  std::vector<double> ws;
-  for (std::size_t l = 0; l < links.row.size(); ++l) {
-    const auto r = static_cast<std::size_t>(links.row[l]);
-    if (need[r] && t.owner[r] == me) {
-      ids.push_back(links.row[l]);
-      ids.push_back(links.col[l]);
-      ws.push_back(links.weight[l]);
-    }
+  const int nsteps = static_cast<int>(waves.size());
+  // The rows of the targets filled from the start that creep reads (those with a crept
+  // neighbour), asked of their owners.
+  const auto crept = [&](i64 b) {
+    const int w = t.mine(b) ? wave[static_cast<std::size_t>(b - t.b0)] : h.wave[h.find(b)];
+    return w >= 0 && w != INT_MAX;
+  };
+  std::vector<std::vector<i64>> ask(static_cast<std::size_t>(p));
+  for (std::size_t u = 0; u < n; ++u) {
+    if (wave[u] != -1) continue;
+    for (i64 b : t.nb[u])
+      if (crept(b)) {
+        ask[static_cast<std::size_t>(t.owner[u])].push_back(t.b0 + static_cast<i64>(u));
+        break;
+      }
   }
-  std::vector<i64> all_ids;
-  std::vector<double> all_ws;
-  detail::agree(comm, [&] {
-    all_ids = allgatherv(ids, MPI_INT64_T, comm);
-    all_ws = allgatherv(ws, MPI_DOUBLE, comm);
-  });
   std::unordered_map<i64, Row> rows;
-  for (std::size_t l = 0; l < all_ws.size(); ++l) rows[all_ids[2 * l]].emplace_back(all_ids[2 * l + 1], all_ws[l]);
-  // Each wave's rows: the mean of the rows of its filled neighbours, in increasing index.
-  filled = t.filled;
-  for (const auto& wave : waves) {
-    std::vector<std::pair<i64, Row>> made;
-    for (i64 u : wave) {
+  {
+    std::vector<i64> counts;
+    const std::vector<i64> asked = detail::alltoallv(comm, ask, counts);
+    std::unordered_map<i64, Row> mine;  // the asked rows of this rank's links, in link order
+    for (i64 g : asked) mine.emplace(g, Row{});
+    for (std::size_t l = 0; l < links.row.size(); ++l)
+      if (auto it = mine.find(links.row[l]); it != mine.end()) it->second.emplace_back(links.col[l], links.weight[l]);
+    std::vector<std::vector<i64>> answer(static_cast<std::size_t>(p));
+    std::size_t at = 0;
+    for (int r = 0; r < p; ++r)
+      for (i64 c = 0; c < counts[static_cast<std::size_t>(r)]; ++c) put_row(answer[static_cast<std::size_t>(r)], mine[asked[at++]]);
+    mine.clear();
+    const std::vector<i64> got = detail::alltoallv(comm, answer, counts);
+    at = 0;
+    for (int r = 0; r < p; ++r)
+      for (i64 g : ask[static_cast<std::size_t>(r)]) rows[g] = get_row(got, at);
+  }
+  // Step by step: the halo's rows that became known (those filled from the start, then each
+  // step's), then the mean of the filled neighbours' rows, in increasing index.
+  const auto exchange_rows = [&](int s) {  // the rows of the targets with wave s
+    std::vector<std::vector<i64>> send(static_cast<std::size_t>(p));
+    for (int r = 0; r < p; ++r)
+      for (i64 b : h.serve[static_cast<std::size_t>(r)])
+        if (wave[static_cast<std::size_t>(b - t.b0)] == s && rows.count(b)) {
+          send[static_cast<std::size_t>(r)].push_back(b);
+          put_row(send[static_cast<std::size_t>(r)], rows[b]);
+        }
+    std::vector<i64> counts;
+    const std::vector<i64> got = detail::alltoallv(comm, send, counts);
+    for (std::size_t at = 0; at < got.size();) {
+      const i64 g = got[at++];
+      rows[g] = get_row(got, at);
+    }
+  };
+  exchange_rows(-1);
+  for (int s = 0; s < nsteps; ++s) {
+    for (i64 g : waves[static_cast<std::size_t>(s)]) {
       std::vector<i64> from;
-      for (i64 b : nb[static_cast<std::size_t>(u)])
-        if (filled[static_cast<std::size_t>(b)]) from.push_back(b);
+      for (i64 b : t.nb[static_cast<std::size_t>(g - t.b0)])
+        if (filled_by(b, s)) from.push_back(b);
       const double m = static_cast<double>(from.size());
       std::map<i64, double> acc;
       for (i64 b : from)
         for (const auto& [c, w] : rows[b]) acc[c] += w / m;
-      made.emplace_back(u, Row(acc.begin(), acc.end()));
+      rows[g] = Row(acc.begin(), acc.end());
     }
-    for (auto& [u, row] : made) {
-      filled[static_cast<std::size_t>(u)] = 1;
-      rows[u] = std::move(row);
-    }
+    exchange_rows(s);
   }
-  std::vector<char> crept(N, 0);
-  for (const auto& wave : waves)
-    for (i64 u : wave) crept[static_cast<std::size_t>(u)] = 1;
-  for (i64 k = 0; k < dst.size(); ++k) {
-    const i64 gk = dst.global_index(k);
-    if (!crept[static_cast<std::size_t>(gk)]) continue;
-    for (const auto& [c, w] : rows[gk]) links.add(gk, c, w);
+  // The crept rows to every rank holding their targets.
+  std::vector<std::vector<i64>> send(static_cast<std::size_t>(p));
+  for (const auto& w : waves)
+    for (i64 g : w)
+      for (int r : t.holders[static_cast<std::size_t>(g - t.b0)]) {
+        send[static_cast<std::size_t>(r)].push_back(g);
+        put_row(send[static_cast<std::size_t>(r)], rows[g]);
+      }
+  rows.clear();
+  std::vector<i64> counts;
+  const std::vector<i64> got = detail::alltoallv(comm, send, counts);
+  std::unordered_map<i64, Row> result;
+  for (std::size_t at = 0; at < got.size();) {
+    const i64 g = got[at++];
+    result[g] = get_row(got, at);
   }
+  for (i64 k = 0; k < dst.size(); ++k)
+    if (auto it = result.find(dst.global_index(k)); it != result.end())
+      for (const auto& [c, w] : it->second) links.add(it->first, c, w);
 }
 
 StackStage make_stage(const std::string& name_in, const std::vector<std::pair<std::string, std::string>>& params,

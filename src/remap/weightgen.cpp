@@ -5,6 +5,7 @@
 #include "estuary/weightgen.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -524,10 +525,18 @@ Links bilinear_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const
 
 namespace {
 
-// A row of a reduced grid: global indices first..last (longitudes increasing), its latitude.
+// A row of a reduced grid (OASIS's latitude bin: a run of equal latitude in global index order):
+// its points first..last (global indices while the rows are found; positions in the rank's
+// ReducedSource once the rows it needs are fetched), its latitude, and what every rank knows of
+// it without holding it: its global first index, how many of its points are unmasked, whether
+// its first point is, and whether its longitudes strictly increase.
 struct Row {
   i64 first, last;
   double lat;  // radians
+  i64 global_first = 0, nvalid = 0;
+  bool first_valid = false, increasing = true, held = false;
+  double lon_first = 0, lon_last = 0;  // radians, of the first and last point (to join runs)
+  i64 size() const { return last - first + 1; }
 };
 
 // A target point in radians, with the sines and cosines OASIS's distances take.
@@ -543,18 +552,20 @@ struct ReducedTarget {
   }
 };
 
-// A reduced source grid as both D methods search it: every point on every rank (as OASIS's SCRIP
-// has them), in radians with their sines and cosines, and its rows (OASIS's latitude bins, the
-// runs of equal latitude grids.f90 counts) from north to south, so that a grid stored south to
-// north is searched as the same grid stored north to south.
+// A reduced source grid as both D methods search it: every row's summary, from north to south
+// (so that a grid stored south to north is searched as the same grid stored north to south), and
+// the points of the rows this rank's targets need only (as OASIS's SCRIP searches them: radians,
+// with their sines and cosines), stored in increasing global index so that positions sort as
+// global indices do.
 struct ReducedSource {
-  detail::SourcePoints s;
-  std::vector<double> lon, lat, cla, sla, clo, slo;
   std::vector<Row> rows;
-  std::vector<char> increasing;  // per row: longitudes strictly increasing
+  std::vector<double> lon, lat, cla, sla, clo, slo;
+  std::vector<char> valid_;
+  std::vector<i64> global_;  // per position: its global index
 
-  bool valid(i64 a) const { return s.valid[static_cast<std::size_t>(a)] != 0; }
+  bool valid(i64 a) const { return valid_[static_cast<std::size_t>(a)] != 0; }
   double L(i64 a) const { return lon[static_cast<std::size_t>(a)]; }
+  i64 global(i64 a) const { return global_[static_cast<std::size_t>(a)]; }
   // OASIS's angular distance from the target to source point a (sines and cosines precomputed).
   double distance(const ReducedTarget& t, i64 a) const {
     const auto v = static_cast<std::size_t>(a);
@@ -567,6 +578,14 @@ struct ReducedSource {
     for (std::size_t n = r0; n <= r1; ++n)
       for (i64 a = rows[n].first + (n == r0 ? skip : 0); a <= rows[n].last; ++a) f(a);
   }
+  // Whether rows r0..r1 (the first `skip` points of r0 left out) have no unmasked point: the
+  // nearest_valid below then searches the whole grid (known from the summaries alone).
+  bool all_masked(std::size_t r0, std::size_t r1, i64 skip) const {
+    i64 n = 0;
+    for (std::size_t r = r0; r <= r1; ++r) n += rows[r].nvalid;
+    if (skip > 0 && rows[r0].first_valid) --n;
+    return n == 0;
+  }
   // The nearest unmasked point of rows r0..r1 (the first `skip` points of row r0 left out), else
   // of the whole grid, the first in row order on a tie; -1 when every point is masked.
   i64 nearest_valid(const ReducedTarget& t, std::size_t r0, std::size_t r1, i64 skip) const {
@@ -578,41 +597,127 @@ struct ReducedSource {
       if (x < bd) bd = x, best = a;
     };
     each(r0, r1, nearer, skip);
-    if (best < 0) each(0, rows.size() - 1, nearer);
+    if (best < 0) each(0, rows.size() - 1, nearer);  // every row held: need_rows saw all_masked
     return best;
   }
 };
 
-// Collective over comm: the source gathered and checked (the same Error on every rank): rows
-// strictly ordered by latitude, at least `min_rows` of them; with `cubic_rows` (OASIS's 16-point
-// search takes up to 4 points of a row around the target, wrapping at its ends), every row of at
-// least 4 points with strictly increasing longitudes.
+using detail::block_owner;
+using detail::block_start;
+
+// A point as the row exchanges send it: global index times 2 plus the mask bit, then the bits
+// of its longitude and latitude in degrees.
+void pack_point(std::vector<i64>& out, i64 g, bool valid, double lon, double lat) {
+  out.push_back(2 * g + (valid ? 1 : 0));
+  out.push_back(std::bit_cast<i64>(lon));
+  out.push_back(std::bit_cast<i64>(lat));
+}
+
+// Collective over comm: the rows of the reduced source, checked (the same Error on every rank):
+// rows strictly ordered by latitude, at least `min_rows` of them; with `cubic_rows` (OASIS's
+// 16-point search takes up to 4 points of a row around the target, wrapping at its ends), every
+// row of at least 4 points with strictly increasing longitudes. Then the points of the rows that
+// `need_rows(g, need)` marks (called with g.rows complete), fetched from their owners.
+//
+// No rank gathers the grid: the points go to a block decomposition by global index (rank r owns
+// [N r / p, N (r + 1) / p), a point held by several ranks from the lowest, as the gathered grid
+// took it); each owner cuts its block into runs of equal latitude, and the runs (a few per rank
+// beyond the rows) are gathered and joined into the rows. Each rank then asks the owners for the
+// rows its targets fall between.
+template <class NeedRows>
 ReducedSource reduced_source(const Grid& src, const Grid& dst, MPI_Comm comm, const char* who, const char* method,
-                             std::size_t min_rows, bool cubic_rows) {
+                             std::size_t min_rows, bool cubic_rows, const NeedRows& need_rows) {
   ReducedSource g;
+  int p = 1, me = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &me);
+  const i64 ng = src.global_size;
   detail::agree(comm, [&] {
     src.check();
     dst.check();
+    for (i64 k = 0; k < src.size(); ++k)
+      if (const i64 gi = src.global_index(k); gi < 0 || gi >= ng)
+        throw Error("source point index " + std::to_string(gi) + " outside the grid of " + std::to_string(ng) + " points",
+                    who);
   });
-  detail::agree(comm, [&] { g.s = detail::gather_source(src, comm, who); });
-  const std::size_t ng = g.s.xyz.size();
-  g.lon.resize(ng), g.lat.resize(ng), g.cla.resize(ng), g.sla.resize(ng), g.clo.resize(ng), g.slo.resize(ng);
-  for (std::size_t u = 0; u < ng; ++u) {
-    g.lon[u] = cdo_lon(g.s.lon[u]);
-    g.lat[u] = cdo_lat(g.s.lat[u]);
-    g.cla[u] = std::cos(g.lat[u]), g.sla[u] = std::sin(g.lat[u]);
-    g.clo[u] = std::cos(g.lon[u]), g.slo[u] = std::sin(g.lon[u]);
+  // 1. Each point to the owner of its index.
+  const i64 b0 = block_start(ng, me, p), nb = block_start(ng, me + 1, p) - b0;
+  std::vector<double> blon(static_cast<std::size_t>(nb)), blat(static_cast<std::size_t>(nb));
+  std::vector<char> bvalid(static_cast<std::size_t>(nb), 0);
+  {
+    std::vector<std::vector<i64>> send(static_cast<std::size_t>(p));
+    for (i64 k = 0; k < src.size(); ++k) {
+      const auto u = static_cast<std::size_t>(k);
+      const i64 gi = src.global_index(k);
+      pack_point(send[static_cast<std::size_t>(block_owner(ng, p, gi))], gi, src.valid(k), src.lon[u], src.lat[u]);
+    }
+    std::vector<i64> counts;
+    const std::vector<i64> got = detail::alltoallv(comm, send, counts);  // in rank order: the lowest first
+    std::vector<char> seen(static_cast<std::size_t>(nb), 0);
+    for (std::size_t v = 0; v + 2 < got.size(); v += 3) {
+      const auto u = static_cast<std::size_t>(got[v] / 2 - b0);
+      if (seen[u]) continue;
+      seen[u] = 1;
+      bvalid[u] = static_cast<char>(got[v] & 1);
+      blon[u] = std::bit_cast<double>(got[v + 1]);
+      blat[u] = std::bit_cast<double>(got[v + 2]);
+    }
+    detail::agree(comm, [&] {
+      for (std::size_t u = 0; u < seen.size(); ++u)
+        if (!seen[u])
+          throw Error("source point " + std::to_string(b0 + static_cast<i64>(u)) + " is held by no rank", who,
+                      "pass each rank's share of the source grid so that together they cover it");
+    });
+  }
+  // 2. The runs of equal latitude of each block, gathered and joined into the rows.
+  {
+    std::vector<i64> ri;     // per run: first, last, unmasked points, first unmasked, increasing
+    std::vector<double> rd;  // per run: latitude, first and last longitude
+    for (i64 u = 0; u < nb; ++u) {
+      const double la = cdo_lat(blat[static_cast<std::size_t>(u)]), lo = cdo_lon(blon[static_cast<std::size_t>(u)]);
+      const bool v = bvalid[static_cast<std::size_t>(u)] != 0;
+      if (u == 0 || la != rd[rd.size() - 3]) {
+        ri.insert(ri.end(), {b0 + u, b0 + u, 0, v ? 1 : 0, 1});
+        rd.insert(rd.end(), {la, lo, lo});
+      } else {
+        ri[ri.size() - 4] = b0 + u;
+        if (!(rd.back() < lo)) ri.back() = 0;
+        rd.back() = lo;
+      }
+      ri[ri.size() - 3] += v ? 1 : 0;
+    }
+    std::vector<int> displs;
+    std::vector<int> counts = detail::allgather_counts(static_cast<int>(ri.size() / 5), comm, displs, who);
+    const auto nruns = static_cast<std::size_t>(displs.back() + counts.back());
+    std::vector<i64> all_i(5 * nruns);
+    std::vector<double> all_d(3 * nruns);
+    for (auto& c : counts) c *= 5;
+    for (auto& d : displs) d *= 5;
+    detail::check_mpi(MPI_Allgatherv(ri.data(), static_cast<int>(ri.size()), MPI_INT64_T, all_i.data(), counts.data(),
+                                     displs.data(), MPI_INT64_T, comm),
+                      "MPI_Allgatherv");
+    for (auto& c : counts) c = c / 5 * 3;
+    for (auto& d : displs) d = d / 5 * 3;
+    detail::check_mpi(MPI_Allgatherv(rd.data(), static_cast<int>(rd.size()), MPI_DOUBLE, all_d.data(), counts.data(),
+                                     displs.data(), MPI_DOUBLE, comm),
+                      "MPI_Allgatherv");
+    for (std::size_t q = 0; q < nruns; ++q) {
+      const i64* x = &all_i[5 * q];
+      const double* d = &all_d[3 * q];
+      if (!g.rows.empty() && g.rows.back().lat == d[0]) {  // a row across a block boundary
+        Row& row = g.rows.back();
+        row.increasing = row.increasing && x[4] != 0 && row.lon_last < d[1];
+        row.last = x[1], row.nvalid += x[2], row.lon_last = d[2];
+        continue;
+      }
+      Row row{x[0], x[1], d[0]};
+      row.global_first = x[0], row.nvalid = x[2], row.first_valid = x[3] != 0, row.increasing = x[4] != 0;
+      row.lon_first = d[1], row.lon_last = d[2];
+      g.rows.push_back(row);
+    }
   }
   std::vector<Row>& rows = g.rows;
-  for (std::size_t u = 0; u < ng; ++u) {
-    if (u == 0 || g.lat[u] != g.lat[u - 1]) rows.push_back({static_cast<i64>(u), static_cast<i64>(u), g.lat[u]});
-    rows.back().last = static_cast<i64>(u);
-  }
   if (rows.size() >= 2 && rows[0].lat < rows[1].lat) std::reverse(rows.begin(), rows.end());
-  g.increasing.assign(rows.size(), 1);
-  for (std::size_t n = 0; n < rows.size(); ++n)
-    for (i64 a = rows[n].first; a < rows[n].last; ++a)
-      if (!(g.L(a) < g.L(a + 1))) g.increasing[n] = 0;
   detail::agree(comm, [&] {
     if (rows.size() < min_rows) {
       std::string fix = "a reduced (D) grid for ";
@@ -628,23 +733,147 @@ ReducedSource reduced_source(const Grid& src, const Grid& dst, MPI_Comm comm, co
                     who, "store a reduced grid row by row, from north to south or from south to north");
     if (cubic_rows)
       for (std::size_t n = 0; n < rows.size(); ++n)
-        if (rows[n].last - rows[n].first < 3 || !g.increasing[n])
+        if (rows[n].last - rows[n].first < 3 || !rows[n].increasing)
           throw Error("row " + std::to_string(n) + " (points " + std::to_string(rows[n].first) + ".." +
                           std::to_string(rows[n].last) + ") of the source grid " + src.name +
-                          (g.increasing[n] ? " has fewer than 4 points" : " has longitudes that do not increase"),
+                          (rows[n].increasing ? " has fewer than 4 points" : " has longitudes that do not increase"),
                       who,
                       "a reduced (D) grid for BICUBIC needs rows of at least 4 points, longitudes increasing from [0, 360)");
   });
+  // 3. The rows this rank needs, asked of their owners (ranges split at block boundaries) in
+  //    increasing global index, so that the answers arrive in that order.
+  std::vector<char> need(rows.size(), 0);
+  need_rows(static_cast<const ReducedSource&>(g), need);
+  std::vector<std::size_t> wanted;
+  for (std::size_t n = 0; n < rows.size(); ++n)
+    if (need[n]) wanted.push_back(n);
+  std::sort(wanted.begin(), wanted.end(), [&](std::size_t a, std::size_t b) { return rows[a].first < rows[b].first; });
+  std::vector<std::vector<i64>> ask(static_cast<std::size_t>(p));
+  for (std::size_t n : wanted)
+    for (i64 a = rows[n].first; a <= rows[n].last;) {
+      const int o = block_owner(ng, p, a);
+      const i64 end = std::min(rows[n].last, block_start(ng, o + 1, p) - 1);
+      ask[static_cast<std::size_t>(o)].insert(ask[static_cast<std::size_t>(o)].end(), {a, end});
+      a = end + 1;
+    }
+  std::vector<i64> counts;
+  const std::vector<i64> asked = detail::alltoallv(comm, ask, counts);
+  ask = {};
+  std::vector<std::vector<i64>> answer(static_cast<std::size_t>(p));
+  std::size_t at = 0;
+  for (int r = 0; r < p; ++r)
+    for (i64 c = 0; c < counts[static_cast<std::size_t>(r)]; c += 2, at += 2)
+      for (i64 a = asked[at]; a <= asked[at + 1]; ++a) {
+        const auto u = static_cast<std::size_t>(a - b0);
+        pack_point(answer[static_cast<std::size_t>(r)], a, bvalid[u] != 0, blon[u], blat[u]);
+      }
+  const std::vector<i64> pts = detail::alltoallv(comm, answer, counts);
+  answer = {}, blon = {}, blat = {}, bvalid = {};
+  const std::size_t np = pts.size() / 3;
+  g.lon.resize(np), g.lat.resize(np), g.cla.resize(np), g.sla.resize(np), g.clo.resize(np), g.slo.resize(np);
+  g.valid_.resize(np), g.global_.resize(np);
+  for (std::size_t u = 0; u < np; ++u) {
+    g.global_[u] = pts[3 * u] / 2;
+    g.valid_[u] = static_cast<char>(pts[3 * u] & 1);
+    g.lon[u] = cdo_lon(std::bit_cast<double>(pts[3 * u + 1]));
+    g.lat[u] = cdo_lat(std::bit_cast<double>(pts[3 * u + 2]));
+    g.cla[u] = std::cos(g.lat[u]), g.sla[u] = std::sin(g.lat[u]);
+    g.clo[u] = std::cos(g.lon[u]), g.slo[u] = std::sin(g.lon[u]);
+  }
+  i64 pos = 0;  // the rows' positions: in the order they were asked, which is the answers'
+  for (std::size_t n : wanted) {
+    const i64 len = rows[n].size();
+    rows[n].first = pos, rows[n].last = pos + len - 1, rows[n].held = true;
+    pos += len;
+  }
   return g;
+}
+
+// grid_search_bilin_reduced's bin for a target at latitude plat: rows lo and hi (0-based, north
+// to south), and whether a quad between them is tried. The first bin, and above the first row,
+// fall back on rows 0 and 1; below the last row on the last row.
+struct BilinearBin {
+  std::size_t lo = 0, hi = 1;
+  bool quad = false;
+};
+BilinearBin bilinear_bin(const std::vector<Row>& rows, double plat) {
+  const std::size_t nr = rows.size();
+  BilinearBin b;
+  if (plat >= rows[0].lat) {
+  } else if (plat <= rows[nr - 1].lat) {
+    b.lo = b.hi = nr - 1;
+  } else {
+    // The first n with lat(n) >= plat >= lat(n+1), by bisection (latitudes decrease).
+    const auto m = std::partition_point(rows.begin(), rows.end(), [&](const Row& row) { return row.lat > plat; });
+    const auto n = static_cast<std::size_t>(m - rows.begin()) - 1;
+    b.lo = n, b.hi = n + 1;
+    b.quad = n > 0;
+  }
+  return b;
+}
+
+// grid_search_16_points's bin for a target at latitude plat (0 above the first row, nr below the
+// last; rows numbered 1..nr from the north), the (up to) 4 rows around it, north to south
+// (0-based, -1: none), and the rows r0..r1 (the first `skip` points of r0 left out) of OASIS's
+// nearest-neighbour search when all 16 points are masked.
+struct CubicBin {
+  int bin;
+  int line_row[4];
+  std::size_t r0, r1;
+  i64 skip;
+};
+CubicBin bicubic_bin(const std::vector<Row>& rows, double plat) {
+  const auto nr = static_cast<int>(rows.size());
+  const auto lat1 = [&](int m) { return rows[static_cast<std::size_t>(m - 1)].lat; };  // 1-based
+  CubicBin b{};
+  int* line_row = b.line_row;
+  int& bin = b.bin;
+  if (plat > lat1(1)) {
+    bin = 0, line_row[0] = line_row[1] = -1, line_row[2] = 0, line_row[3] = 1;
+  } else if (plat > lat1(2)) {
+    bin = 1, line_row[0] = -1, line_row[1] = 0, line_row[2] = 1, line_row[3] = 2;
+  } else if (plat < lat1(nr)) {
+    bin = nr, line_row[0] = nr - 2, line_row[1] = nr - 1, line_row[2] = line_row[3] = -1;
+  } else if (plat < lat1(nr - 1)) {
+    bin = nr - 1, line_row[0] = nr - 3, line_row[1] = nr - 2, line_row[2] = nr - 1, line_row[3] = -1;
+  } else {
+    int lo = 2, hi = nr - 1;  // OASIS's bisection, as it is (a latitude on a row goes north)
+    while (lo != hi - 1) {
+      const int mid = (hi - lo) / 2 + lo;
+      if (plat <= lat1(lo) && plat > lat1(mid)) hi = mid;
+      else lo = mid;
+    }
+    bin = lo;
+    for (int m = 0; m < 4; ++m) line_row[m] = bin - 2 + m;
+  }
+  b.r0 = static_cast<std::size_t>(std::max(bin - 2, 0)), b.r1 = static_cast<std::size_t>(bin + 1);
+  b.skip = bin >= 3 ? 1 : 0;
+  if (bin <= 1) b.r0 = 0, b.r1 = 2, b.skip = 0;
+  if (bin >= nr - 1) b.r0 = static_cast<std::size_t>(nr - 3), b.r1 = static_cast<std::size_t>(nr - 1), b.skip = 0;
+  return b;
+}
+
+// Marks rows r0..r1, or every row when `all`.
+void mark_rows(std::vector<char>& need, std::size_t r0, std::size_t r1, bool all) {
+  if (all) std::fill(need.begin(), need.end(), 1);
+  else std::fill(need.begin() + static_cast<std::ptrdiff_t>(r0), need.begin() + static_cast<std::ptrdiff_t>(r1) + 1, 1);
 }
 
 }  // namespace
 
 Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, const ReducedBilinearOptions& options) {
   const char* who = "bilinear_weights_reduced";
-  const ReducedSource g = reduced_source(src, dst, comm, who, "BILINEAR", 2, false);
+  // The rows of each target's bin; every row when its 4-nearest fallback may find them all
+  // masked and the nearest unmasked point of the grid is wanted.
+  const auto need_rows = [&](const ReducedSource& g, std::vector<char>& need) {
+    for (i64 k = 0; k < dst.size(); ++k) {
+      if (!dst.valid(k)) continue;
+      const BilinearBin b = bilinear_bin(g.rows, cdo_lat(dst.lat[static_cast<std::size_t>(k)]));
+      mark_rows(need, b.lo, b.hi, options.nearest_fill && g.all_masked(b.lo, b.hi, 0));
+    }
+  };
+  const ReducedSource g = reduced_source(src, dst, comm, who, "BILINEAR", 2, false, need_rows);
   const std::vector<Row>& rows = g.rows;
-  const std::size_t nr = rows.size();
   Links out;
   std::string failed;  // a target where SCRIP's iteration did not converge
   for (i64 k = 0; k < dst.size() && failed.empty(); ++k) {
@@ -652,20 +881,9 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
     const auto ku = static_cast<std::size_t>(k);
     const ReducedTarget t(dst.lat[ku], dst.lon[ku]);
     const double plat = t.lat, plon = t.lon;
-    // grid_search_bilin_reduced: the bin between rows n and n+1 (0-based); the first bin, and
-    // above the first row, fall back on rows 0 and 1; below the last row on the last row.
-    std::size_t lo_row = 0, hi_row = 1;
-    bool quad = false;
-    if (plat >= rows[0].lat) {
-    } else if (plat <= rows[nr - 1].lat) {
-      lo_row = hi_row = nr - 1;
-    } else {
-      // The first n with lat(n) >= plat >= lat(n+1), by bisection (latitudes decrease).
-      const auto m = std::partition_point(rows.begin(), rows.end(), [&](const Row& row) { return row.lat > plat; });
-      const auto n = static_cast<std::size_t>(m - rows.begin()) - 1;
-      lo_row = n, hi_row = n + 1;
-      quad = n > 0;
-    }
+    const BilinearBin bin = bilinear_bin(rows, plat);
+    const std::size_t lo_row = bin.lo, hi_row = bin.hi;
+    bool quad = bin.quad;
     i64 c[4] = {0, 0, 0, 0};
     if (quad) {
       const Row &up = rows[lo_row], &dn = rows[hi_row];
@@ -673,7 +891,7 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
       // In a row of strictly increasing longitudes the first point of OASIS's scan is found by
       // bisection; otherwise the row is scanned as OASIS does.
       const auto first_geq = [&](const Row& row) {
-        if (!g.increasing[static_cast<std::size_t>(&row - rows.data())]) return i64{-1};
+        if (!row.increasing) return i64{-1};
         const auto b = g.lon.begin() + row.first, e = g.lon.begin() + row.last + 1;
         return static_cast<i64>(std::lower_bound(b, e, plon) - g.lon.begin());
       };
@@ -758,7 +976,7 @@ Links bilinear_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, 
     std::sort(order, order + nlinks, [&](int a, int b) { return c[a] < c[b]; });
     const i64 row = dst.global_index(k);
     for (int m = 0; m < nlinks; ++m)
-      if (c[order[m]] >= 0) out.add(row, c[order[m]], w[order[m]]);
+      if (c[order[m]] >= 0) out.add(row, g.global(c[order[m]]), w[order[m]]);
   }
   detail::agree(comm, [&] {
     if (!failed.empty())
@@ -898,9 +1116,19 @@ void poly_weights(int n, const double (&x)[4], double p, double (&w)[4]) {
 
 Links bicubic_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, const ReducedBicubicOptions& options) {
   const char* who = "bicubic_weights_reduced";
-  const ReducedSource g = reduced_source(src, dst, comm, who, "BICUBIC", 4, true);
+  // The (up to) 4 rows around each target's bin and those of OASIS's nearest-neighbour search;
+  // every row when that search may find them all masked (then it searches the whole grid).
+  const auto need_rows = [&](const ReducedSource& g, std::vector<char>& need) {
+    for (i64 k = 0; k < dst.size(); ++k) {
+      if (!dst.valid(k)) continue;
+      const CubicBin b = bicubic_bin(g.rows, cdo_lat(dst.lat[static_cast<std::size_t>(k)]));
+      for (int m : b.line_row)
+        if (m >= 0) need[static_cast<std::size_t>(m)] = 1;
+      if (options.nearest_fill) mark_rows(need, b.r0, b.r1, g.all_masked(b.r0, b.r1, b.skip));
+    }
+  };
+  const ReducedSource g = reduced_source(src, dst, comm, who, "BICUBIC", 4, true, need_rows);
   const std::vector<Row>& rows = g.rows;
-  const auto nr = static_cast<int>(rows.size());
   const double pi2 = 2 * M_PI;
   Links out;
   for (i64 k = 0; k < dst.size(); ++k) {
@@ -908,28 +1136,8 @@ Links bicubic_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, c
     const auto ku = static_cast<std::size_t>(k);
     const ReducedTarget t(dst.lat[ku], dst.lon[ku]);
     const double plat = t.lat, plon = t.lon;
-    // grid_search_16_points: OASIS's bin (0 above the first row, nr below the last; rows
-    // numbered 1..nr from the north) and the (up to) 4 rows around it, north to south.
-    const auto lat1 = [&](int m) { return rows[static_cast<std::size_t>(m - 1)].lat; };  // 1-based
-    int bin, line_row[4];  // 0-based rows, -1: none
-    if (plat > lat1(1)) {
-      bin = 0, line_row[0] = line_row[1] = -1, line_row[2] = 0, line_row[3] = 1;
-    } else if (plat > lat1(2)) {
-      bin = 1, line_row[0] = -1, line_row[1] = 0, line_row[2] = 1, line_row[3] = 2;
-    } else if (plat < lat1(nr)) {
-      bin = nr, line_row[0] = nr - 2, line_row[1] = nr - 1, line_row[2] = line_row[3] = -1;
-    } else if (plat < lat1(nr - 1)) {
-      bin = nr - 1, line_row[0] = nr - 3, line_row[1] = nr - 2, line_row[2] = nr - 1, line_row[3] = -1;
-    } else {
-      int lo = 2, hi = nr - 1;  // OASIS's bisection, as it is (a latitude on a row goes north)
-      while (lo != hi - 1) {
-        const int mid = (hi - lo) / 2 + lo;
-        if (plat <= lat1(lo) && plat > lat1(mid)) hi = mid;
-        else lo = mid;
-      }
-      bin = lo;
-      for (int m = 0; m < 4; ++m) line_row[m] = bin - 2 + m;
-    }
+    const CubicBin cb = bicubic_bin(rows, plat);
+    const int* line_row = cb.line_row;
     // In each row, the 4 points around the target's longitude (2 on each side, wrapping at the
     // row's ends with the longitude shifted by 2 pi), unmasked ones only, in OASIS's order.
     int found[4] = {0, 0, 0, 0};
@@ -978,19 +1186,15 @@ Links bicubic_weights_reduced(const Grid& src, const Grid& dst, MPI_Comm comm, c
         for (int j = 0; j < 4; ++j)
           if (add[m][j] >= 0) l[n++] = {add[m][j], w[m][j]};
       std::sort(l, l + n, [](const auto& x, const auto& y) { return x.first < y.first; });
-      for (int i = 0; i < n; ++i) out.add(row, l[i].first, l[i].second);
+      for (int i = 0; i < n; ++i) out.add(row, g.global(l[i].first), l[i].second);
     };
     if (total == 0) {
       if (!options.nearest_fill) continue;  // OASIS writes 16 links of address 0
       // All 16 masked: the nearest unmasked point of OASIS's rows around the bin (the first
       // point of the northern one left out, as OASIS's address range does), else of the grid.
-      std::size_t r0 = static_cast<std::size_t>(bin - 2), r1 = static_cast<std::size_t>(bin + 1);
-      i64 skip = bin >= 3 ? 1 : 0;
-      if (bin <= 1) r0 = 0, r1 = 2, skip = 0;
-      if (bin >= nr - 1) r0 = static_cast<std::size_t>(nr - 3), r1 = static_cast<std::size_t>(nr - 1), skip = 0;
-      const i64 a = g.nearest_valid(t, r0, r1, skip);
+      const i64 a = g.nearest_valid(t, cb.r0, cb.r1, cb.skip);
       if (a < 0) continue;
-      out.add(row, a, 1.0);
+      out.add(row, g.global(a), 1.0);
       continue;
     }
     if (total == 1) {
