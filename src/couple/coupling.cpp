@@ -31,6 +31,14 @@ TimeOp time_op(LocTrans t) {
   return TimeOp::instant;
 }
 
+// The Remap's moves since `before` (its MoveTimers), added to t's pack, wire and unpack.
+void add_moves(FieldTimers& t, const Remap& r, const Remap::MoveTimers& before) {
+  const Remap::MoveTimers now = r.move_timers();
+  t.pack_s += now.pack_s - before.pack_s;
+  t.wire_s += now.wait_s - before.wait_s;
+  t.unpack_s += now.unpack_s - before.unpack_s;
+}
+
 }  // namespace
 
 bool is_multiple(double a, double p) {
@@ -209,7 +217,9 @@ Info Coupling::put(int k, double t, std::span<const double> values, const PutExt
   pending.resize(static_cast<std::size_t>(nvalues * n));
   double* slot_k = pending.data() + first * n;
   if (lt == LocTrans::instant) {
+    const double c0 = MPI_Wtime();
     std::copy(values.begin(), values.end(), slot_k);
+    src_timers.copy_s += MPI_Wtime() - c0;
   } else {
     accumulator.result({acc_k, m}, acc_count[kk], {slot_k, m});
     acc_count[kk] = 0;
@@ -251,6 +261,7 @@ Info Coupling::put_inquire(int, double t) const {
 void Coupling::act(double a) {
   const double t0 = MPI_Wtime();
   complete_previous();
+  const double a0 = MPI_Wtime();
   // Every source rank must run the same Remap with the same fields: the action's mode agreed
   // over them (a rank without points may pass no extras, e.g. a null fraction; it follows).
   {
@@ -264,8 +275,11 @@ void Coupling::act(double a) {
                   "component " + src_comp + ", " + label, "pass the same extras on every rank of the component");
     action_mode = m[0];
   }
+  const double c0 = MPI_Wtime();
+  src_timers.sync_s += c0 - a0;
   auto fields = remap_fields();
   std::copy(pending.begin(), pending.end(), sbuf.begin());
+  src_timers.copy_s += MPI_Wtime() - c0;
   if (cfg->checkin) check("CHECKIN", sbuf, n_src, src_comm, a);
   if (cfg->blasold)
     for (double& x : sbuf) x = cfg->blasold->scale * x + cfg->blasold->add;
@@ -285,6 +299,7 @@ void Coupling::act(double a) {
     frac_pending.resize(sz(nvalues * n_src));
     std::swap(frac_pending, frac_sent);
   }
+  const double h0 = MPI_Wtime();
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   header.assign({a, static_cast<double>(mode)});
@@ -304,7 +319,9 @@ void Coupling::act(double a) {
     last_sent = a;
   }
   Remap& r = remap_of(mode);
+  const Remap::MoveTimers mt = r.move_timers();
   const double t1 = MPI_Wtime(), moved = r.move_seconds();
+  src_timers.sync_s += t1 - h0;  // the header (and CONSERV's integrals, when asked)
   remap_start(mode);
   in_flight_mode = mode;
   in_flight = true;
@@ -314,6 +331,8 @@ void Coupling::act(double a) {
   src_timers.remap_s += started;
   src_clock.transfer += moves;
   src_clock.remap += started - moves;
+  src_timers.product_s += started - moves;
+  add_moves(src_timers, r, mt);
   src_timers.exchanges += 1;
   src_timers.wait_s += t1 - t0;
 }
@@ -344,6 +363,7 @@ void Coupling::complete_previous(bool terminating) {
   // the others in the agreement with it): the partner's time, not this side's.
   const double w1 = MPI_Wtime();
   src_clock.wait += w1 - w0;
+  src_timers.sync_s += w1 - w0;
   const std::string where = "component " + src_comp + ", " + label;
   const std::string doing = terminating ? std::string("terminate") : "put for the coupling time " + time_str(action_time);
   if (state[0] == 2)
@@ -365,13 +385,17 @@ void Coupling::complete_previous(bool terminating) {
     check_mpi(MPI_Waitall(static_cast<int>(header_reqs.size()), header_reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
     header_reqs.clear();
   }
+  src_timers.sync_s += MPI_Wtime() - w1;
   double products = 0;  // of the finish: on a source rank that also holds target points
   if (in_flight) {
     Remap& r = remap_of(in_flight_mode);
+    const Remap::MoveTimers mt = r.move_timers();
     const double moved = r.move_seconds(), f0 = MPI_Wtime();
     remap_finish(in_flight_mode);
     in_flight = false;
     products = MPI_Wtime() - f0 - (r.move_seconds() - moved);
+    src_timers.product_s += products;
+    add_moves(src_timers, r, mt);
   }
   // The rest completed the sends of the previous action (headers and data): transfer.
   src_clock.remap += products;
@@ -413,7 +437,9 @@ Info Coupling::get(int k, double t, std::span<double> values) {
   if (delivered[kk])
     throw Error("get of " + name + " at t=" + time_str(t) + " called twice", "component " + dst_comp + ", " + label);
   delivered[kk] = 1;
+  const double c0 = MPI_Wtime();
   std::copy(rbuf.begin() + first * n, rbuf.begin() + (first + nb) * n, values.begin());
+  dst_timers.copy_s += MPI_Wtime() - c0;
   return info;
 }
 
@@ -439,6 +465,7 @@ void Coupling::receive(double t) {
                 "both sides must use the same coupling period and lag, and get every coupling time");
   const int mode = static_cast<int>(h[1]);
   Remap& r = remap_of(mode);
+  const Remap::MoveTimers mt = r.move_timers();
   const double t1 = MPI_Wtime(), moved = r.move_seconds();
   auto fields = remap_fields();
   remap_finish(mode);  // mode 2: W (f x) / W f, the unmapped value (0) where W f = 0
@@ -447,6 +474,9 @@ void Coupling::receive(double t) {
   dst_clock.wait += t1 - t0;
   dst_clock.transfer += moves;
   dst_clock.remap += t2 - t1 - moves;
+  dst_timers.sync_s += t1 - t0;
+  dst_timers.product_s += t2 - t1 - moves;
+  add_moves(dst_timers, r, mt);
   if (conserv) {
     std::vector<std::span<double>> d;
     for (const RemapField& f : fields) d.push_back(f.dst);
@@ -461,6 +491,7 @@ void Coupling::receive(double t) {
     write_output(false, t, rbuf);
     dst_clock.io += MPI_Wtime() - w0;
   }
+  const double k0 = MPI_Wtime();
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (rank == dst_root) {
@@ -468,6 +499,7 @@ void Coupling::receive(double t) {
     ack_value = t;
     check_mpi(MPI_Isend(&ack_value, 1, MPI_DOUBLE, src_root, kAckTag, comm, &ack_req), "MPI_Isend");
   }
+  dst_timers.sync_s += MPI_Wtime() - k0;
   received_time = t;
   have_received = true;
   std::fill(delivered.begin(), delivered.end(), 0);

@@ -128,6 +128,14 @@ class Mover {
     start(f);
     finish();
   }
+  void add_timers(Remap::MoveTimers& t) const {
+    for (const auto& [n, ex] : executors_) {
+      const ExchangeTimers& x = ex.timers();
+      t.pack_s += x.pack_s + x.copy_s;
+      t.wait_s += x.wait_s;
+      t.unpack_s += x.unpack_s;
+    }
+  }
 
  private:
   Exchange& executor(std::size_t n) {
@@ -420,6 +428,12 @@ Remap& Remap::operator=(Remap&&) noexcept = default;
 const RemapOptions& Remap::options() const { return impl_->opt; }
 RemapStats Remap::stats() const { return impl_->s->st; }
 double Remap::move_seconds() const { return impl_->move_s; }
+Remap::MoveTimers Remap::move_timers() const {
+  MoveTimers t;
+  impl_->gather.add_timers(t);
+  impl_->after.add_timers(t);
+  return t;
+}
 
 std::vector<Remap::Exchange> Remap::exchanges() const {
   std::vector<Exchange> out;
