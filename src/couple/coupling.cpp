@@ -69,15 +69,18 @@ std::vector<RemapField> Coupling::remap_fields(int mode) {
   if (mode == 1) {
     std::vector<RemapField> f(sz(nvalues));
     xbuf.resize(sz(nvalues * ncols * n_src));
+    double* dst = dst_direct ? dst_direct : rbuf.data();
     for (int v = 0; v < nvalues; ++v)
       f[sz(v)] = {std::span<const double>(xbuf.data() + v * ncols * n_src, sz(ncols * n_src)),
-                  std::span<double>(rbuf.data() + v * n_dst, sz(n_dst))};
+                  std::span<double>(dst + v * n_dst, sz(n_dst))};
     return f;
   }
+  const double* src = src_direct ? src_direct : sbuf.data();
+  double* dst = dst_direct ? dst_direct : rbuf.data();
   std::vector<RemapField> f(static_cast<std::size_t>(nvalues));
   for (int v = 0; v < nvalues; ++v)
-    f[static_cast<std::size_t>(v)] = {std::span<const double>(sbuf.data() + v * n_src, static_cast<std::size_t>(n_src)),
-                                      std::span<double>(rbuf.data() + v * n_dst, static_cast<std::size_t>(n_dst))};
+    f[static_cast<std::size_t>(v)] = {std::span<const double>(src + v * n_src, static_cast<std::size_t>(n_src)),
+                                      std::span<double>(dst + v * n_dst, static_cast<std::size_t>(n_dst))};
   return f;
 }
 
@@ -88,11 +91,12 @@ std::vector<RemapFracField> Coupling::frac_fields() {
   sbuf.resize(sz(nvalues * n_src));
   frac_sent.resize(sz(nvalues * n_src));
   rbuf.resize(sz(nvalues * n_dst));
+  double* dst = dst_direct ? dst_direct : rbuf.data();
   std::vector<RemapFracField> f(sz(nvalues));
   for (int v = 0; v < nvalues; ++v)
     f[sz(v)] = {std::span<const double>(sbuf.data() + v * n_src, sz(n_src)),
                 std::span<const double>(frac_sent.data() + v * n_src, sz(n_src)),
-                std::span<double>(rbuf.data() + v * n_dst, sz(n_dst))};
+                std::span<double>(dst + v * n_dst, sz(n_dst))};
   return f;
 }
 
@@ -213,6 +217,15 @@ Info Coupling::put(int k, double t, std::span<const double> values, const PutExt
     frac_pending.resize(static_cast<std::size_t>(nvalues * n));
     std::copy(extra.fraction.begin(), extra.fraction.end(), frac_pending.begin() + first * n);
   }
+  const bool out = cfg->status == FieldStatus::expout || cfg->status == FieldStatus::output;
+  const bool to_restart = a >= setup->runtime;
+  const Info info = put_inquire(k, t);
+  // One position holding the whole action, instantaneous, sent now: the Remap reads the
+  // caller's values themselves (it has packed or multiplied them when start returns), no copy.
+  if (lt == LocTrans::instant && mode == 0 && ready.size() == 1 && !out && !to_restart) {
+    act(a, values.data());
+    return info;
+  }
   // The value of this action for position k, straight into its place in the action buffer.
   pending.resize(static_cast<std::size_t>(nvalues * n));
   double* slot_k = pending.data() + first * n;
@@ -226,9 +239,6 @@ Info Coupling::put(int k, double t, std::span<const double> values, const PutExt
   }
   ready[kk] = 1;
 
-  const bool out = cfg->status == FieldStatus::expout || cfg->status == FieldStatus::output;
-  const bool to_restart = a >= setup->runtime;
-  const Info info = put_inquire(k, t);
   if (std::all_of(ready.begin(), ready.end(), [](char r) { return r != 0; })) {
     std::fill(ready.begin(), ready.end(), 0);
     if (out) {
@@ -241,7 +251,7 @@ Info Coupling::put(int k, double t, std::span<const double> values, const PutExt
       restart_record = pending;
       has_restart_record = true;
     } else {
-      act(a);
+      act(a, pending.data());
     }
   }
   return info;
@@ -258,7 +268,7 @@ Info Coupling::put_inquire(int, double t) const {
 }
 
 // The source side of an action: wait for the previous one, transform, announce, send.
-void Coupling::act(double a) {
+void Coupling::act(double a, const double* values) {
   const double t0 = MPI_Wtime();
   complete_previous();
   const double a0 = MPI_Wtime();
@@ -277,13 +287,22 @@ void Coupling::act(double a) {
   }
   const double c0 = MPI_Wtime();
   src_timers.sync_s += c0 - a0;
-  auto fields = remap_fields();
-  std::copy(pending.begin(), pending.end(), sbuf.begin());
+  const int mode = action_mode;
+  const std::size_t nv = static_cast<std::size_t>(nvalues * n_src);
+  // The values travel from where they are (the caller's array or the pending action) unless
+  // BLASOLD changes them or another mode stacks them: then from sbuf.
+  if (cfg->blasold || mode != 0) {
+    sbuf.resize(nv);
+    std::copy_n(values, nv, sbuf.begin());
+    src_direct = nullptr;
+  } else {
+    src_direct = values;
+  }
   src_timers.copy_s += MPI_Wtime() - c0;
-  if (cfg->checkin) check("CHECKIN", sbuf, n_src, src_comm, a);
+  auto fields = remap_fields();
+  if (cfg->checkin) check("CHECKIN", {fields.empty() ? values : fields[0].src.data(), nv}, n_src, src_comm, a);
   if (cfg->blasold)
     for (double& x : sbuf) x = cfg->blasold->scale * x + cfg->blasold->add;
-  const int mode = action_mode;
   const auto sz = [](i64 x) { return static_cast<std::size_t>(x); };
   if (mode == 1) {  // per value field: x, then its gradients (BLASOLD's scale applies to them)
     const i64 g = ncols - 1;
@@ -323,6 +342,7 @@ void Coupling::act(double a) {
   const double t1 = MPI_Wtime(), moved = r.move_seconds();
   src_timers.sync_s += t1 - h0;  // the header (and CONSERV's integrals, when asked)
   remap_start(mode);
+  src_direct = nullptr;  // read by start only: the values may change from here on
   in_flight_mode = mode;
   in_flight = true;
   acted = true;
@@ -420,13 +440,28 @@ Info Coupling::get(int k, double t, std::span<double> values) {
   if (t < 0 || t >= setup->runtime || !is_multiple(t, cfg->period)) return Info::ok;
   const bool out = cfg->status == FieldStatus::expout;
   Info info = Info::recvd;
+  // One position holding the whole action, not written to a file, on a rank that does not
+  // also put the coupling (its start, at the put, gave the exchanges rbuf as their target): the
+  // Remap's results go straight into the caller's array, no copy.
+  bool direct = false;
   if (!have_received || received_time != t) {
     if (cfg->status == FieldStatus::input) {
       const double r0 = MPI_Wtime();
       read_input(t);
       dst_clock.io += MPI_Wtime() - r0;
     } else {
-      receive(t);
+      direct = delivered.size() == 1 && cfg->status != FieldStatus::expout && !is_src;
+      if (direct) dst_direct = values.data();
+      try {
+        receive(t);
+      } catch (...) {
+        dst_direct = nullptr;
+        throw;
+      }
+      dst_direct = nullptr;
+      // rbuf does not hold this time: the next get must receive (the same in any case with
+      // one position, whose next get is for another time).
+      if (direct) have_received = false;
     }
   }
   if (cfg->status == FieldStatus::input) {
@@ -437,6 +472,7 @@ Info Coupling::get(int k, double t, std::span<double> values) {
   if (delivered[kk])
     throw Error("get of " + name + " at t=" + time_str(t) + " called twice", "component " + dst_comp + ", " + label);
   delivered[kk] = 1;
+  if (direct) return info;
   const double c0 = MPI_Wtime();
   std::copy(rbuf.begin() + first * n, rbuf.begin() + (first + nb) * n, values.begin());
   dst_timers.copy_s += MPI_Wtime() - c0;
@@ -483,9 +519,10 @@ void Coupling::receive(double t) {
     last_ss.assign(h.begin() + 2, h.end());
     conserv->correct(cfg->conserv->mode, last_ss, d, dst_comm);
   }
+  const std::span<double> got(dst_direct ? dst_direct : rbuf.data(), static_cast<std::size_t>(nvalues * n_dst));
   if (cfg->blasnew)
-    for (double& x : rbuf) x = cfg->blasnew->scale * x + cfg->blasnew->add;
-  if (cfg->checkout) check("CHECKOUT", rbuf, n_dst, dst_comm, t);
+    for (double& x : got) x = cfg->blasnew->scale * x + cfg->blasnew->add;
+  if (cfg->checkout) check("CHECKOUT", got, n_dst, dst_comm, t);
   if (cfg->status == FieldStatus::expout) {
     const double w0 = MPI_Wtime();
     write_output(false, t, rbuf);
@@ -515,7 +552,7 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 // CHECKIN/CHECKOUT: global minimum, maximum and sum of each value field, to the log.
-void Coupling::check(const char* what, const std::vector<double>& v, i64 n, MPI_Comm side, double t) {
+void Coupling::check(const char* what, std::span<const double> v, i64 n, MPI_Comm side, double t) {
   const std::size_t nv = static_cast<std::size_t>(nvalues);
   std::vector<double> mn(nv, std::numeric_limits<double>::infinity()), mx(nv, -std::numeric_limits<double>::infinity()),
       sm(nv, 0.0);
@@ -590,7 +627,7 @@ void Coupling::send_initial(const std::vector<double>& record) {
   pending.resize(static_cast<std::size_t>(nvalues * n_src), 0.0);
   action_time = 0;
   action_mode = 0;  // a restart record holds values only
-  act(0);
+  act(0, pending.data());
 }
 
 void Coupling::finish_all() {
