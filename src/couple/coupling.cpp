@@ -270,14 +270,17 @@ Info Coupling::put_inquire(int, double t) const {
 // The source side of an action: wait for the previous one, transform, announce, send.
 void Coupling::act(double a, const double* values) {
   const double t0 = MPI_Wtime();
-  complete_previous();
-  const double a0 = MPI_Wtime();
   // Every source rank must run the same Remap with the same fields: the action's mode agreed
   // over them (a rank without points may pass no extras, e.g. a null fraction; it follows).
+  // The smallest and the largest mode said, as maxima of {-mode, mode}; in the agreement on
+  // the previous action's completion when there is one (one collective per action, not two).
+  const bool says = n_src > 0 || action_mode > 0;
+  double said[2] = {says ? -static_cast<double>(action_mode) : -99.0, says ? static_cast<double>(action_mode) : -1.0};
+  if (!complete_previous(false, said))
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, said, 2, MPI_DOUBLE, MPI_MAX, src_comm), "MPI_Allreduce");
+  const double a0 = MPI_Wtime();
   {
-    const bool says = n_src > 0 || action_mode > 0;
-    int m[2] = {says ? action_mode : 99, says ? -action_mode : 1};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, m, 2, MPI_INT, MPI_MIN, src_comm), "MPI_Allreduce");
+    int m[2] = {static_cast<int>(-said[0]), static_cast<int>(-said[1])};
     if (m[0] == 99) m[0] = m[1] = 0;
     if (m[0] != -m[1])
       throw Error("the ranks of " + src_comp + " put " + join(cfg->src_fields) + " for the coupling time " + time_str(a) +
@@ -358,13 +361,13 @@ void Coupling::act(double a, const double* values) {
 }
 
 // Before the next action: the target must have received the previous one.
-void Coupling::complete_previous(bool terminating) {
-  if (!acted) return;
+bool Coupling::complete_previous(bool terminating, double* also) {
+  if (!acted) return false;
   const double w0 = MPI_Wtime();
   // 0: fine; 1: the target did not acknowledge in time; 2: this rank also gets the coupling and
   // has not got the previous time; 3: the target acknowledged another time. Agreed over the
   // source ranks, so that none of them goes on into the next action's moves alone.
-  double state[2] = {0, last_ack};
+  double state[4] = {0, last_ack, also ? also[0] : 0.0, also ? also[1] : 0.0};
   double got = 0;
   if (in_flight && is_dst) state[0] = 2;
   if (awaiting_ack && state[0] == 0) {  // the source root
@@ -378,7 +381,8 @@ void Coupling::complete_previous(bool terminating) {
       last_ack = state[1] = got;
     }
   }
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, state, 2, MPI_DOUBLE, MPI_MAX, src_comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, state, also ? 4 : 2, MPI_DOUBLE, MPI_MAX, src_comm), "MPI_Allreduce");
+  if (also) also[0] = state[2], also[1] = state[3];
   // Until here the source ranks wait for the target's acknowledgement (the root in the receive,
   // the others in the agreement with it): the partner's time, not this side's.
   const double w1 = MPI_Wtime();
@@ -421,6 +425,7 @@ void Coupling::complete_previous(bool terminating) {
   src_clock.remap += products;
   src_clock.transfer += MPI_Wtime() - w1 - products;
   acted = false;
+  return true;
 }
 
 Info Coupling::get(int k, double t, std::span<double> values) {

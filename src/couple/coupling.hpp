@@ -153,7 +153,9 @@ struct Coupling {
   void check_extras(int k, const PutExtras& extra) const;
   // The action of time a with `values` (nvalues * n_src: the pending action or the caller's).
   void act(double a, const double* values);
-  void complete_previous(bool terminating = false);
+  // Returns whether there was an action to complete; `also` (2 doubles), when given, is
+  // reduced (maximum over the source ranks) in the same collective as the completion's state.
+  bool complete_previous(bool terminating = false, double* also = nullptr);
   void receive(double t);
   void read_input(double t);
   void check(const char* what, std::span<const double> v, std::int64_t n, MPI_Comm side, double t);

@@ -165,6 +165,12 @@ struct Remap::Impl {
   const std::vector<i64>& dst_slot = s->dst_slot;
   const bool direct_rows = s->direct_rows, direct_slots = s->direct_slots;
   Mover gather{s->gather.get()}, after{s->after.get()};
+  // This rank's gather moves nothing but its own source values, each to the same place (one
+  // source rank at src with bfb): the product reads the source itself, with no copy into xbuf,
+  // when the gather runs whole (run(), and start() at src); not where it is the crossing move.
+  const bool gather_identity = s->gather && is_identity(s->gather->schedule(), src_n, x_size);
+  bool x_is_src = false;  // during a call: the product reads the fields' sources for x
+  static bool is_identity(const Schedule& sc, i64 n, i64 nx);
   std::vector<double> xbuf, ybuf, zbuf, ubuf;
   // The steps of run(), shared with the split-phase start()/finish().
   void check_sizes(std::span<const RemapField> fields, const char* where) const;
@@ -211,6 +217,22 @@ struct Remap::Impl {
   // the coupler runs one Remap with n fields, or 2n for a put with a fractional mask.
   std::vector<std::size_t> nfields;
 };
+
+bool Remap::Impl::is_identity(const Schedule& sc, i64 n, i64 nx) {
+  if (n != nx || !sc.fills.empty() || sc.stages.size() != 1) return false;
+  const Stage& st = sc.stages[0];
+  if (!st.sends.empty() || !st.recvs.empty()) return false;
+  // Destination elements are written once each: copies of element i to i, n in all, cover x.
+  i64 covered = 0;
+  for (const Copy& c : st.copies) {
+    const bool unit = c.from.count <= 1 || (c.from.stride == 1 && c.to.stride == 1);
+    if (c.from.buffer != Buffer::src || c.to.buffer != Buffer::dst || c.from.offset != c.to.offset || !unit ||
+        c.from.count != c.to.count || c.from.offset < 0 || c.from.offset + c.from.count > n)
+      return false;
+    covered += c.from.count;
+  }
+  return covered == n;
+}
 
 void Remap::Setup::set_columns(const std::vector<i64>& col, const std::vector<i64>& x_of, const std::vector<i64>& cols) {
   if (x_size > static_cast<i64>(UINT32_MAX))
@@ -462,7 +484,8 @@ void Remap::run(std::span<const RemapField> fields) {
     im.check_sizes(fields, "remap run");
   });
   if (fields.empty()) return;  // on every rank alike
-  if (im.gather) im.moving([&] { im.gather.run(im.gather_moves(fields)); });
+  im.x_is_src = im.gather_identity;
+  if (im.gather && !im.x_is_src) im.moving([&] { im.gather.run(im.gather_moves(fields)); });
   im.product(fields);
   if (im.direct_rows) return;
   if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });
@@ -493,7 +516,8 @@ void Remap::start(std::span<const RemapField> fields) {
   if (im.opt.location == RemapLocation::dst) {
     im.moving([&] { im.gather.start(im.gather_moves(fields)); });  // the crossing move: sources to the link holders
   } else {
-    if (im.gather) im.moving([&] { im.gather.run(im.gather_moves(fields)); });  // bfb: among the source ranks
+    im.x_is_src = im.gather_identity;
+    if (im.gather && !im.x_is_src) im.moving([&] { im.gather.run(im.gather_moves(fields)); });  // bfb: among the source ranks
     im.product(fields);
     im.moving([&] { im.after.start(im.after_moves(fields)); });  // the crossing move: results or partial sums
   }
@@ -510,6 +534,7 @@ void Remap::finish(std::span<const RemapField> fields) {
       if (!started) im.gather.start(im.gather_moves(fields));
       im.gather.finish();
     });
+    im.x_is_src = false;
     im.product(fields);
     if (im.direct_rows) return;
     if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });  // sum: among the destination ranks
@@ -677,7 +702,7 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
   if (frac) return product_frac(fields);
   const std::size_t nf = fields.size(), nx = static_cast<std::size_t>(x_size), ny = ptr.size() - 1;
   if (!direct_rows) ybuf.resize(nf * ny);
-  const auto src_of = [&](std::size_t f) { return gather ? xbuf.data() + f * nx : fields[f].src.data(); };
+  const auto src_of = [&](std::size_t f) { return gather && !x_is_src ? xbuf.data() + f * nx : fields[f].src.data(); };
   const auto dst_of = [&](std::size_t f) { return direct_rows ? fields[f].dst.data() : ybuf.data() + f * ny; };
   // Fields in pairs: one pass over the links (weights and indices read once) forms two rows,
   // each summed in link order as alone (bit-identical); most multi-field couplings gain.
@@ -718,7 +743,7 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
   const bool divide = opt.order == RemapOrder::bfb;
   if (!direct_rows) ybuf.resize(2 * np * ny);
   if (divide) dbuf.resize(2 * ny);
-  const auto src_of = [&](std::size_t f) { return gather ? xbuf.data() + f * nx : fields[f].src.data(); };
+  const auto src_of = [&](std::size_t f) { return gather && !x_is_src ? xbuf.data() + f * nx : fields[f].src.data(); };
   for (std::size_t v = 0; v < np; ++v) {
     const double *x = src_of(2 * v), *fr = src_of(2 * v + 1);
     double* y0 = divide ? dbuf.data() : ybuf.data() + 2 * v * ny;
@@ -732,7 +757,7 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
     }
     const auto f = [fr](std::uint32_t j) { return fr[j]; };
     const auto put = [y0, y1](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; };
-    if (gather) {
+    if (gather && !x_is_src) {
       // f x formed once per gathered source value, in place of x in this handle's copy (one
       // vectorised pass; each value serves several links), the same product as per link.
       double* gx = xbuf.data() + 2 * v * nx;
