@@ -170,6 +170,14 @@ struct Remap::Impl {
   // when the gather runs whole (run(), and start() at src); not where it is the crossing move.
   const bool gather_identity = s->gather && is_identity(s->gather->schedule(), src_n, x_size);
   bool x_is_src = false;  // during a call: the product reads the fields' sources for x
+  // The gather run whole, or skipped when it is the identity. Skipped, its executor is made
+  // all the same: executors take their tags in the order they are made, the same on every rank.
+  void skip_or_gather(std::span<const RemapField> fields) {
+    x_is_src = gather_identity;
+    if (!gather) return;
+    if (x_is_src) gather.prepare(fields.size());
+    else moving([&] { gather.run(gather_moves(fields)); });
+  }
   static bool is_identity(const Schedule& sc, i64 n, i64 nx);
   std::vector<double> xbuf, ybuf, zbuf, ubuf;
   // The steps of run(), shared with the split-phase start()/finish().
@@ -484,8 +492,7 @@ void Remap::run(std::span<const RemapField> fields) {
     im.check_sizes(fields, "remap run");
   });
   if (fields.empty()) return;  // on every rank alike
-  im.x_is_src = im.gather_identity;
-  if (im.gather && !im.x_is_src) im.moving([&] { im.gather.run(im.gather_moves(fields)); });
+  im.skip_or_gather(fields);
   im.product(fields);
   if (im.direct_rows) return;
   if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });
@@ -516,8 +523,7 @@ void Remap::start(std::span<const RemapField> fields) {
   if (im.opt.location == RemapLocation::dst) {
     im.moving([&] { im.gather.start(im.gather_moves(fields)); });  // the crossing move: sources to the link holders
   } else {
-    im.x_is_src = im.gather_identity;
-    if (im.gather && !im.x_is_src) im.moving([&] { im.gather.run(im.gather_moves(fields)); });  // bfb: among the source ranks
+    im.skip_or_gather(fields);  // bfb: among the source ranks
     im.product(fields);
     im.moving([&] { im.after.start(im.after_moves(fields)); });  // the crossing move: results or partial sums
   }
