@@ -3,10 +3,19 @@
 // grid (both with land) exchange fields through estuary::Component with 5-nearest-neighbour
 // weights in both directions.
 //
-//   mpirun -n 4 build/bench/pingpong [--grids full|small] [--iterations 10] [--warmup 2]
+//   mpirun -n 4 build/bench/pingpong [--grids full|small|yac] [--methods nnn,conserv] [--iterations 10] [--warmup 2]
 //                                    [--fields 10] [--order bfb|sum] [--atm-ranks P/2]
 //                                    [--splits P/2] [--cases all|name,name,...] [--dir DIR]
 //                                    [--timeline off|on|both] [--timeline-reps 3] [--noop-calls 50000]
+//
+// --grids yac (issue 24, the round trip a user measured against YAC): atm a 640x320 lon-lat grid,
+// ocn the cubed sphere of 6 x 224 x 224 = 301 056 cells, no land; the weights of each method of
+// --methods both ways: nnn (YAC's nnn, 4 nearest, inverse distance: nnn_weights) and conserv
+// (first-order conservative, fracarea: conservative_weights), cached in DIR as the 5-NN files
+// are; each 1f-* case runs once per method (case "nnn-1f-src"). The other cases are not offered.
+// A breakdown line per case and step ("breakdown") gives where the barriered steps' time went
+// (FieldTimers: copy, sync (header, acknowledgement, agreements), product, pack, wire, unpack,
+// and the rest of the call), slowest rank, median over the ping-pongs.
 //
 // Ranks [0, a) are the component "atm" (T799), ranks [a, P) "ocn" (ORCA025); each holds a
 // contiguous block of its grid. Weights: generated once over all ranks with estuary's
@@ -70,6 +79,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -113,6 +123,8 @@ struct Env {
   std::string dir;
   estuary::GridGen gt, go;  // atm (T799) and ocn (ORCA025) grids
   std::string w_a2o, w_o2a;  // weight file names, relative to dir
+  bool yac = false;          // --grids yac: weights per method, in w_method
+  std::map<std::string, std::pair<std::string, std::string>> w_method;  // method -> (a2o, o2a) files
   int fields = 10, iterations = 10, warmup = 2;
   std::string order = "bfb";
   int noop_calls = 50000;  // timeline: gets that do nothing, timed per call
@@ -147,6 +159,7 @@ struct Case {
   std::string loc_a2o = "src", loc_o2a = "src";
   std::string location;  // the case's location word
   bool timeline = false;  // record the coupling timeline
+  std::string method = "";  // --grids yac: "nnn" or "conserv"
 };
 
 // The configuration of a case: couplings atm -> ocn and ocn -> atm.
@@ -162,7 +175,9 @@ std::string config(const Env& e, const Case& c, double runtime) {
       << "    period: " << static_cast<long>(kDt) << "\n    transforms:\n";
     if (c.scripr) y << "      - scripr: {method: distwgt, neighbors: 5}\n";
     else
-      y << "      - mapping: {file: " << (a2o ? e.w_a2o : e.w_o2a) << ", location: " << (a2o ? c.loc_a2o : c.loc_o2a)
+      y << "      - mapping: {file: "
+        << (e.yac ? (a2o ? e.w_method.at(c.method).first : e.w_method.at(c.method).second) : (a2o ? e.w_a2o : e.w_o2a))
+        << ", location: " << (a2o ? c.loc_a2o : c.loc_o2a)
         << ", order: " << e.order << "}\n";
   };
   for (bool a2o : {true, false}) {
@@ -174,14 +189,33 @@ std::string config(const Env& e, const Case& c, double runtime) {
   return y.str();
 }
 
-// Sums of remap_s of this rank's coupling sides: [0] source side (" put"), [1] target side (" get").
+// The source side's timers of a coupling (FieldTimers::field "LABEL, source side").
+bool source_side(const estuary::FieldTimers& t) {
+  const std::string tail = ", source side";
+  return t.field.size() >= tail.size() && t.field.compare(t.field.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Sums of remap_s of this rank's coupling sides: [0] source side (put), [1] target side (get).
 std::pair<double, double> remap_sums(const estuary::Component& comp) {
   double s = 0, d = 0;
   for (const estuary::FieldTimers& t : comp.timers()) {
-    if (t.field.size() >= 4 && t.field.compare(t.field.size() - 4, 4, " put") == 0) s += t.remap_s;
+    if (source_side(t)) s += t.remap_s;
     else d += t.remap_s;
   }
   return {s, d};
+}
+
+// The breakdown of a side's calls (FieldTimers), summed over this rank's couplings of the side.
+constexpr int kParts = 6;
+const char* const kPartNames[kParts] = {"copy", "sync", "product", "pack", "wire", "unpack"};
+std::array<double, kParts> parts(const estuary::Component& comp, bool put_side) {
+  std::array<double, kParts> p{};
+  for (const estuary::FieldTimers& t : comp.timers()) {
+    if (source_side(t) != put_side) continue;
+    const double v[kParts] = {t.copy_s, t.sync_s, t.product_s, t.pack_s, t.wire_s, t.unpack_s};
+    for (int k = 0; k < kParts; ++k) p[static_cast<std::size_t>(k)] += v[k];
+  }
+  return p;
 }
 
 std::vector<double> max_over_ranks(std::vector<double> v) {
@@ -285,6 +319,7 @@ Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
   const double loop_s = MPI_Wtime() - loop_start;
   times = max_over_ranks(times);
   const double pipo = bench::median(times);
+  const double pipo_min = *std::min_element(times.begin(), times.end());
   const double pipo_mean = bench::max_over_ranks(loop_s, MPI_COMM_WORLD) / e.iterations;
 
   // Barriered ping-pongs, four steps each: [0] atm puts (a2o, source side), [1] ocn gets (a2o,
@@ -292,7 +327,8 @@ Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
   // ping-pong and step, on the ranks doing it: the coupler's remap time (remap_s of the step's
   // side), the wall time and the thread's CPU time of the calls; the slowest rank counts.
   const int its = e.iterations;
-  constexpr int kRow = 16;  // [0, 4) remap_s, [4, 8) wall, [8, 12) CPU, [12, 16) minor page faults
+  // [16 + kParts * step, ...): the step's breakdown (parts()).
+  constexpr int kRow = 16 + 4 * kParts;  // [0, 4) remap_s, [4, 8) wall, [8, 12) CPU, [12, 16) minor page faults
   std::vector<double> rows(static_cast<std::size_t>(kRow * its), 0.0), bar(static_cast<std::size_t>(its), 0.0);
   for (int it = 0; it < its; ++it, t += kDt) {
     double* row = rows.data() + kRow * it;
@@ -302,6 +338,7 @@ Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
       const bool mine = (step == 0 || step == 3) == atm;
       if (mine) {
         const auto r0 = remap_sums(comp);
+        const auto p0 = parts(comp, step % 2 == 0);
         const double w0 = MPI_Wtime(), c0 = cpu_s(), f0 = minor_faults();
         if (step == 0) put_all(t, send);
         else if (step == 1) get_all(t);
@@ -312,6 +349,9 @@ Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
         row[4 + step] = MPI_Wtime() - w0;
         const auto r1 = remap_sums(comp);
         row[step] = step % 2 == 0 ? r1.first - r0.first : r1.second - r0.second;
+        const auto p1 = parts(comp, step % 2 == 0);
+        for (int k = 0; k < kParts; ++k)
+          row[16 + kParts * step + k] = p1[static_cast<std::size_t>(k)] - p0[static_cast<std::size_t>(k)];
       }
       MPI_Barrier(MPI_COMM_WORLD);
     }
@@ -383,7 +423,7 @@ Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
         .add("location_a2o", c.scripr ? "dst" : c.loc_a2o).add("location_o2a", c.scripr ? "dst" : c.loc_o2a)
         .add("order", c.scripr ? "bfb" : e.order).add("weights", c.scripr ? "scripr_enddef" : "mapping_file")
         .add("iterations", e.iterations).add("timeline", c.timeline ? "on" : "off")
-        .add("pipo_s", res.pipo).add("pipo_mean_s", pipo_mean).add("pipo_barrier_s", bench::median(bar))
+        .add("pipo_s", res.pipo).add("pipo_min_s", pipo_min).add("pipo_mean_s", pipo_mean).add("pipo_barrier_s", bench::median(bar))
         .add("map_a2o_s", res.map_a2o).add("map_o2a_s", res.map_o2a).add("map_s", res.map_a2o + res.map_o2a)
         .add("steps_s", list(step_wall)).add("steps_cpu_s", list(step_cpu))
         .add("steps_minflt", list(step_faults, 6)).add("cpu_s", res.cpu)
@@ -401,6 +441,27 @@ Result run_case(const Env& e, const Case& c, std::map<int, Result>& reference) {
           .add("cpu_ratio_to_1f", res.cpu / ref->second.cpu);
     }
     std::cout << j.str() << std::endl;
+    // Where each barriered step's time went: the parts (slowest rank, median over the
+    // ping-pongs, each alone) and the rest of the call (the step's median wall time less the
+    // parts' medians: checks, dispatch, what no timer covers).
+    static const char* const kSteps[4] = {"atm_put", "ocn_get", "ocn_put", "atm_get"};
+    bench::Json b;
+    b.add("bench", "pingpong").add("case", c.name).add("summary", "breakdown").add("atm_ranks", c.atm_ranks)
+        .add("ocn_ranks", e.ranks - c.atm_ranks).add("unit", "us");
+    std::vector<double> total(kParts + 2, 0.0);
+    for (int step = 0; step < 4; ++step) {
+      std::vector<double> v{1e6 * step_wall[static_cast<std::size_t>(step)]};
+      double rest = v[0];
+      for (int k = 0; k < kParts; ++k) {
+        v.push_back(1e6 * med(16 + kParts * step + k));
+        rest -= v.back();
+      }
+      v.push_back(rest);
+      for (std::size_t k = 0; k < v.size(); ++k) total[k] += v[k];
+      b.add(kSteps[step], list(v, 3));
+    }
+    b.add("round_trip", list(total, 4)).add("columns", std::string("wall,copy,sync,product,pack,wire,unpack,rest"));
+    std::cout << b.str() << std::endl;
   }
   return res;
 }
@@ -441,6 +502,43 @@ void weights(const Env& e, const estuary::GridGen& src, const estuary::GridGen& 
   else j.add(key + "_gen_s", gen_s).add(key + "_write_s", write_s);
 }
 
+// --grids yac: the weights of `method` from src to dst (generated over all ranks, or found).
+void method_weights(const Env& e, const std::string& method, const estuary::GridGen& src,
+                    const estuary::GridGen& dst, const std::string& file, bench::Json& j, const std::string& key) {
+  const std::string path = e.dir + "/" + file;
+  int have = 0;
+  if (e.rank == 0) have = std::filesystem::exists(path) ? 1 : 0;
+  MPI_Bcast(&have, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (have) {
+    j.add(key + "_links", estuary::read_weights(path, MPI_COMM_WORLD).info.links).add(key + "_weights", "cached");
+    return;
+  }
+  const estuary::Grid s = src.make(estuary::gen::block(src.size(), e.rank, e.ranks));
+  const estuary::Grid d = dst.make(estuary::gen::block(dst.size(), e.rank, e.ranks));
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  estuary::Links l;
+  estuary::WeightWriteOptions wo;
+  if (method == "nnn") {
+    estuary::NnnOptions o;
+    o.n = 4;
+    o.weighting = estuary::NnnWeighting::distance;
+    l = estuary::nnn_weights(s, d, MPI_COMM_WORLD, o);
+    wo.map_method = "Distance weighted avg of nearest neighbors";
+  } else {
+    l = estuary::conservative_weights(s, d, MPI_COMM_WORLD).links;
+    wo.map_method = "Conservative remapping";
+  }
+  const double gen_s = bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD);
+  i64 mine = l.size(), links = 0;
+  MPI_Allreduce(&mine, &links, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  wo.title = "bench/pingpong " + method + " " + src.name() + " -> " + dst.name();
+  estuary::write_weights(path + ".tmp", l, src.size(), dst.size(), MPI_COMM_WORLD, wo);
+  if (e.rank == 0) std::filesystem::rename(path + ".tmp", path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  j.add(key + "_links", links).add(key + "_gen_s", gen_s);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -451,9 +549,11 @@ int main(int argc, char** argv) {
   std::string grids = "full", dir, order = "bfb", timeline = "off";
   int fields = 10, iterations = 10, warmup = 2, noop_calls = 50000, timeline_reps = 3, atm_ranks = ranks / 2;
   std::vector<int> splits;
-  std::vector<std::string> wanted{"all"};
+  std::vector<std::string> wanted{"all"}, methods{"nnn", "conserv"};
   bench::Cli cli("bench/pingpong: the coupler's ping-pong of paper 000 (T799 <-> ORCA025), one JSON line per case");
-  cli.opt("grids", grids, "full (T799, ORCA025) or small")->check(CLI::IsMember({"full", "small"}));
+  cli.opt("grids", grids, "full (T799, ORCA025), small, or yac (640x320 lon-lat, cubed sphere 6x224x224)")
+      ->check(CLI::IsMember({"full", "small", "yac"}));
+  cli.list("methods", methods, "--grids yac: nnn and/or conserv, comma-separated");
   cli.opt("dir", dir, "where the weight files are kept (default /tmp/estuary_pingpong_<grids>)");
   cli.opt("fields", fields, "fields each way")->check(CLI::PositiveNumber);
   cli.opt("iterations", iterations, "timed ping-pongs per case")->check(CLI::PositiveNumber);
@@ -468,10 +568,15 @@ int main(int argc, char** argv) {
   cli.parse(argc, argv);
   try {
     if (ranks < 2) throw std::runtime_error("bench/pingpong needs at least 2 ranks (atm and ocn)");
-    const bool small = grids == "small";
+    const bool small = grids == "small", yac = grids == "yac";
     Env e{rank, ranks, dir.empty() ? "/tmp/estuary_pingpong_" + grids : dir,
-          (small ? estuary::GridGen::reduced_gaussian(48) : estuary::GridGen::t799()).with_land(),
-          (small ? estuary::GridGen::tripolar(360, 290) : estuary::GridGen::orca025()).with_land(), "", ""};
+          yac ? estuary::GridGen::lonlat(640, 320)
+              : (small ? estuary::GridGen::reduced_gaussian(48) : estuary::GridGen::t799()).with_land(),
+          yac ? estuary::GridGen::cubed_sphere(224)
+              : (small ? estuary::GridGen::tripolar(360, 290) : estuary::GridGen::orca025()).with_land(),
+          "", "", yac, {}};
+    for (const std::string& m : methods)
+      if (m != "nnn" && m != "conserv") throw std::runtime_error("--methods takes nnn and conserv, not " + m);
     e.fields = fields;
     e.iterations = iterations;
     e.warmup = warmup;
@@ -496,9 +601,20 @@ int main(int argc, char** argv) {
 
     bench::Json wj;
     wj.add("bench", "pingpong").add("case", "weights").add("grid_atm", e.gt.name()).add("grid_atm_n", e.gt.size())
-        .add("grid_ocn", e.go.name()).add("grid_ocn_n", e.go.size()).add("ranks", ranks).add("neighbors", 5);
-    weights(e, e.gt, e.go, e.w_a2o, wj, "a2o");
-    weights(e, e.go, e.gt, e.w_o2a, wj, "o2a");
+        .add("grid_ocn", e.go.name()).add("grid_ocn_n", e.go.size()).add("ranks", ranks);
+    if (yac) {
+      for (const std::string& m : methods) {
+        const std::string a2o = "rmp_" + e.gt.name() + "_to_" + e.go.name() + "_" + m + ".nc";
+        const std::string o2a = "rmp_" + e.go.name() + "_to_" + e.gt.name() + "_" + m + ".nc";
+        e.w_method[m] = {a2o, o2a};
+        method_weights(e, m, e.gt, e.go, a2o, wj, m + "_a2o");
+        method_weights(e, m, e.go, e.gt, o2a, wj, m + "_o2a");
+      }
+    } else {
+      wj.add("neighbors", 5);
+      weights(e, e.gt, e.go, e.w_a2o, wj, "a2o");
+      weights(e, e.go, e.gt, e.w_o2a, wj, "o2a");
+    }
     if (rank == 0) std::cout << wj.str() << std::endl;
 
     // The larger grid's ranks: the target's for atm -> ocn when ocn's grid is the larger.
@@ -520,6 +636,17 @@ int main(int argc, char** argv) {
     if (want("10f-1c")) cases.push_back({"10f-1c", atm_ranks, e.fields, 1, true, false, "src", "src", "src"});
     if (want("10f-bundle")) cases.push_back({"10f-bundle", atm_ranks, 1, e.fields, false, false, "src", "src", "src"});
     if (want("1f-scripr")) cases.push_back({"1f-scripr", atm_ranks, 1, 1, false, true, "dst", "dst", "dst"});
+    if (yac) {  // the 1f-* cases once per method; the others need the 5-NN files
+      std::vector<Case> per_method;
+      for (const std::string& m : methods)
+        for (Case c : cases)
+          if (c.nfields == 1 && c.bundle == 1 && !c.scripr) {
+            c.method = m;
+            c.name = m + "-" + c.name;
+            per_method.push_back(c);
+          }
+      cases = per_method;
+    }
 
     std::map<int, Result> reference;
     if (timeline != "both") {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -146,6 +147,9 @@ std::vector<std::vector<Got>> run_model(const std::string& dir, const Model& m, 
         v.insert(v.end(), x.begin(), x.end());
       }
       const Info i = comp.put(ov[f], t, v);
+      // The put has read the values (a field alone in its coupling goes straight from the
+      // caller's array): poisoned now, they would show in every later get if the coupler kept them.
+      std::fill(v.begin(), v.end(), std::numeric_limits<double>::quiet_NaN());
       if (put_infos) (*put_infos)[f].push_back(i);
     }
     for (std::size_t f = 0; f < iv.size(); ++f) {

@@ -29,7 +29,7 @@ ROOT = Path(os.environ.get("ESTUARY_SOURCE_DIR", Path(__file__).resolve().parent
 BUILD = Path(os.environ.get("ESTUARY_BUILD_DIR", ROOT / "build"))
 DOCS = [ROOT / "README.md", ROOT / "examples" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Benchmarks that take minutes: their options are checked (--dry-run), they are not run.
-SLOW = [r"--grids (full|medium)", r"bench remap\b(?!.*--small)", r"--ranks 40\b", r"--n 1e7\b", r"--n 10000000\b",
+SLOW = [r"--grids (full|medium|yac)", r"bench remap\b(?!.*--small)", r"--ranks 40\b", r"--n 1e7\b", r"--n 10000000\b",
         r"bench sim .*--calibrate", r"bench io\b", r"--ranks 8\b", r"--timeline-reps", r"--sizes .*1e7"]
 ENVIRONMENT = {"cmake", "spack", "conda", "module", "export"}
 

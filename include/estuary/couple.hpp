@@ -122,6 +122,16 @@ struct FieldTimers {
   std::string field;
   int puts = 0, gets = 0, exchanges = 0;
   double put_s = 0, get_s = 0, wait_s = 0, remap_s = 0;
+  // Where put_s or get_s went, finer (bench/pingpong's breakdown, docs/performance.md):
+  //  copy_s     the user's values into the coupler's buffers (put) and out of them (get);
+  //  sync_s     the protocol: announcing an action and checking its time, the source side's
+  //             agreements, waiting for the partner's announcement (get) or for the last
+  //             action's completion to be confirmed (put);
+  //  product_s  the sparse products of the Remap (and its finalize);
+  //  pack_s     the Remap's exchanges packing their send buffers (and their local copies);
+  //  wire_s     the Remap's exchanges waiting for their messages;
+  //  unpack_s   the Remap's exchanges unpacking what arrived.
+  double copy_s = 0, sync_s = 0, product_s = 0, pack_s = 0, wire_s = 0, unpack_s = 0;
 };
 
 // One exchange of a coupling's Remap as this rank runs it at every coupling time: its schedule's

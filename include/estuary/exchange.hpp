@@ -20,7 +20,8 @@
 
 namespace estuary {
 
-// Cumulative seconds spent in each phase since construction.
+// Cumulative seconds spent in each phase since construction: packing, the messages (starting
+// them and waiting for them), unpacking, and the local copies of a stage.
 struct ExchangeTimers {
   double pack_s = 0, wait_s = 0, unpack_s = 0, copy_s = 0;
   std::int64_t runs = 0;

@@ -142,6 +142,12 @@ class Remap {
   // finish: packing, messages, waiting for them, unpacking), cumulative; the rest of run,
   // start and finish is the products. The coupler's timeline tells the two apart with it.
   double move_seconds() const;
+  // The same time split by step, summed over the Remap's exchanges (their ExchangeTimers):
+  // packing (with the local copies), waiting for messages, unpacking; cumulative.
+  struct MoveTimers {
+    double pack_s = 0, wait_s = 0, unpack_s = 0;
+  };
+  MoveTimers move_timers() const;
 
   // The exchanges run() executes, in order, for inspection (`estuary inspect schedule
   // --config`): "gather" moves source values to the ranks holding the links, "after" moves

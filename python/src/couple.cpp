@@ -258,12 +258,19 @@ void bind_couple(nb::module_& m) {
               d["get_s"] = t.get_s;
               d["wait_s"] = t.wait_s;
               d["remap_s"] = t.remap_s;
+              d["copy_s"] = t.copy_s;
+              d["sync_s"] = t.sync_s;
+              d["product_s"] = t.product_s;
+              d["pack_s"] = t.pack_s;
+              d["wire_s"] = t.wire_s;
+              d["unpack_s"] = t.unpack_s;
               out.append(d);
             }
             return PyDictList(std::move(out));
           },
           "Local: per field, a dict of field, puts, gets, exchanges (counts) and put_s, get_s, wait_s, remap_s "
-          "(this rank's seconds).");
+          "and their breakdown copy_s, sync_s, product_s, pack_s, wire_s, unpack_s (this rank's seconds; "
+          "estuary::FieldTimers).");
 
   // ---- OASIS3-MCT's run-time queries and communicators (Component::put_inquire ...;
   // estuary/couple.py gives them pyOASIS's names). Added to the class after its definition. ----

@@ -31,6 +31,14 @@ TimeOp time_op(LocTrans t) {
   return TimeOp::instant;
 }
 
+// The Remap's moves since `before` (its MoveTimers), added to t's pack, wire and unpack.
+void add_moves(FieldTimers& t, const Remap& r, const Remap::MoveTimers& before) {
+  const Remap::MoveTimers now = r.move_timers();
+  t.pack_s += now.pack_s - before.pack_s;
+  t.wire_s += now.wait_s - before.wait_s;
+  t.unpack_s += now.unpack_s - before.unpack_s;
+}
+
 }  // namespace
 
 bool is_multiple(double a, double p) {
@@ -61,15 +69,18 @@ std::vector<RemapField> Coupling::remap_fields(int mode) {
   if (mode == 1) {
     std::vector<RemapField> f(sz(nvalues));
     xbuf.resize(sz(nvalues * ncols * n_src));
+    double* dst = dst_direct ? dst_direct : rbuf.data();
     for (int v = 0; v < nvalues; ++v)
       f[sz(v)] = {std::span<const double>(xbuf.data() + v * ncols * n_src, sz(ncols * n_src)),
-                  std::span<double>(rbuf.data() + v * n_dst, sz(n_dst))};
+                  std::span<double>(dst + v * n_dst, sz(n_dst))};
     return f;
   }
+  const double* src = src_direct ? src_direct : sbuf.data();
+  double* dst = dst_direct ? dst_direct : rbuf.data();
   std::vector<RemapField> f(static_cast<std::size_t>(nvalues));
   for (int v = 0; v < nvalues; ++v)
-    f[static_cast<std::size_t>(v)] = {std::span<const double>(sbuf.data() + v * n_src, static_cast<std::size_t>(n_src)),
-                                      std::span<double>(rbuf.data() + v * n_dst, static_cast<std::size_t>(n_dst))};
+    f[static_cast<std::size_t>(v)] = {std::span<const double>(src + v * n_src, static_cast<std::size_t>(n_src)),
+                                      std::span<double>(dst + v * n_dst, static_cast<std::size_t>(n_dst))};
   return f;
 }
 
@@ -80,11 +91,12 @@ std::vector<RemapFracField> Coupling::frac_fields() {
   sbuf.resize(sz(nvalues * n_src));
   frac_sent.resize(sz(nvalues * n_src));
   rbuf.resize(sz(nvalues * n_dst));
+  double* dst = dst_direct ? dst_direct : rbuf.data();
   std::vector<RemapFracField> f(sz(nvalues));
   for (int v = 0; v < nvalues; ++v)
     f[sz(v)] = {std::span<const double>(sbuf.data() + v * n_src, sz(n_src)),
                 std::span<const double>(frac_sent.data() + v * n_src, sz(n_src)),
-                std::span<double>(rbuf.data() + v * n_dst, sz(n_dst))};
+                std::span<double>(dst + v * n_dst, sz(n_dst))};
   return f;
 }
 
@@ -205,20 +217,28 @@ Info Coupling::put(int k, double t, std::span<const double> values, const PutExt
     frac_pending.resize(static_cast<std::size_t>(nvalues * n));
     std::copy(extra.fraction.begin(), extra.fraction.end(), frac_pending.begin() + first * n);
   }
+  const bool out = cfg->status == FieldStatus::expout || cfg->status == FieldStatus::output;
+  const bool to_restart = a >= setup->runtime;
+  const Info info = put_inquire(k, t);
+  // One position holding the whole action, instantaneous, sent now: the Remap reads the
+  // caller's values themselves (it has packed or multiplied them when start returns), no copy.
+  if (lt == LocTrans::instant && mode == 0 && ready.size() == 1 && !out && !to_restart) {
+    act(a, values.data());
+    return info;
+  }
   // The value of this action for position k, straight into its place in the action buffer.
   pending.resize(static_cast<std::size_t>(nvalues * n));
   double* slot_k = pending.data() + first * n;
   if (lt == LocTrans::instant) {
+    const double c0 = MPI_Wtime();
     std::copy(values.begin(), values.end(), slot_k);
+    src_timers.copy_s += MPI_Wtime() - c0;
   } else {
     accumulator.result({acc_k, m}, acc_count[kk], {slot_k, m});
     acc_count[kk] = 0;
   }
   ready[kk] = 1;
 
-  const bool out = cfg->status == FieldStatus::expout || cfg->status == FieldStatus::output;
-  const bool to_restart = a >= setup->runtime;
-  const Info info = put_inquire(k, t);
   if (std::all_of(ready.begin(), ready.end(), [](char r) { return r != 0; })) {
     std::fill(ready.begin(), ready.end(), 0);
     if (out) {
@@ -231,7 +251,7 @@ Info Coupling::put(int k, double t, std::span<const double> values, const PutExt
       restart_record = pending;
       has_restart_record = true;
     } else {
-      act(a);
+      act(a, pending.data());
     }
   }
   return info;
@@ -248,15 +268,19 @@ Info Coupling::put_inquire(int, double t) const {
 }
 
 // The source side of an action: wait for the previous one, transform, announce, send.
-void Coupling::act(double a) {
+void Coupling::act(double a, const double* values) {
   const double t0 = MPI_Wtime();
-  complete_previous();
   // Every source rank must run the same Remap with the same fields: the action's mode agreed
   // over them (a rank without points may pass no extras, e.g. a null fraction; it follows).
+  // The smallest and the largest mode said, as maxima of {-mode, mode}; in the agreement on
+  // the previous action's completion when there is one (one collective per action, not two).
+  const bool says = n_src > 0 || action_mode > 0;
+  double said[2] = {says ? -static_cast<double>(action_mode) : -99.0, says ? static_cast<double>(action_mode) : -1.0};
+  if (!complete_previous(false, said))
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, said, 2, MPI_DOUBLE, MPI_MAX, src_comm), "MPI_Allreduce");
+  const double a0 = MPI_Wtime();
   {
-    const bool says = n_src > 0 || action_mode > 0;
-    int m[2] = {says ? action_mode : 99, says ? -action_mode : 1};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, m, 2, MPI_INT, MPI_MIN, src_comm), "MPI_Allreduce");
+    int m[2] = {static_cast<int>(-said[0]), static_cast<int>(-said[1])};
     if (m[0] == 99) m[0] = m[1] = 0;
     if (m[0] != -m[1])
       throw Error("the ranks of " + src_comp + " put " + join(cfg->src_fields) + " for the coupling time " + time_str(a) +
@@ -264,12 +288,24 @@ void Coupling::act(double a) {
                   "component " + src_comp + ", " + label, "pass the same extras on every rank of the component");
     action_mode = m[0];
   }
+  const double c0 = MPI_Wtime();
+  src_timers.sync_s += c0 - a0;
+  const int mode = action_mode;
+  const std::size_t nv = static_cast<std::size_t>(nvalues * n_src);
+  // The values travel from where they are (the caller's array or the pending action) unless
+  // BLASOLD changes them or another mode stacks them: then from sbuf.
+  if (cfg->blasold || mode != 0) {
+    sbuf.resize(nv);
+    std::copy_n(values, nv, sbuf.begin());
+    src_direct = nullptr;
+  } else {
+    src_direct = values;
+  }
+  src_timers.copy_s += MPI_Wtime() - c0;
   auto fields = remap_fields();
-  std::copy(pending.begin(), pending.end(), sbuf.begin());
-  if (cfg->checkin) check("CHECKIN", sbuf, n_src, src_comm, a);
+  if (cfg->checkin) check("CHECKIN", {fields.empty() ? values : fields[0].src.data(), nv}, n_src, src_comm, a);
   if (cfg->blasold)
     for (double& x : sbuf) x = cfg->blasold->scale * x + cfg->blasold->add;
-  const int mode = action_mode;
   const auto sz = [](i64 x) { return static_cast<std::size_t>(x); };
   if (mode == 1) {  // per value field: x, then its gradients (BLASOLD's scale applies to them)
     const i64 g = ncols - 1;
@@ -285,6 +321,7 @@ void Coupling::act(double a) {
     frac_pending.resize(sz(nvalues * n_src));
     std::swap(frac_pending, frac_sent);
   }
+  const double h0 = MPI_Wtime();
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   header.assign({a, static_cast<double>(mode)});
@@ -304,8 +341,11 @@ void Coupling::act(double a) {
     last_sent = a;
   }
   Remap& r = remap_of(mode);
+  const Remap::MoveTimers mt = r.move_timers();
   const double t1 = MPI_Wtime(), moved = r.move_seconds();
+  src_timers.sync_s += t1 - h0;  // the header (and CONSERV's integrals, when asked)
   remap_start(mode);
+  src_direct = nullptr;  // read by start only: the values may change from here on
   in_flight_mode = mode;
   in_flight = true;
   acted = true;
@@ -314,18 +354,20 @@ void Coupling::act(double a) {
   src_timers.remap_s += started;
   src_clock.transfer += moves;
   src_clock.remap += started - moves;
+  src_timers.product_s += started - moves;
+  add_moves(src_timers, r, mt);
   src_timers.exchanges += 1;
   src_timers.wait_s += t1 - t0;
 }
 
 // Before the next action: the target must have received the previous one.
-void Coupling::complete_previous(bool terminating) {
-  if (!acted) return;
+bool Coupling::complete_previous(bool terminating, double* also) {
+  if (!acted) return false;
   const double w0 = MPI_Wtime();
   // 0: fine; 1: the target did not acknowledge in time; 2: this rank also gets the coupling and
   // has not got the previous time; 3: the target acknowledged another time. Agreed over the
   // source ranks, so that none of them goes on into the next action's moves alone.
-  double state[2] = {0, last_ack};
+  double state[4] = {0, last_ack, also ? also[0] : 0.0, also ? also[1] : 0.0};
   double got = 0;
   if (in_flight && is_dst) state[0] = 2;
   if (awaiting_ack && state[0] == 0) {  // the source root
@@ -339,11 +381,13 @@ void Coupling::complete_previous(bool terminating) {
       last_ack = state[1] = got;
     }
   }
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, state, 2, MPI_DOUBLE, MPI_MAX, src_comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, state, also ? 4 : 2, MPI_DOUBLE, MPI_MAX, src_comm), "MPI_Allreduce");
+  if (also) also[0] = state[2], also[1] = state[3];
   // Until here the source ranks wait for the target's acknowledgement (the root in the receive,
   // the others in the agreement with it): the partner's time, not this side's.
   const double w1 = MPI_Wtime();
   src_clock.wait += w1 - w0;
+  src_timers.sync_s += w1 - w0;
   const std::string where = "component " + src_comp + ", " + label;
   const std::string doing = terminating ? std::string("terminate") : "put for the coupling time " + time_str(action_time);
   if (state[0] == 2)
@@ -365,18 +409,23 @@ void Coupling::complete_previous(bool terminating) {
     check_mpi(MPI_Waitall(static_cast<int>(header_reqs.size()), header_reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
     header_reqs.clear();
   }
+  src_timers.sync_s += MPI_Wtime() - w1;
   double products = 0;  // of the finish: on a source rank that also holds target points
   if (in_flight) {
     Remap& r = remap_of(in_flight_mode);
+    const Remap::MoveTimers mt = r.move_timers();
     const double moved = r.move_seconds(), f0 = MPI_Wtime();
     remap_finish(in_flight_mode);
     in_flight = false;
     products = MPI_Wtime() - f0 - (r.move_seconds() - moved);
+    src_timers.product_s += products;
+    add_moves(src_timers, r, mt);
   }
   // The rest completed the sends of the previous action (headers and data): transfer.
   src_clock.remap += products;
   src_clock.transfer += MPI_Wtime() - w1 - products;
   acted = false;
+  return true;
 }
 
 Info Coupling::get(int k, double t, std::span<double> values) {
@@ -396,13 +445,28 @@ Info Coupling::get(int k, double t, std::span<double> values) {
   if (t < 0 || t >= setup->runtime || !is_multiple(t, cfg->period)) return Info::ok;
   const bool out = cfg->status == FieldStatus::expout;
   Info info = Info::recvd;
+  // One position holding the whole action, not written to a file, on a rank that does not
+  // also put the coupling (its start, at the put, gave the exchanges rbuf as their target): the
+  // Remap's results go straight into the caller's array, no copy.
+  bool direct = false;
   if (!have_received || received_time != t) {
     if (cfg->status == FieldStatus::input) {
       const double r0 = MPI_Wtime();
       read_input(t);
       dst_clock.io += MPI_Wtime() - r0;
     } else {
-      receive(t);
+      direct = delivered.size() == 1 && cfg->status != FieldStatus::expout && !is_src;
+      if (direct) dst_direct = values.data();
+      try {
+        receive(t);
+      } catch (...) {
+        dst_direct = nullptr;
+        throw;
+      }
+      dst_direct = nullptr;
+      // rbuf does not hold this time: the next get must receive (the same in any case with
+      // one position, whose next get is for another time).
+      if (direct) have_received = false;
     }
   }
   if (cfg->status == FieldStatus::input) {
@@ -413,7 +477,10 @@ Info Coupling::get(int k, double t, std::span<double> values) {
   if (delivered[kk])
     throw Error("get of " + name + " at t=" + time_str(t) + " called twice", "component " + dst_comp + ", " + label);
   delivered[kk] = 1;
+  if (direct) return info;
+  const double c0 = MPI_Wtime();
   std::copy(rbuf.begin() + first * n, rbuf.begin() + (first + nb) * n, values.begin());
+  dst_timers.copy_s += MPI_Wtime() - c0;
   return info;
 }
 
@@ -439,6 +506,7 @@ void Coupling::receive(double t) {
                 "both sides must use the same coupling period and lag, and get every coupling time");
   const int mode = static_cast<int>(h[1]);
   Remap& r = remap_of(mode);
+  const Remap::MoveTimers mt = r.move_timers();
   const double t1 = MPI_Wtime(), moved = r.move_seconds();
   auto fields = remap_fields();
   remap_finish(mode);  // mode 2: W (f x) / W f, the unmapped value (0) where W f = 0
@@ -447,20 +515,25 @@ void Coupling::receive(double t) {
   dst_clock.wait += t1 - t0;
   dst_clock.transfer += moves;
   dst_clock.remap += t2 - t1 - moves;
+  dst_timers.sync_s += t1 - t0;
+  dst_timers.product_s += t2 - t1 - moves;
+  add_moves(dst_timers, r, mt);
   if (conserv) {
     std::vector<std::span<double>> d;
     for (const RemapField& f : fields) d.push_back(f.dst);
     last_ss.assign(h.begin() + 2, h.end());
     conserv->correct(cfg->conserv->mode, last_ss, d, dst_comm);
   }
+  const std::span<double> got(dst_direct ? dst_direct : rbuf.data(), static_cast<std::size_t>(nvalues * n_dst));
   if (cfg->blasnew)
-    for (double& x : rbuf) x = cfg->blasnew->scale * x + cfg->blasnew->add;
-  if (cfg->checkout) check("CHECKOUT", rbuf, n_dst, dst_comm, t);
+    for (double& x : got) x = cfg->blasnew->scale * x + cfg->blasnew->add;
+  if (cfg->checkout) check("CHECKOUT", got, n_dst, dst_comm, t);
   if (cfg->status == FieldStatus::expout) {
     const double w0 = MPI_Wtime();
     write_output(false, t, rbuf);
     dst_clock.io += MPI_Wtime() - w0;
   }
+  const double k0 = MPI_Wtime();
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (rank == dst_root) {
@@ -468,6 +541,7 @@ void Coupling::receive(double t) {
     ack_value = t;
     check_mpi(MPI_Isend(&ack_value, 1, MPI_DOUBLE, src_root, kAckTag, comm, &ack_req), "MPI_Isend");
   }
+  dst_timers.sync_s += MPI_Wtime() - k0;
   received_time = t;
   have_received = true;
   std::fill(delivered.begin(), delivered.end(), 0);
@@ -483,7 +557,7 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 // CHECKIN/CHECKOUT: global minimum, maximum and sum of each value field, to the log.
-void Coupling::check(const char* what, const std::vector<double>& v, i64 n, MPI_Comm side, double t) {
+void Coupling::check(const char* what, std::span<const double> v, i64 n, MPI_Comm side, double t) {
   const std::size_t nv = static_cast<std::size_t>(nvalues);
   std::vector<double> mn(nv, std::numeric_limits<double>::infinity()), mx(nv, -std::numeric_limits<double>::infinity()),
       sm(nv, 0.0);
@@ -558,7 +632,7 @@ void Coupling::send_initial(const std::vector<double>& record) {
   pending.resize(static_cast<std::size_t>(nvalues * n_src), 0.0);
   action_time = 0;
   action_mode = 0;  // a restart record holds values only
-  act(0);
+  act(0, pending.data());
 }
 
 void Coupling::finish_all() {

@@ -79,7 +79,11 @@ struct Coupling {
   std::vector<double> acc;            // LOCTRANS accumulation, nvalues * n_src
   std::vector<int> acc_count;         // puts accumulated, per position
   std::vector<double> pending;        // the finalised values of the next action
-  std::vector<double> sbuf;           // the values of the action in flight (after BLASOLD)
+  std::vector<double> sbuf;           // the values of the action (after BLASOLD), when they cannot travel from where they are
+  // During an action's start: the values it sends when not sbuf (the caller's array or
+  // pending). During a get's receive: where the results go when not rbuf (the caller's array).
+  const double* src_direct = nullptr;
+  double* dst_direct = nullptr;
   std::vector<char> ready;            // per position: finalised for action_time
   // What the puts of the action carry besides values (PutExtras), the same for every position:
   // 0 values only, 1 gradients (grad_pending), 2 a fractional mask (frac_pending).
@@ -147,11 +151,14 @@ struct Coupling {
   void remap_start(int mode);
   void remap_finish(int mode);
   void check_extras(int k, const PutExtras& extra) const;
-  void act(double a);
-  void complete_previous(bool terminating = false);
+  // The action of time a with `values` (nvalues * n_src: the pending action or the caller's).
+  void act(double a, const double* values);
+  // Returns whether there was an action to complete; `also` (2 doubles), when given, is
+  // reduced (maximum over the source ranks) in the same collective as the completion's state.
+  bool complete_previous(bool terminating = false, double* also = nullptr);
   void receive(double t);
   void read_input(double t);
-  void check(const char* what, const std::vector<double>& v, std::int64_t n, MPI_Comm side, double t);
+  void check(const char* what, std::span<const double> v, std::int64_t n, MPI_Comm side, double t);
   void write_output(bool source, double t, const std::vector<double>& values);
 };
 

@@ -134,6 +134,14 @@ class Mover {
     start(f);
     finish();
   }
+  void add_timers(Remap::MoveTimers& t) const {
+    for (const auto& [n, ex] : executors_) {
+      const ExchangeTimers& x = ex.timers();
+      t.pack_s += x.pack_s + x.copy_s;
+      t.wait_s += x.wait_s;
+      t.unpack_s += x.unpack_s;
+    }
+  }
 
  private:
   Exchange& executor(std::size_t n) {
@@ -163,6 +171,20 @@ struct Remap::Impl {
   const std::vector<i64>& dst_slot = s->dst_slot;
   const bool direct_rows = s->direct_rows, direct_slots = s->direct_slots;
   Mover gather{s->gather.get()}, after{s->after.get()};
+  // This rank's gather moves nothing but its own source values, each to the same place (one
+  // source rank at src with bfb): the product reads the source itself, with no copy into xbuf,
+  // when the gather runs whole (run(), and start() at src); not where it is the crossing move.
+  const bool gather_identity = s->gather && is_identity(s->gather->schedule(), src_n, x_size);
+  bool x_is_src = false;  // during a call: the product reads the fields' sources for x
+  // The gather run whole, or skipped when it is the identity. Skipped, its executor is made
+  // all the same: executors take their tags in the order they are made, the same on every rank.
+  void skip_or_gather(std::span<const RemapField> fields) {
+    x_is_src = gather_identity;
+    if (!gather) return;
+    if (x_is_src) gather.prepare(fields.size());
+    else moving([&] { gather.run(gather_moves(fields)); });
+  }
+  static bool is_identity(const Schedule& sc, i64 n, i64 nx);
   std::vector<double> xbuf, ybuf, zbuf, ubuf;
   // The steps of run(), shared with the split-phase start()/finish().
   void check_sizes(std::span<const RemapField> fields, const char* where) const;
@@ -210,6 +232,22 @@ struct Remap::Impl {
   // the coupler runs one Remap with n fields, or 2n for a put with a fractional mask.
   std::vector<std::size_t> nfields;
 };
+
+bool Remap::Impl::is_identity(const Schedule& sc, i64 n, i64 nx) {
+  if (n != nx || !sc.fills.empty() || sc.stages.size() != 1) return false;
+  const Stage& st = sc.stages[0];
+  if (!st.sends.empty() || !st.recvs.empty()) return false;
+  // Destination elements are written once each: copies of element i to i, n in all, cover x.
+  i64 covered = 0;
+  for (const Copy& c : st.copies) {
+    const bool unit = c.from.count <= 1 || (c.from.stride == 1 && c.to.stride == 1);
+    if (c.from.buffer != Buffer::src || c.to.buffer != Buffer::dst || c.from.offset != c.to.offset || !unit ||
+        c.from.count != c.to.count || c.from.offset < 0 || c.from.offset + c.from.count > n)
+      return false;
+    covered += c.from.count;
+  }
+  return covered == n;
+}
 
 void Remap::Setup::set_columns(const std::vector<i64>& col, const std::vector<i64>& x_of, const std::vector<i64>& cols) {
   if (x_size > static_cast<i64>(UINT32_MAX))
@@ -459,6 +497,12 @@ Remap& Remap::operator=(Remap&&) noexcept = default;
 const RemapOptions& Remap::options() const { return impl_->opt; }
 RemapStats Remap::stats() const { return impl_->s->st; }
 double Remap::move_seconds() const { return impl_->move_s; }
+Remap::MoveTimers Remap::move_timers() const {
+  MoveTimers t;
+  impl_->gather.add_timers(t);
+  impl_->after.add_timers(t);
+  return t;
+}
 
 std::vector<Remap::Exchange> Remap::exchanges() const {
   std::vector<Exchange> out;
@@ -487,7 +531,7 @@ void Remap::run(std::span<const RemapField> fields) {
     im.check_sizes(fields, "remap run");
   });
   if (fields.empty()) return;  // on every rank alike
-  if (im.gather) im.moving([&] { im.gather.run(im.gather_moves(fields)); });
+  im.skip_or_gather(fields);
   im.product(fields);
   if (im.direct_rows) return;
   if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });
@@ -518,7 +562,7 @@ void Remap::start(std::span<const RemapField> fields) {
   if (im.opt.location == RemapLocation::dst) {
     im.moving([&] { im.gather.start(im.gather_moves(fields)); });  // the crossing move: sources to the link holders
   } else {
-    if (im.gather) im.moving([&] { im.gather.run(im.gather_moves(fields)); });  // bfb: among the source ranks
+    im.skip_or_gather(fields);  // bfb: among the source ranks
     im.product(fields);
     im.moving([&] { im.after.start(im.after_moves(fields)); });  // the crossing move: results or partial sums
   }
@@ -535,6 +579,7 @@ void Remap::finish(std::span<const RemapField> fields) {
       if (!started) im.gather.start(im.gather_moves(fields));
       im.gather.finish();
     });
+    im.x_is_src = false;
     im.product(fields);
     if (im.direct_rows) return;
     if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });  // sum: among the destination ranks
@@ -706,7 +751,7 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
   if (frac) return product_frac(fields);
   const std::size_t nf = fields.size(), nx = static_cast<std::size_t>(x_size), ny = ptr.size() - 1;
   if (!direct_rows) ybuf.resize(nf * ny);
-  const auto src_of = [&](std::size_t f) { return gather ? xbuf.data() + f * nx : fields[f].src.data(); };
+  const auto src_of = [&](std::size_t f) { return gather && !x_is_src ? xbuf.data() + f * nx : fields[f].src.data(); };
   const auto dst_of = [&](std::size_t f) { return direct_rows ? fields[f].dst.data() : ybuf.data() + f * ny; };
   // Fields in pairs: one pass over the links (weights and indices read once) forms two rows,
   // each summed in link order as alone (bit-identical); most multi-field couplings gain.
@@ -747,7 +792,7 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
   const bool divide = opt.order == RemapOrder::bfb;
   if (!direct_rows) ybuf.resize(2 * np * ny);
   if (divide) dbuf.resize(2 * ny);
-  const auto src_of = [&](std::size_t f) { return gather ? xbuf.data() + f * nx : fields[f].src.data(); };
+  const auto src_of = [&](std::size_t f) { return gather && !x_is_src ? xbuf.data() + f * nx : fields[f].src.data(); };
   for (std::size_t v = 0; v < np; ++v) {
     const double *x = src_of(2 * v), *fr = src_of(2 * v + 1);
     double* y0 = divide ? dbuf.data() : ybuf.data() + 2 * v * ny;
@@ -771,7 +816,7 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
       two_rows(
           ptr, w, xi, opt.unmapped_value, [xf](std::uint32_t j) { return xf[2 * static_cast<std::size_t>(j)]; },
           [xf](std::uint32_t j) { return xf[2 * static_cast<std::size_t>(j) + 1]; }, put);
-    } else if (gather) {
+    } else if (gather && !x_is_src) {
       // f x formed once per gathered source value, in place of x in this handle's copy (one
       // vectorised pass; each value serves several links), the same product as per link.
       double* gx = xbuf.data() + 2 * v * nx;
