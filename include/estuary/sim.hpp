@@ -288,6 +288,7 @@ struct SimResult {
   double simulated_s = 0;     // simulated time when the last rank finished
   double wall_build_s = 0;    // platform construction
   double wall_run_s = 0;      // engine.run()
+  double cpu_run_s = 0;       // CPU time of engine.run() (wall time less the machine's other load)
   double peak_rss_mb = 0;     // peak resident memory of the simulating process
   std::int64_t messages = 0, bytes = 0;
   std::int64_t detoured = 0;  // messages sent on a valiant path (all with valiant, UGAL's choice)
