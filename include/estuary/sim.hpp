@@ -287,6 +287,7 @@ struct SimResult {
   int ranks = 0, stages = 0;
   double simulated_s = 0;     // simulated time when the last rank finished
   double wall_build_s = 0;    // platform construction
+  double cpu_build_s = 0;     // its CPU time
   double wall_run_s = 0;      // engine.run()
   double cpu_run_s = 0;       // CPU time of engine.run() (wall time less the machine's other load)
   double peak_rss_mb = 0;     // peak resident memory of the simulating process

@@ -331,10 +331,12 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   sg4::Engine engine(&argc, argv.data());
 
   const auto t0 = clock::now();
+  const double cpu_start = process_cpu_s();
   const std::vector<sg4::Host*> hosts = build(platform);
   const auto t1 = clock::now();
   res.wall_build_s = std::chrono::duration<double>(t1 - t0).count();
   const double cpu0 = process_cpu_s();  // as wall_run_s: actors created and run
+  res.cpu_build_s = cpu0 - cpu_start;
 
   Run run;
   run.pattern = &pattern;
@@ -405,7 +407,7 @@ SimResult run_on_large_stack(const Platform& platform, const Pattern& pattern, c
 // The child writes the result (or the error text) to a pipe as flat fields.
 struct Wire {
   int ok = 0, ranks = 0, stages = 0, crosstraffic = 0;
-  double simulated_s = 0, wall_build_s = 0, wall_run_s = 0, cpu_run_s = 0, peak_rss_mb = 0;
+  double simulated_s = 0, wall_build_s = 0, wall_run_s = 0, cpu_build_s = 0, cpu_run_s = 0, peak_rss_mb = 0;
   i64 messages = 0, bytes = 0, detoured = 0;
   char error[1024] = {};
 };
@@ -505,6 +507,7 @@ SimResult fork_once(const Platform& platform, const Pattern& pattern, const SimO
       w.wall_build_s = r.wall_build_s;
       w.wall_run_s = r.wall_run_s;
       w.cpu_run_s = r.cpu_run_s;
+      w.cpu_build_s = r.cpu_build_s;
       w.peak_rss_mb = r.peak_rss_mb;
       w.messages = r.messages;
       w.bytes = r.bytes;
@@ -546,6 +549,7 @@ SimResult fork_once(const Platform& platform, const Pattern& pattern, const SimO
   r.wall_build_s = w.wall_build_s;
   r.wall_run_s = w.wall_run_s;
   r.cpu_run_s = w.cpu_run_s;
+  r.cpu_build_s = w.cpu_build_s;
   r.peak_rss_mb = w.peak_rss_mb;
   r.messages = w.messages;
   r.bytes = w.bytes;
