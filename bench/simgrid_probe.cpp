@@ -1,7 +1,7 @@
 // bench/simgrid_probe — SimGrid's own costs at scale, without estuary's replay around them, to
 // compare SimGrid versions (issue 23: Debian's 3.32 against 4.x). Compiles against 3.32 and 4.x:
 //
-//   build/bench/simgrid_probe --ranks 65536 --mode actors
+//   build/bench/simgrid_probe --ranks 65536 --mode actors [--stack-kib 8] [--cfg name:value]
 //   c++ -O2 -std=c++17 bench/simgrid_probe.cpp -I PREFIX/include -L PREFIX/lib -lsimgrid   # another SimGrid
 //
 // One recursive-doubling allreduce of 3 doubles (24 B a message; ranks a power of 2) on the most
@@ -103,8 +103,19 @@ int main(int argc, char** argv) {
   std::vector<std::string> args = {"simgrid_probe", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
                                    "--cfg=contexts/guard-size:0", "--cfg=maxmin/precision:1e-4",
                                    "--log=root.thres:critical"};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string o = argv[i], v = argv[i + 1];
+  bool dry_run = false;  // the options checked and printed, nothing run (test_docs_commands)
+  for (int i = 1; i < argc; i += 2) {
+    const std::string o = argv[i];
+    if (o == "--dry-run") {
+      dry_run = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "simgrid_probe: %s needs a value\n", o.c_str());
+      return 2;
+    }
+    const std::string v = argv[i + 1];
     if (o == "--ranks") p = std::atoi(v.c_str());
     else if (o == "--mode") mode = v;
     else if (o == "--stack-kib") stack_kib = std::atoi(v.c_str());
@@ -117,6 +128,10 @@ int main(int argc, char** argv) {
   if (p < 2 || (p & (p - 1)) != 0 || (mode != "actors" && mode != "actorless")) {
     std::fprintf(stderr, "simgrid_probe: --ranks must be a power of 2 >= 2, --mode actors or actorless\n");
     return 2;
+  }
+  if (dry_run) {
+    std::printf("ranks=%d\nmode=\"%s\"\nstack-kib=%d\n", p, mode.c_str(), stack_kib);
+    return 0;
   }
   args.push_back("--cfg=contexts/stack-size:" + std::to_string(stack_kib));
   std::vector<char*> av;
