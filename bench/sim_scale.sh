@@ -19,13 +19,14 @@
 #   fig9c   halo width 20 on a dragonfly, minimal / valiant / UGAL routing, 10^3 ranks
 #   fig9d   the halo's communication matrix at 10^3 ranks
 #   sk1e6   issue 23: one recursive-doubling allreduce (3 doubles) and the halo of width 20 at
-#           10^6 simulated ranks on a torus, 4 ranks a host (--ranks-per-host 4: 250 000 hosts
-#           and actors; one host a rank would need ~17 GB, see docs/simulator.md). The allreduce
-#           on the 100x50x50 torus `--topology torus` builds; the halo on a 250x40x25 torus, whose
-#           first dimension is a row of the 1000 x 1000 rank grid at 4 ranks a host (on 100x50x50
-#           a row wraps: grid neighbours up to 52 hops apart, and the replay did not end in 30
-#           minutes). 30 minutes a run at most, and a run is refused memory past 21 GB (ulimit
-#           -v) rather than pushing the machine into its OOM killer
+#           10^6 simulated ranks on a torus, 4 ranks a host (--ranks-per-host 4; one host a rank
+#           would need ~17 GB, see docs/simulator.md). The allreduce at 2^20 ranks (262 144 hosts,
+#           64x64x64): at 10^6, not a power of 2, its replay on 100x50x50 spent over 10 minutes of
+#           CPU in the max-min solver and did not end in 30. The halo at 10^6 on a 250x40x25
+#           torus, whose first dimension is a row of the 1000 x 1000 rank grid at 4 ranks a host
+#           (on 100x50x50 a row wraps: grid neighbours up to 52 hops apart, and the replay did not
+#           end in 30 minutes). 30 minutes a run at most, and a run is refused memory past 21 GB
+#           (ulimit -v) rather than pushing the machine into its OOM killer
 #   sk_k    issue 23: what --ranks-per-host K changes, at 2.6x10^5 ranks (K = 1, 4, 16 on the torus)
 #   tr1e5   issue 23: the transposition (Bruck) at 10^5 ranks on the fat tree, 30 minutes at most
 # (sk1e6, sk_k and tr1e5 are not in the default set: add them by name.)
@@ -69,7 +70,7 @@ for f in "${figures[@]}"; do
     fig9c) simulate fig9c halo --ranks 1000 --topology dragonfly --routing minimal,valiant,ugal --width 20 ;;
     fig9d) python3 -m estuary simulate halo --ranks 1000 --topology torus --width 30 --json \
       --matrix "$out/fig9d.png" >"$out/fig9d.jsonl" ;;
-    sk1e6) big sk1e6_allreduce allreduce --ranks 1000000 --topology torus --repeat 1 --ranks-per-host 4
+    sk1e6) big sk1e6_allreduce allreduce --ranks 1048576 --topology torus --repeat 1 --ranks-per-host 4
       big sk1e6_halo halo --ranks 1000000 --platform torus:250x40x25 --width 20 --ranks-per-host 4 ;;
     sk_k) for k in 1 4 16; do
         big "sk_k${k}_allreduce" allreduce --ranks 262144 --topology torus --repeat 1 --ranks-per-host "$k"
