@@ -481,6 +481,8 @@ int main(int argc, char** argv) {
           .add("simulated_s", r.simulated_s)
           .add("wall_build_s", r.wall_build_s)
           .add("wall_run_s", r.wall_run_s)
+          .add("cpu_build_s", r.cpu_build_s)
+          .add("cpu_run_s", r.cpu_run_s)
           .add("peak_rss_mb", r.peak_rss_mb)
           .add("maxmin_precision", r.maxmin_precision)
           .add("detoured", r.detoured)

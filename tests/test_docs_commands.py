@@ -30,7 +30,9 @@ BUILD = Path(os.environ.get("ESTUARY_BUILD_DIR", ROOT / "build"))
 DOCS = [ROOT / "README.md", ROOT / "examples" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Benchmarks that take minutes: their options are checked (--dry-run), they are not run.
 SLOW = [r"--grids (full|medium|yac)", r"bench remap\b(?!.*--small)", r"--ranks 40\b", r"--n 1e7\b", r"--n 10000000\b",
-        r"bench sim .*--calibrate", r"bench io\b", r"--ranks 8\b", r"--timeline-reps", r"--sizes .*1e7"]
+        r"bench sim .*--calibrate", r"bench io\b", r"--ranks 8\b", r"--timeline-reps", r"--sizes .*1e7",
+        # bench/sim at 10^5-10^6 simulated ranks (issue 23, docs/simulator.md): minutes to half an hour each
+        r"bench/sim .*--ranks (100000|131072|262144|1000000|1048576)\b", r"bench/simgrid_probe\b"]
 ENVIRONMENT = {"cmake", "spack", "conda", "module", "export"}
 
 

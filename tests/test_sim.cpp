@@ -636,3 +636,42 @@ TEST(Sim, MaxminAbortIsReplayedWithCoarserPrecision) {
     EXPECT_THROW(simulate(pl, *p, opt), Error) << half;
   }
 }
+
+// Runs from 200 000 ranks up give each actor kLargeRunStackKib of stack without guard pages (one
+// mapping each would pass vm.max_map_count), where an overflow would corrupt the heap silently.
+// Here every pattern and routing is replayed with guard pages and 2 KiB less than that stack: it
+// must run (the actor needs 3-4 KiB) and give the time of the default 64 KiB stack. The guard page
+// catches an overflow: with 2 KiB the same replay must fail, or this check could not.
+TEST(Sim, LargeRunStackSufficesWithMargin) {
+  auto guarded = [](int kib) {
+    SimOptions o;
+    o.stack_kib = kib;
+    o.config = {"contexts/guard-size:4096", "maxmin/precision:1e-4"};  // precision set: no retries
+    return o;
+  };
+  const Platform torus = Platform::torus(4, 4, 4);
+  Platform fly = Platform::dragonfly(4, 2, 4, 2);
+  TranspositionSpec ts;
+  ts.nx = 64, ts.ny = 32, ts.nz = 8, ts.cx = 8, ts.cy = 8;
+  CouplingSpec cs;
+  cs.points = 10000, cs.src_ranks = cs.dst_ranks = 32, cs.dst_chunk = 7;
+  std::vector<std::unique_ptr<Pattern>> patterns;
+  patterns.push_back(allreduce({64, 2, 3, 2}));
+  patterns.push_back(allreduce({64, 5, 3, 2}));
+  patterns.push_back(halo({256, 128, 4, 8, 8, 20, 8}));
+  for (const char* a : {"burst", "bruck", "ring-4"}) {
+    ts.algo = AlltoallAlgo::parse(a);
+    patterns.push_back(transposition(ts));
+  }
+  patterns.push_back(coupling_p2p(cs));
+  for (const auto& p : patterns)
+    EXPECT_EQ(simulate(torus, *p, guarded(kLargeRunStackKib - 2)).simulated_s, simulate(torus, *p).simulated_s)
+        << p->name();
+  for (Routing r : {Routing::valiant, Routing::ugal}) {
+    fly.routing = r;
+    EXPECT_EQ(simulate(fly, *patterns[2], guarded(kLargeRunStackKib - 2)).simulated_s,
+              simulate(fly, *patterns[2]).simulated_s)
+        << routing_name(r);
+  }
+  EXPECT_THROW(simulate(torus, *patterns[0], guarded(2)), Error);
+}

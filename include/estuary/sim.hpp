@@ -243,8 +243,16 @@ struct Platform {
 
 // ---- replay ----
 
+// The actor stack the replay gives each rank from 200 000 ranks up (SimOptions::stack_kib = 0),
+// KiB. A rank's actor uses 3-4 KiB (measured: a 3 KiB stack overflows into a guard page, 4 KiB
+// does not, with every pattern and routing; test_sim checks this size with guard pages). Stacks
+// are SimGrid's largest per-rank cost (guard pages are off at scale: one mapping each would
+// exceed vm.max_map_count), so 10^6 ranks at 16 KiB would need 26 GB, at 6 KiB 16 GB.
+inline constexpr int kLargeRunStackKib = 6;
+
 struct SimOptions {
-  int stack_kib = 0;           // actor stack; 0: 64 KiB below 20 000 ranks, else 16 KiB
+  // Actor stack, KiB; 0: 64 below 20 000 ranks, 16 below 200 000, else kLargeRunStackKib.
+  int stack_kib = 0;
   bool crosstraffic = false;   // SimGrid network/crosstraffic (ACK traffic on reverse paths)
   // The network model. cm02: max-min fair sharing of every link, nothing else (a lone message
   // takes latency + size / bandwidth exactly). ib: SimGrid's InfiniBand model (Vienne et al.
@@ -279,7 +287,9 @@ struct SimResult {
   int ranks = 0, stages = 0;
   double simulated_s = 0;     // simulated time when the last rank finished
   double wall_build_s = 0;    // platform construction
+  double cpu_build_s = 0;     // its CPU time
   double wall_run_s = 0;      // engine.run()
+  double cpu_run_s = 0;       // CPU time of engine.run() (wall time less the machine's other load)
   double peak_rss_mb = 0;     // peak resident memory of the simulating process
   std::int64_t messages = 0, bytes = 0;
   std::int64_t detoured = 0;  // messages sent on a valiant path (all with valiant, UGAL's choice)

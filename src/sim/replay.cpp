@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <exception>
 #include <fstream>
 #include <unordered_map>
@@ -279,6 +280,13 @@ double status_mb(const char* key) {
   return 0;
 }
 
+// CPU time of this process (all threads; the replay is its only work), s.
+double process_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOptions& opt) {
   using clock = std::chrono::steady_clock;
   SimResult res;
@@ -290,7 +298,10 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   res.network = opt.network == SimOptions::Network::ib ? "ib" : "cm02";
   res.message_overhead_s = opt.message_overhead_s;
   res.maxmin_precision = opt.maxmin_precision;
-  const int stack_kib = opt.stack_kib > 0 ? opt.stack_kib : (pattern.ranks() < 20000 ? 64 : 16);
+  const int stack_kib = opt.stack_kib > 0            ? opt.stack_kib
+                        : pattern.ranks() < 20000   ? 64
+                        : pattern.ranks() < 200000 ? 16
+                                                    : kLargeRunStackKib;
   // CM02: plain max-min sharing with no TCP latency or bandwidth correction factors, so a lone
   // message takes exactly the route's latency plus size / bandwidth (an HPC network, not TCP).
   std::vector<std::string> args = {"estuary-sim",
@@ -320,9 +331,12 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   sg4::Engine engine(&argc, argv.data());
 
   const auto t0 = clock::now();
+  const double cpu_start = process_cpu_s();
   const std::vector<sg4::Host*> hosts = build(platform);
   const auto t1 = clock::now();
   res.wall_build_s = std::chrono::duration<double>(t1 - t0).count();
+  const double cpu0 = process_cpu_s();  // as wall_run_s: actors created and run
+  res.cpu_build_s = cpu0 - cpu_start;
 
   Run run;
   run.pattern = &pattern;
@@ -339,6 +353,7 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   }
   const double start = sg4::Engine::get_clock();
   engine.run();
+  res.cpu_run_s = process_cpu_s() - cpu0;
   res.wall_run_s = std::chrono::duration<double>(clock::now() - t1).count();
   res.simulated_s = sg4::Engine::get_clock() - start;
   res.messages = run.messages;
@@ -392,7 +407,7 @@ SimResult run_on_large_stack(const Platform& platform, const Pattern& pattern, c
 // The child writes the result (or the error text) to a pipe as flat fields.
 struct Wire {
   int ok = 0, ranks = 0, stages = 0, crosstraffic = 0;
-  double simulated_s = 0, wall_build_s = 0, wall_run_s = 0, peak_rss_mb = 0;
+  double simulated_s = 0, wall_build_s = 0, wall_run_s = 0, cpu_build_s = 0, cpu_run_s = 0, peak_rss_mb = 0;
   i64 messages = 0, bytes = 0, detoured = 0;
   char error[1024] = {};
 };
@@ -491,6 +506,8 @@ SimResult fork_once(const Platform& platform, const Pattern& pattern, const SimO
       w.simulated_s = r.simulated_s;
       w.wall_build_s = r.wall_build_s;
       w.wall_run_s = r.wall_run_s;
+      w.cpu_run_s = r.cpu_run_s;
+      w.cpu_build_s = r.cpu_build_s;
       w.peak_rss_mb = r.peak_rss_mb;
       w.messages = r.messages;
       w.bytes = r.bytes;
@@ -531,6 +548,8 @@ SimResult fork_once(const Platform& platform, const Pattern& pattern, const SimO
   r.simulated_s = w.simulated_s;
   r.wall_build_s = w.wall_build_s;
   r.wall_run_s = w.wall_run_s;
+  r.cpu_run_s = w.cpu_run_s;
+  r.cpu_build_s = w.cpu_build_s;
   r.peak_rss_mb = w.peak_rss_mb;
   r.messages = w.messages;
   r.bytes = w.bytes;
