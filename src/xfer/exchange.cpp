@@ -78,6 +78,11 @@ struct Exchange::Impl {
     std::vector<std::byte> send, recv;
     std::vector<std::size_t> send_at, recv_at;  // byte offset of each message, then the total
     std::vector<MPI_Request> requests;          // receives first, then sends
+    // Zero-copy messages (one field only): the element offset of the message's one contiguous
+    // piece of the user's array (Buffer::src for a send, Buffer::dst for a receive), or -1 for a
+    // message that goes through the pack buffers. Such a message has no persistent request: it
+    // is posted on the user's array at every start, whose address changes from run to run.
+    std::vector<i64> send_direct, recv_direct;
   };
   std::vector<StageBuffers> stages;
   std::vector<std::byte> tmp;
@@ -90,6 +95,7 @@ struct Exchange::Impl {
   bool in_flight = false;
   bool broken = false;     // a time-out left requests pending: the exchange cannot be reused
   double timeout_s = 0;    // see wait_stage()
+  bool disable_zero_copy = false;  // ESTUARY_ZERO_COPY=0
   ExchangeTimers timers;
 
   const std::byte* read_base(Buffer b, std::size_t f) const {
@@ -106,6 +112,23 @@ struct Exchange::Impl {
     std::size_t n = 0;
     for (std::size_t e : es) n += padded(static_cast<std::size_t>(m.count()) * e);
     return n;
+  }
+  // What travels: the message without the last field's padding, so that a one-field message is
+  // exactly its elements and a zero-copy receive into the user's array holds all of it.
+  std::size_t wire_bytes(const Message& m) const {
+    if (es.empty()) return 0;
+    const std::size_t last = static_cast<std::size_t>(m.count()) * es.back();
+    return message_bytes(m) - padded(last) + last;
+  }
+  // The element offset of a message whose blocks are one contiguous piece of `buffer`, else -1.
+  static i64 contiguous_in(const Message& m, Buffer buffer) {
+    if (m.blocks.empty()) return -1;
+    i64 next = m.blocks.front().offset;
+    for (const Block& b : m.blocks) {
+      if (b.buffer != buffer || b.offset != next || (b.count > 1 && b.stride != 1)) return -1;
+      next += b.count;
+    }
+    return m.blocks.front().offset;
   }
   void pack(const Message& m, std::byte* out) const {
     const std::size_t count = static_cast<std::size_t>(m.count());
@@ -130,15 +153,42 @@ struct Exchange::Impl {
     }
   }
 
+  // Receives are posted first, so that a peer's send finds them and a large message moves while
+  // this rank packs; each send starts as soon as it is packed (its peer can fetch it while this
+  // rank packs the next).
   void start_stage(std::size_t k) {
     const Stage& stage = schedule.stages[k];
     StageBuffers& sb = stages[k];
-    double t0 = MPI_Wtime();
-    for (std::size_t i = 0; i < stage.sends.size(); ++i) pack(stage.sends[i], sb.send.data() + sb.send_at[i]);
-    double t1 = MPI_Wtime();
-    timers.pack_s += t1 - t0;
-    if (!sb.requests.empty())
-      check_mpi(MPI_Startall(static_cast<int>(sb.requests.size()), sb.requests.data()), "MPI_Startall");
+    const int tag = first_tag + static_cast<int>(k % detail::kTagsPerObject);
+    const std::size_t nr = stage.recvs.size();
+    for (std::size_t i = 0; i < nr; ++i) {
+      MPI_Request& r = sb.requests[i];
+      if (sb.recv_direct[i] < 0) {
+        check_mpi(MPI_Start(&r), "MPI_Start");
+        continue;
+      }
+      check_mpi(MPI_Irecv(dst[0] + sb.recv_direct[i] * es[0], static_cast<int>(wire_bytes(stage.recvs[i])),
+                          MPI_BYTE, stage.recvs[i].peer, tag, comm, &r),
+                "MPI_Irecv");
+      ++timers.zero_copy_recvs;
+    }
+    double pack_s = 0;
+    for (std::size_t i = 0; i < stage.sends.size(); ++i) {
+      MPI_Request& r = sb.requests[nr + i];
+      if (sb.send_direct[i] >= 0) {
+        check_mpi(MPI_Isend(src[0] + sb.send_direct[i] * es[0], static_cast<int>(wire_bytes(stage.sends[i])),
+                            MPI_BYTE, stage.sends[i].peer, tag, comm, &r),
+                  "MPI_Isend");
+        ++timers.zero_copy_sends;
+        continue;
+      }
+      const double t0 = MPI_Wtime();
+      pack(stage.sends[i], sb.send.data() + sb.send_at[i]);
+      pack_s += MPI_Wtime() - t0;
+      check_mpi(MPI_Start(&r), "MPI_Start");
+    }
+    timers.pack_s += pack_s;
+    const double t1 = MPI_Wtime();
     // The local part moves while the messages fly.
     for (const Copy& c : stage.copies)
       for (std::size_t f = 0; f < es.size(); ++f)
@@ -189,7 +239,8 @@ struct Exchange::Impl {
     double t0 = MPI_Wtime();
     wait_stage(k);
     double t1 = MPI_Wtime();
-    for (std::size_t i = 0; i < stage.recvs.size(); ++i) unpack(stage.recvs[i], sb.recv.data() + sb.recv_at[i]);
+    for (std::size_t i = 0; i < stage.recvs.size(); ++i)
+      if (sb.recv_direct[i] < 0) unpack(stage.recvs[i], sb.recv.data() + sb.recv_at[i]);
     timers.wait_s += t1 - t0;
     timers.unpack_s += MPI_Wtime() - t1;
   }
@@ -215,6 +266,7 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
   x.types = std::move(types);
   for (Type t : x.types) x.es.push_back(size_of(t));
   x.timeout_s = Settings::get().timeout_s(kDefaultTimeoutS);
+  x.disable_zero_copy = !Settings::get().zero_copy;
   // A fill value an integer field cannot hold would be undefined behaviour when converted.
   // Checked whether or not this rank has elements to fill, so every rank throws alike (the
   // value and the types are the same on all ranks) before the collective set-up below.
@@ -253,9 +305,30 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
   for (std::size_t k = 0; k < schedule.stages.size(); ++k) {
     const Stage& stage = schedule.stages[k];
     Impl::StageBuffers& sb = x.stages[k];
+    // Zero-copy needs one field (a message of several holds them one after the other), a send
+    // from the source array (never written) and a receive into the destination array that
+    // nothing in the same stage reads (a send packed after the receive is posted, or a local
+    // copy, would see the new values). Staged schedules forward through tmp: they pack.
+    bool stage_reads_dst = false;
+    for (const Message& m : stage.sends)
+      for (const Block& b : m.blocks) stage_reads_dst |= b.buffer == Buffer::dst;
+    for (const Copy& c : stage.copies) stage_reads_dst |= c.from.buffer == Buffer::dst;
+    const bool direct = x.types.size() == 1 && !x.disable_zero_copy;
     std::size_t ns = 0, nr = 0;
-    for (const Message& m : stage.sends) { sb.send_at.push_back(ns); ns += bytes_of(m); }
-    for (const Message& m : stage.recvs) { sb.recv_at.push_back(nr); nr += bytes_of(m); }
+    for (const Message& m : stage.sends) {
+      const i64 at = direct ? Impl::contiguous_in(m, Buffer::src) : -1;
+      sb.send_direct.push_back(at);
+      sb.send_at.push_back(ns);
+      const std::size_t bytes = bytes_of(m);
+      if (at < 0) ns += bytes;
+    }
+    for (const Message& m : stage.recvs) {
+      const i64 at = direct && !stage_reads_dst ? Impl::contiguous_in(m, Buffer::dst) : -1;
+      sb.recv_direct.push_back(at);
+      sb.recv_at.push_back(nr);
+      const std::size_t bytes = bytes_of(m);
+      if (at < 0) nr += bytes;
+    }
     sb.send_at.push_back(ns);  // one past the last: the buffer's size
     sb.recv_at.push_back(nr);
   }
@@ -278,17 +351,19 @@ void Exchange::Impl::materialize() {
     // Stages follow one another on both sides, so wrapping the stage number cannot mix them.
     const int tag = first_tag + static_cast<int>(k % detail::kTagsPerObject);
     for (std::size_t i = 0; i < stage.recvs.size(); ++i) {
-      MPI_Request r;
-      check_mpi(MPI_Recv_init(sb.recv.data() + sb.recv_at[i], static_cast<int>(sb.recv_at[i + 1] - sb.recv_at[i]),
-                              MPI_BYTE, stage.recvs[i].peer, tag, comm, &r),
-                "MPI_Recv_init");
+      MPI_Request r = MPI_REQUEST_NULL;
+      if (sb.recv_direct[i] < 0)
+        check_mpi(MPI_Recv_init(sb.recv.data() + sb.recv_at[i], static_cast<int>(wire_bytes(stage.recvs[i])),
+                                MPI_BYTE, stage.recvs[i].peer, tag, comm, &r),
+                  "MPI_Recv_init");
       sb.requests.push_back(r);
     }
     for (std::size_t i = 0; i < stage.sends.size(); ++i) {
-      MPI_Request r;
-      check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(sb.send_at[i + 1] - sb.send_at[i]),
-                              MPI_BYTE, stage.sends[i].peer, tag, comm, &r),
-                "MPI_Send_init");
+      MPI_Request r = MPI_REQUEST_NULL;
+      if (sb.send_direct[i] < 0)
+        check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(wire_bytes(stage.sends[i])),
+                                MPI_BYTE, stage.sends[i].peer, tag, comm, &r),
+                  "MPI_Send_init");
       sb.requests.push_back(r);
     }
   }
@@ -304,7 +379,8 @@ Exchange::~Exchange() {
     try { finish(); } catch (...) {}
   }
   for (auto& sb : impl_->stages)
-    for (auto& r : sb.requests) MPI_Request_free(&r);
+    for (auto& r : sb.requests)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
 }
 
 Exchange::Exchange(Exchange&&) noexcept = default;
