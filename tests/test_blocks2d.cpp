@@ -215,3 +215,32 @@ TEST(Blocks2d, EveryPairAndAlgorithmOneField) {
       EXPECT_TRUE(etest::all_ok(ok)) << cases[i].name << " [" << algs[a] << "]";
     }
 }
+
+TEST(Blocks2d, BlockToCyclicInterleavedPack) {
+  // block -> cyclic: every send and the local copy are one block of the source at stride p,
+  // packed in one interleaved pass (ExchangeTimers::interleaved_packs); uneven n, 1 and 3
+  // fields, double and float, and the plain pack path (ESTUARY_ZERO_COPY=0) alike.
+  const int p = etest::world_size(), r = etest::world_rank();
+  for (bool fast : {true, false}) {
+    ZeroCopy zc(fast);
+    for (i64 n : {5, 1000, 4099}) {
+      const std::string at = "n=" + std::to_string(n) + (fast ? "" : " ESTUARY_ZERO_COPY=0");
+      const Decomp src = gen::block(n, r, p), dst = gen::cyclic(n, r, p);
+      for (int fields : {1, 3}) {
+        i64 zr, zs, pr, ps;
+        bool ok = move_and_check<double>(src, dst, fields, "p2p", "block->cyclic " + at, zr, zs, pr, ps);
+        ok = move_and_check<float>(src, dst, fields, "p2p", "block->cyclic float " + at, zr, zs, pr, ps) && ok;
+        EXPECT_TRUE(etest::all_ok(ok)) << at << " fields " << fields;
+        // Which path ran: woven where every strand has two elements or more, on 2+ ranks.
+        RedistOptions opt;
+        Redist rd(src, dst, MPI_COMM_WORLD, opt);
+        std::vector<double> a(static_cast<std::size_t>(src.size()), 1.0), b(static_cast<std::size_t>(dst.size()));
+        estuary::Exchange ex = rd.make_exchange({estuary::Type::f64});
+        ex.run({Field(a, b)});
+        const bool woven = fast && p > 1 && n / p >= 2 * p;
+        if (woven) EXPECT_EQ(ex.timers().interleaved_packs, 1) << at << " rank " << r;
+        if (!fast) EXPECT_EQ(ex.timers().interleaved_packs, 0) << at;
+      }
+    }
+  }
+}

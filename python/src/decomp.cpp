@@ -92,7 +92,7 @@ void bind_decomp(nb::module_& m) {
           "rows2d).");
   gen.def("from_name", &estuary::gen::from_name, "kind"_a, "n"_a, "rank"_a, "ranks"_a,
           "A generated decomposition by its name.\n\n"
-          "kind: block, cyclic, random, rows2d or transpose2d (= cols2d); see kinds().\n"
+          "kind: block, cyclic, random, rows2d, transpose2d (= cols2d) or colblocks; see kinds().\n"
           "n, rank, ranks: n elements, this rank's share of `ranks`.\n"
           "Raises estuary.Error naming the known kinds for another name.");
   gen.def("by_name", &estuary::gen::from_name, "kind"_a, "n"_a, "rank"_a, "ranks"_a,

@@ -149,6 +149,7 @@ Decomp colblocks(i64 n, int rank, int ranks) {
 std::vector<std::string> kinds() { return {"block", "cyclic", "random", "rows2d", "transpose2d", "colblocks"}; }
 
 Decomp from_name(std::string_view kind, i64 n, int rank, int ranks) {
+  check_args("from_name", n, rank, ranks);  // before grid_shape, which needs n >= 0
   i64 nx, ny;
   grid_shape(n, nx, ny);
   return from_name(kind, nx, ny, rank, ranks);
