@@ -106,11 +106,13 @@ struct Exchange::Impl {
     std::vector<std::byte> send, recv;
     std::vector<std::size_t> send_at, recv_at;  // byte offset of each message, then the total
     std::vector<MPI_Request> requests;          // receives first, then sends
-    // Zero-copy messages (one field only): the element offset of the message's one contiguous
-    // piece of the user's array (Buffer::src for a send, Buffer::dst for a receive), or -1 for a
-    // message that goes through the pack buffers. Such a message has no persistent request: it
-    // is posted on the user's array at every start, whose address changes from run to run.
-    std::vector<i64> send_direct, recv_direct;
+    // Zero-copy receives (one field only): the element offset of the message's one contiguous
+    // piece of the destination array, or -1 for a message that goes through the receive
+    // buffer. Such a receive has no persistent request: it is posted on the user's array at
+    // every start, whose address changes from run to run. Sends always pack, at start(): callers
+    // reuse the source as soon as start() returns (the I/O server's model ranks do), so a send
+    // straight from it could carry values written after start().
+    std::vector<i64> recv_direct;
     // Interleaved packing (see interleaved()): every packed send and every local copy of the
     // stage is one strided block of the source at one common stride, their first elements
     // within one stride of each other: one pass packs them all and does the copies. 0: off.
@@ -118,7 +120,7 @@ struct Exchange::Impl {
   };
   // The stage's packed sends and copies as strands of one interleaved pass, or 0 when they are
   // not (any send of several blocks, another buffer, another stride, two strands on one lane).
-  static i64 weave_of(const Stage& stage, const std::vector<i64>& send_direct, i64& base) {
+  static i64 weave_of(const Stage& stage, i64& base) {
     i64 stride = 0, lo = 0, hi = 0;
     int strands = 0;
     auto take = [&](const Block& b) {
@@ -131,7 +133,6 @@ struct Exchange::Impl {
       return hi - lo < stride;
     };
     for (std::size_t i = 0; i < stage.sends.size(); ++i) {
-      if (send_direct[i] >= 0) continue;
       if (stage.sends[i].blocks.size() != 1 || !take(stage.sends[i].blocks[0])) return 0;
     }
     for (const Copy& c : stage.copies)
@@ -139,8 +140,7 @@ struct Exchange::Impl {
     if (strands < 2) return 0;
     // Distinct lanes: offsets apart by less than the stride and pairwise different.
     std::vector<i64> lanes;
-    for (std::size_t i = 0; i < stage.sends.size(); ++i)
-      if (send_direct[i] < 0) lanes.push_back(stage.sends[i].blocks[0].offset);
+    for (const Message& m : stage.sends) lanes.push_back(m.blocks[0].offset);
     for (const Copy& c : stage.copies) lanes.push_back(c.from.offset);
     std::sort(lanes.begin(), lanes.end());
     if (std::adjacent_find(lanes.begin(), lanes.end()) != lanes.end()) return 0;
@@ -156,7 +156,6 @@ struct Exchange::Impl {
       strands.clear();
       i64 longest = 0;
       for (std::size_t i = 0; i < stage.sends.size(); ++i) {
-        if (sb.send_direct[i] >= 0) continue;
         const Block& b = stage.sends[i].blocks[0];
         strands.push_back({sb.send.data() + sb.send_at[i] + padded_before(stage.sends[i], f), 1,
                            b.offset - sb.weave_base, b.count});
@@ -276,13 +275,6 @@ struct Exchange::Impl {
     }
     for (std::size_t i = 0; i < stage.sends.size(); ++i) {
       MPI_Request& r = sb.requests[nr + i];
-      if (sb.send_direct[i] >= 0) {
-        check_mpi(MPI_Isend(src[0] + sb.send_direct[i] * es[0], static_cast<int>(wire_bytes(stage.sends[i])),
-                            MPI_BYTE, stage.sends[i].peer, tag, comm, &r),
-                  "MPI_Isend");
-        ++timers.zero_copy_sends;
-        continue;
-      }
       if (sb.weave_stride == 0) {
         const double t0 = MPI_Wtime();
         pack(stage.sends[i], sb.send.data() + sb.send_at[i]);
@@ -410,10 +402,10 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
   for (std::size_t k = 0; k < schedule.stages.size(); ++k) {
     const Stage& stage = schedule.stages[k];
     Impl::StageBuffers& sb = x.stages[k];
-    // Zero-copy needs one field (a message of several holds them one after the other), a send
-    // from the source array (never written) and a receive into the destination array that
-    // nothing in the same stage reads (a send packed after the receive is posted, or a local
-    // copy, would see the new values). Staged schedules forward through tmp: they pack.
+    // A zero-copy receive needs one field (a message of several holds them one after the other)
+    // and a destination array that nothing in the same stage reads (a send packed after the
+    // receive is posted, or a local copy, would see the new values). Staged schedules forward
+    // through tmp: they keep the receive buffers.
     bool stage_reads_dst = false;
     for (const Message& m : stage.sends)
       for (const Block& b : m.blocks) stage_reads_dst |= b.buffer == Buffer::dst;
@@ -421,11 +413,8 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
     const bool direct = x.types.size() == 1 && !x.disable_zero_copy;
     std::size_t ns = 0, nr = 0;
     for (const Message& m : stage.sends) {
-      const i64 at = direct ? Impl::contiguous_in(m, Buffer::src) : -1;
-      sb.send_direct.push_back(at);
       sb.send_at.push_back(ns);
-      const std::size_t bytes = bytes_of(m);
-      if (at < 0) ns += bytes;
+      ns += bytes_of(m);
     }
     for (const Message& m : stage.recvs) {
       const i64 at = direct && !stage_reads_dst ? Impl::contiguous_in(m, Buffer::dst) : -1;
@@ -436,7 +425,7 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
     }
     sb.send_at.push_back(ns);  // one past the last: the buffer's size
     sb.recv_at.push_back(nr);
-    if (!x.disable_interleave) sb.weave_stride = Impl::weave_of(stage, sb.send_direct, sb.weave_base);
+    if (!x.disable_interleave) sb.weave_stride = Impl::weave_of(stage, sb.weave_base);
   }
 }
 
@@ -466,10 +455,9 @@ void Exchange::Impl::materialize() {
     }
     for (std::size_t i = 0; i < stage.sends.size(); ++i) {
       MPI_Request r = MPI_REQUEST_NULL;
-      if (sb.send_direct[i] < 0)
-        check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(wire_bytes(stage.sends[i])),
-                                MPI_BYTE, stage.sends[i].peer, tag, comm, &r),
-                  "MPI_Send_init");
+      check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(wire_bytes(stage.sends[i])),
+                              MPI_BYTE, stage.sends[i].peer, tag, comm, &r),
+                "MPI_Send_init");
       sb.requests.push_back(r);
     }
   }
