@@ -1,8 +1,13 @@
 // bench/redist — moves F fields of n doubles from one decomposition to another, many times.
 //
 //   mpirun -n P build/bench/redist --n N --fields F --src KIND --dst KIND --algorithm p2p
-//          --iterations I [--messages-per-process M] [--cache FILE]
-// KIND: block, cyclic, random, rows2d, transpose2d. Prints one JSON object per line.
+//          --iterations I [--messages-per-process M] [--cache FILE] [--nx X --ny Y] [--references 0]
+// KIND: block, cyclic, random, rows2d, transpose2d, colblocks. Prints one JSON object per line.
+// The 2-D kinds lie on the --nx x --ny grid (then n = nx * ny), by default on grid_shape(n)
+// (10^7: 3125 x 3200). --references (default on) also times the same redistribution by plain
+// MPI on index lists built without estuary (bench/mpi_reference.hpp): pack + MPI_Alltoallv +
+// unpack, and derived datatypes with Isend/Irecv; iterations alternate estuary and both, and
+// the run aborts unless all three deliver the same destination arrays.
 // --messages-per-process M replaces the kinds by paper 001's Algorithm 1 pair on the
 // grid_shape(n) grid: every rank sends M P2P messages. --algorithm: any registered schedule
 // (p2p, butterfly, auto, ...) or adaptive (estuary::AdaptiveRedist: its set-up includes the
@@ -18,6 +23,7 @@
 
 #include "bench_util.hpp"
 #include "heap_meter.hpp"
+#include "mpi_reference.hpp"
 #include "estuary/estuary.hpp"
 
 int main(int argc, char** argv) {
@@ -25,25 +31,38 @@ int main(int argc, char** argv) {
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  std::int64_t n = 1000000;
+  std::int64_t n = 1000000, nx = 0, ny = 0;
   int fields = 1, iterations = 10, messages = 0;
+  bool references = true;
   std::string src_kind = "block", dst_kind = "transpose2d", algorithm = "p2p", cache = "off";
   bench::Cli cli("bench/redist: moves F fields of n doubles from one decomposition to another, one JSON line per run");
   cli.opt("n", n, "global size in doubles")->check(CLI::PositiveNumber);
   cli.opt("fields", fields, "fields moved per exchange")->check(CLI::PositiveNumber);
   cli.opt("iterations", iterations, "exchanges timed")->check(CLI::PositiveNumber);
-  cli.opt("src", src_kind, "source decomposition: block, cyclic, random, rows2d, transpose2d");
+  cli.opt("src", src_kind, "source decomposition: block, cyclic, random, rows2d, transpose2d, colblocks");
   cli.opt("dst", dst_kind, "destination decomposition (same kinds)");
   cli.opt("algorithm", algorithm, "a registered schedule (p2p, butterfly, auto, ...) or adaptive");
   cli.opt("messages-per-process", messages, "paper 001's Algorithm 1 pair with M messages per rank instead of the kinds (0: off)");
   cli.opt("cache", cache, "adaptive only: file that keeps its decision (off: none)");
+  cli.opt("nx", nx, "rows of the 2-D kinds' grid, with --ny (then n = nx * ny; 0: grid_shape(n))")->check(CLI::NonNegativeNumber);
+  cli.opt("ny", ny, "columns of the 2-D kinds' grid, with --nx")->check(CLI::NonNegativeNumber);
+  cli.flag("references", references, "also time MPI_Alltoallv and a derived-datatype exchange on the same index lists");
   cli.parse(argc, argv);
+  if ((nx > 0) != (ny > 0)) {
+    if (rank == 0) std::cerr << "bench/redist: give --nx and --ny together" << std::endl;
+    MPI_Finalize();
+    return 2;
+  }
+  if (nx > 0) n = nx * ny;
+  else estuary::gen::grid_shape(n, nx, ny);
 
   try {
-    const estuary::gen::DecompPair pair =
-        messages > 0 ? estuary::gen::messages_pair(n, messages, rank, ranks)
-                     : estuary::gen::DecompPair{estuary::gen::by_name(src_kind, n, rank, ranks),
-                                                estuary::gen::by_name(dst_kind, n, rank, ranks)};
+    auto pair_of = [&](int r) {
+      return messages > 0 ? estuary::gen::messages_pair(nx, ny, messages, r, ranks)
+                          : estuary::gen::DecompPair{estuary::gen::from_name(src_kind, nx, ny, r, ranks),
+                                                     estuary::gen::from_name(dst_kind, nx, ny, r, ranks)};
+    };
+    const estuary::gen::DecompPair pair = pair_of(rank);
     const estuary::Decomp& src = pair.src;
     const estuary::Decomp& dst = pair.dst;
     std::vector<std::vector<double>> a(fields), b(fields);
@@ -98,14 +117,66 @@ int main(int argc, char** argv) {
     const double match_s = bench::max_over_ranks(pt.match_s, MPI_COMM_WORLD);
     const double replies_s = bench::max_over_ranks(pt.replies_s, MPI_COMM_WORLD);
 
-    // Exchanges: warm-up, then the slowest rank's time per iteration.
-    run_once();
-    std::vector<double> times;
-    for (int it = 0; it < iterations; ++it) {
+    // The plain-MPI references (not part of estuary's set-up), on their own output arrays.
+    std::optional<bench::MpiReference> ref;
+    std::vector<std::vector<double>> b_a2a, b_dt;
+    if (references) {
+      ref.emplace([&](int r) {
+        estuary::gen::DecompPair p = pair_of(r);
+        return std::make_pair(std::move(p.src), std::move(p.dst));
+      }, n, MPI_COMM_WORLD);
+      b_a2a.assign(static_cast<std::size_t>(fields), std::vector<double>(static_cast<std::size_t>(dst.size()), -2.0));
+      b_dt.assign(static_cast<std::size_t>(fields), std::vector<double>(static_cast<std::size_t>(dst.size()), -3.0));
+    }
+    auto run_alltoallv = [&] {
+      for (int f = 0; f < fields; ++f) ref->alltoallv(a[f].data(), b_a2a[f].data());
+    };
+    auto run_datatype = [&] {
+      for (int f = 0; f < fields; ++f) ref->datatype_exchange(a[f].data(), b_dt[f].data());
+    };
+    // The slowest rank's time of one call.
+    auto timed = [&](auto&& run) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double s = MPI_Wtime();
-      run_once();
-      times.push_back(bench::max_over_ranks(MPI_Wtime() - s, MPI_COMM_WORLD));
+      run();
+      return bench::max_over_ranks(MPI_Wtime() - s, MPI_COMM_WORLD);
+    };
+
+    // Exchanges: warm-up, then the slowest rank's time per iteration, estuary and the references
+    // alternating so that the machine's load falls on all alike.
+    run_once();
+    if (ref) { run_alltoallv(); run_datatype(); }
+    const estuary::ExchangeTimers t_before = ex ? ex->timers() : estuary::ExchangeTimers{};
+    std::vector<double> times, a2a_times, dt_times;
+    for (int it = 0; it < iterations; ++it) {
+      times.push_back(timed(run_once));
+      if (ref) {
+        a2a_times.push_back(timed(run_alltoallv));
+        dt_times.push_back(timed(run_datatype));
+      }
+    }
+    // Where estuary's exchange time went (the slowest rank's seconds per exchange).
+    const estuary::ExchangeTimers t_after = ex ? ex->timers() : estuary::ExchangeTimers{};
+    auto per_run = [&](double after, double before) {
+      return bench::max_over_ranks((after - before) / iterations, MPI_COMM_WORLD);
+    };
+    const double pack_s = per_run(t_after.pack_s, t_before.pack_s);
+    const double copy_s = per_run(t_after.copy_s, t_before.copy_s);
+    const double wait_s = per_run(t_after.wait_s, t_before.wait_s);
+    const double unpack_s = per_run(t_after.unpack_s, t_before.unpack_s);
+    // The three must agree element for element (the same doubles, moved, not computed).
+    long differ = 0;
+    if (ref)
+      for (int f = 0; f < fields; ++f)
+        for (std::size_t i = 0; i < b[f].size(); ++i)
+          differ += b[f][i] != b_a2a[f][i] || b[f][i] != b_dt[f][i];
+    long differ_all = 0;
+    MPI_Allreduce(&differ, &differ_all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (differ_all > 0) {
+      if (rank == 0)
+        std::cerr << "bench/redist: estuary and the MPI references disagree on " << differ_all
+                  << " destination elements" << std::endl;
+      MPI_Abort(MPI_COMM_WORLD, 3);
     }
     // Correctness: every destination value is its global index (+ field number).
     const auto didx = dst.to_indices();
@@ -136,13 +207,14 @@ int main(int argc, char** argv) {
       const double gbps = bytes / med / 1e9, memcpy_gbps = bytes / memcpy_s / 1e9;
       const estuary::Schedule& schedule = adaptive ? adaptive->schedule() : redist->schedule();
       const estuary::ScheduleStats ss = schedule.stats();
-      std::cout << bench::Json()
-                       .add("bench", "redist").add("algorithm", algorithm)
+      bench::Json js;
+      js.add("bench", "redist").add("algorithm", algorithm)
                        .add("choice", adaptive ? adaptive->choice().name() : schedule.algorithm)
                        .add("tuning_runs", tuning_runs)
                        .add("ranks", ranks).add("n", n).add("fields", fields)
                        .add("src", messages > 0 ? "algorithm1" : src_kind).add("dst", messages > 0 ? "algorithm1" : dst_kind)
                        .add("messages_per_process", messages)
+                       .add("nx", nx).add("ny", ny)
                        .add("bytes_moved", bytes)
                        .add("setup_s", setup_s).add("plan_s", plan_max_s)
                        .add("plan_cut_s", cut_s).add("plan_to_directory_s", to_dir_s)
@@ -150,15 +222,26 @@ int main(int argc, char** argv) {
                        .add("setup_peak_rss_mb", setup_mb).add("setup_heap_peak_mb", setup_heap_mb)
                        .add("exchange_s_min", *std::min_element(times.begin(), times.end()))
                        .add("exchange_s_median", med)
-                       .add("gbps", gbps).add("memcpy_gbps", memcpy_gbps)
+                       .add("exchange_pack_s", pack_s).add("exchange_copy_s", copy_s)
+                       .add("exchange_wait_s", wait_s).add("exchange_unpack_s", unpack_s);
+      if (ref) {
+        const double a2a = bench::median(a2a_times), dt = bench::median(dt_times);
+        js.add("alltoallv_s_min", *std::min_element(a2a_times.begin(), a2a_times.end()))
+            .add("alltoallv_s_median", a2a)
+            .add("datatype_s_min", *std::min_element(dt_times.begin(), dt_times.end()))
+            .add("datatype_s_median", dt)
+            .add("estuary_over_alltoallv", med / a2a).add("estuary_over_datatype", med / dt);
+      }
+      js.add("gbps", gbps).add("memcpy_gbps", memcpy_gbps)
                        .add("fraction_of_memcpy", gbps / memcpy_gbps)
                        .add("messages_total", ps.messages_total).add("messages_max", ps.messages_max)
                        .add("messages_avg", ps.messages_avg).add("messages_min", ps.messages_min)
                        .add("stages", ss.stages)
-                       .add("errors", bad_all)
-                       .str()
-                << std::endl;
+                       .add("errors", bad_all);
+      std::cout << js.str() << std::endl;
     }
+    ex.reset();  // requests and datatypes go before MPI does
+    ref.reset();
     MPI_Finalize();
     return bad_all == 0 ? 0 : 1;
   } catch (const std::exception& e) {

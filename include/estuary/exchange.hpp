@@ -20,11 +20,16 @@
 
 namespace estuary {
 
-// Cumulative seconds spent in each phase since construction: packing, the messages (starting
-// them and waiting for them), unpacking, and the local copies of a stage.
+// Cumulative seconds spent in each phase since construction, the messages received straight
+// into the destination array (zero-copy: a one-field message that is one contiguous piece of
+// it skips the receive buffer and the unpack), and the stages whose sends and local copies were
+// one interleaved pass over the source (each a strided block at one common stride, as
+// block -> cyclic's). Sends always pack at start(): the source may be reused once it returns.
 struct ExchangeTimers {
   double pack_s = 0, wait_s = 0, unpack_s = 0, copy_s = 0;
   std::int64_t runs = 0;
+  std::int64_t zero_copy_recvs = 0;
+  std::int64_t interleaved_packs = 0;  // stages packed in one interleaved pass (block -> cyclic)
 };
 
 class Exchange {

@@ -21,6 +21,10 @@ struct Settings {
   std::optional<std::string> ring_k;          // ESTUARY_RING_K: ring-k's messages per stage
   std::optional<std::string> schedule_cache;  // ESTUARY_SCHEDULE_CACHE: adaptive's file, or off
   bool share_remaps = true;  // ESTUARY_SHARE_REMAPS=0: every coupling sets up its own Remap
+  // ESTUARY_ZERO_COPY=0: every exchange message goes through the receive buffer, also where it
+  // could go straight into the user's array, and no stage is packed interleaved (same results;
+  // for comparing the two).
+  bool zero_copy = true;
 
   // The coupler: ESTUARY_CONFIG names the configuration file when the program gives none;
   // ESTUARY_TIMELINE (on/off) overrides the configuration's timeline switch; and

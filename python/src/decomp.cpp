@@ -85,17 +85,24 @@ void bind_decomp(nb::module_& m) {
   gen.def("random", &estuary::gen::random, "n"_a, "rank"_a, "ranks"_a, "seed"_a = 42,
           "A pseudo-random permutation of n elements (the same on every rank for one seed) cut into blocks; "
           "this is rank `rank` of `ranks`'s block.");
-  gen.def("rows2d", &estuary::gen::rows2d, "n"_a, "rank"_a, "ranks"_a,
+  // The n forms (each 2-D kind also has an nx, ny form in C++).
+  using GridGen = estuary::Decomp (*)(std::int64_t, int, int);
+  using NamedGen = estuary::Decomp (*)(std::string_view, std::int64_t, int, int);
+  gen.def("rows2d", static_cast<GridGen>(&estuary::gen::rows2d), "n"_a, "rank"_a, "ranks"_a,
           "The grid_shape(n) grid, row-major, in blocks of rows: rank `rank` of `ranks`'s (equals block).");
-  gen.def("cols2d", &estuary::gen::cols2d, "n"_a, "rank"_a, "ranks"_a,
+  gen.def("cols2d", static_cast<GridGen>(&estuary::gen::cols2d), "n"_a, "rank"_a, "ranks"_a,
           "The grid_shape(n) grid, row-major, in blocks of columns: rank `rank` of `ranks`'s (a transpose of "
           "rows2d).");
-  gen.def("from_name", &estuary::gen::from_name, "kind"_a, "n"_a, "rank"_a, "ranks"_a,
+  gen.def("colblocks", static_cast<GridGen>(&estuary::gen::colblocks), "n"_a, "rank"_a, "ranks"_a,
+          "The grid_shape(n) grid in 2-D blocks: the ranks form a prow x pcol grid (prow the largest divisor "
+          "<= sqrt(ranks)), numbered down the block columns; each block row-major. This is rank `rank` of "
+          "`ranks`'s block.");
+  gen.def("from_name", static_cast<NamedGen>(&estuary::gen::from_name), "kind"_a, "n"_a, "rank"_a, "ranks"_a,
           "A generated decomposition by its name.\n\n"
-          "kind: block, cyclic, random, rows2d or transpose2d (= cols2d); see kinds().\n"
+          "kind: block, cyclic, random, rows2d, transpose2d (= cols2d) or colblocks; see kinds().\n"
           "n, rank, ranks: n elements, this rank's share of `ranks`.\n"
           "Raises estuary.Error naming the known kinds for another name.");
-  gen.def("by_name", &estuary::gen::from_name, "kind"_a, "n"_a, "rank"_a, "ranks"_a,
+  gen.def("by_name", static_cast<NamedGen>(&estuary::gen::from_name), "kind"_a, "n"_a, "rank"_a, "ranks"_a,
           "The older name of from_name(kind, n, rank, ranks).");
   gen.def("kinds", &estuary::gen::kinds, "The names from_name reads (a list of str).");
   gen.def(

@@ -31,6 +31,8 @@ Settings read() {
   if (const char* v = std::getenv("ESTUARY_SCHEDULE_CACHE")) s.schedule_cache = std::string(v);
   const std::optional<std::string> share = env("ESTUARY_SHARE_REMAPS");
   s.share_remaps = !share || !(*share == "0" || *share == "off" || *share == "no" || *share == "false");
+  const std::optional<std::string> zc = env("ESTUARY_ZERO_COPY");
+  s.zero_copy = !zc || !(*zc == "0" || *zc == "off" || *zc == "no" || *zc == "false");
   s.config = env("ESTUARY_CONFIG");
   s.timeline = env("ESTUARY_TIMELINE");
   s.timeline_max_events = env("ESTUARY_TIMELINE_MAX_EVENTS");

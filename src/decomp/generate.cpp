@@ -82,30 +82,87 @@ void grid_shape(i64 n, i64& nx, i64& ny) {
   ny = n > 0 ? n / nx : 0;
 }
 
+namespace {
+
+// The shape of a 2-D kind: nx, ny >= 0 and nx * ny representable.
+i64 check_grid(const char* gen, i64 nx, i64 ny, int rank, int ranks) {
+  const std::string where = std::string("gen::") + gen;
+  if (nx < 0 || ny < 0)
+    throw Error("grid " + std::to_string(nx) + " x " + std::to_string(ny) + " has a negative size", where);
+  const i64 n = detail::checked_mul(nx, ny, "the grid size", where.c_str());
+  check_args(gen, n, rank, ranks);
+  return n;
+}
+
+}  // namespace
+
+Decomp rows2d(i64 nx, i64 ny, int rank, int ranks) {
+  check_grid("rows2d", nx, ny, rank, ranks);
+  const i64 a = lo(nx, rank, ranks), b = lo(nx, rank + 1, ranks);
+  return Decomp::box({nx, ny}, {a, 0}, {b - a, ny});
+}
+
+Decomp cols2d(i64 nx, i64 ny, int rank, int ranks) {
+  check_grid("cols2d", nx, ny, rank, ranks);
+  const i64 a = lo(ny, rank, ranks), b = lo(ny, rank + 1, ranks);
+  return Decomp::box({nx, ny}, {0, a}, {nx, b - a});
+}
+
+void block_grid(int ranks, int& prow, int& pcol) {
+  prow = std::max(1, static_cast<int>(std::sqrt(static_cast<double>(std::max(ranks, 1)))));
+  while (prow > 1 && ranks % prow != 0) --prow;
+  pcol = std::max(ranks, 1) / prow;
+}
+
+Decomp colblocks(i64 nx, i64 ny, int rank, int ranks) {
+  check_grid("colblocks", nx, ny, rank, ranks);
+  int prow, pcol;
+  block_grid(ranks, prow, pcol);
+  // Down the block columns: ranks 0..prow-1 hold block column 0, top to bottom.
+  const int br = rank % prow, bc = rank / prow;
+  const i64 r0 = lo(nx, br, prow), r1 = lo(nx, br + 1, prow);
+  const i64 c0 = lo(ny, bc, pcol), c1 = lo(ny, bc + 1, pcol);
+  return Decomp::box({nx, ny}, {r0, c0}, {r1 - r0, c1 - c0});
+}
+
 Decomp rows2d(i64 n, int rank, int ranks) {
   check_args("rows2d", n, rank, ranks);
   i64 nx, ny;
   grid_shape(n, nx, ny);
-  const i64 a = lo(nx, rank, ranks), b = lo(nx, rank + 1, ranks);
-  return Decomp::box({nx, ny}, {a, 0}, {b - a, ny});
+  return rows2d(nx, ny, rank, ranks);
 }
 
 Decomp cols2d(i64 n, int rank, int ranks) {
   check_args("cols2d", n, rank, ranks);
   i64 nx, ny;
   grid_shape(n, nx, ny);
-  const i64 a = lo(ny, rank, ranks), b = lo(ny, rank + 1, ranks);
-  return Decomp::box({nx, ny}, {0, a}, {nx, b - a});
+  return cols2d(nx, ny, rank, ranks);
 }
 
-std::vector<std::string> kinds() { return {"block", "cyclic", "random", "rows2d", "transpose2d"}; }
+Decomp colblocks(i64 n, int rank, int ranks) {
+  check_args("colblocks", n, rank, ranks);
+  i64 nx, ny;
+  grid_shape(n, nx, ny);
+  return colblocks(nx, ny, rank, ranks);
+}
+
+std::vector<std::string> kinds() { return {"block", "cyclic", "random", "rows2d", "transpose2d", "colblocks"}; }
 
 Decomp from_name(std::string_view kind, i64 n, int rank, int ranks) {
+  check_args("from_name", n, rank, ranks);  // before grid_shape, which needs n >= 0
+  i64 nx, ny;
+  grid_shape(n, nx, ny);
+  return from_name(kind, nx, ny, rank, ranks);
+}
+
+Decomp from_name(std::string_view kind, i64 nx, i64 ny, int rank, int ranks) {
+  const i64 n = check_grid("from_name", nx, ny, rank, ranks);
   if (kind == "block") return block(n, rank, ranks);
   if (kind == "cyclic") return cyclic(n, rank, ranks);
   if (kind == "random") return random(n, rank, ranks);
-  if (kind == "rows2d") return rows2d(n, rank, ranks);
-  if (kind == "transpose2d" || kind == "cols2d") return cols2d(n, rank, ranks);
+  if (kind == "rows2d") return rows2d(nx, ny, rank, ranks);
+  if (kind == "transpose2d" || kind == "cols2d") return cols2d(nx, ny, rank, ranks);
+  if (kind == "colblocks") return colblocks(nx, ny, rank, ranks);
   std::string known;
   for (const auto& k : kinds()) known += (known.empty() ? "" : ", ") + k;
   std::string what = "unknown decomposition kind '";

@@ -1,6 +1,7 @@
 // The MPI executor: persistent requests and pack buffers made once, then start/finish.
 #include "estuary/exchange.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -45,6 +46,33 @@ void copy_elements(std::size_t es, std::byte* out, i64 so, const std::byte* in, 
   else copy_strided<std::uint32_t>(out, so, in, si, n);
 }
 
+// One output of an interleaved pass: elements rel, rel + s, rel + 2s, ... of the input (s the
+// pass's stride) go to out[0], out[os], out[2 os], ...
+struct Strand {
+  std::byte* out = nullptr;
+  i64 out_stride = 1, rel = 0, count = 0;
+};
+
+// Several strided reads of one input that interleave (block -> cyclic: each peer takes every
+// p-th element) in one pass over it, tile by tile: each tile of the input is read from memory
+// once and then from L1 by every strand, where separate gathers would each stream the whole
+// input (p times the memory traffic).
+template <class W>
+void interleaved(const std::byte* in, i64 s, const std::vector<Strand>& strands, i64 longest) {
+  constexpr i64 kTile = 256;  // elements per strand per tile: 256 * s * 8 bytes of input
+  const W* p = reinterpret_cast<const W*>(in);
+  for (i64 k0 = 0; k0 < longest; k0 += kTile)
+    for (const Strand& st : strands) {
+      const i64 k1 = std::min(k0 + kTile, st.count);
+      const W* q = p + st.rel;
+      W* o = reinterpret_cast<W*>(st.out);
+      if (st.out_stride == 1)
+        for (i64 k = k0; k < k1; ++k) o[k] = q[k * s];
+      else
+        for (i64 k = k0; k < k1; ++k) o[k * st.out_stride] = q[k * s];
+    }
+}
+
 template <class T>
 void fill_typed(std::byte* base, const Block& b, double v) {
   T* p = reinterpret_cast<T*>(base) + b.offset;
@@ -78,7 +106,78 @@ struct Exchange::Impl {
     std::vector<std::byte> send, recv;
     std::vector<std::size_t> send_at, recv_at;  // byte offset of each message, then the total
     std::vector<MPI_Request> requests;          // receives first, then sends
+    // Zero-copy receives (one field only): the element offset of the message's one contiguous
+    // piece of the destination array, or -1 for a message that goes through the receive
+    // buffer. Such a receive has no persistent request: it is posted on the user's array at
+    // every start, whose address changes from run to run. Sends always pack, at start(): callers
+    // reuse the source as soon as start() returns (the I/O server's model ranks do), so a send
+    // straight from it could carry values written after start().
+    std::vector<i64> recv_direct;
+    // Interleaved packing (see interleaved()): every packed send and every local copy of the
+    // stage is one strided block of the source at one common stride, their first elements
+    // within one stride of each other: one pass packs them all and does the copies. 0: off.
+    i64 weave_stride = 0, weave_base = 0;
   };
+  // The stage's packed sends and copies as strands of one interleaved pass, or 0 when they are
+  // not (any send of several blocks, another buffer, another stride, two strands on one lane).
+  static i64 weave_of(const Stage& stage, i64& base) {
+    i64 stride = 0, lo = 0, hi = 0;
+    int strands = 0;
+    auto take = [&](const Block& b) {
+      if (b.buffer != Buffer::src || b.count < 2 || b.stride < 2) return false;
+      if (strands == 0) { stride = b.stride; lo = hi = b.offset; }
+      if (b.stride != stride) return false;
+      lo = std::min(lo, b.offset);
+      hi = std::max(hi, b.offset);
+      ++strands;
+      return hi - lo < stride;
+    };
+    for (std::size_t i = 0; i < stage.sends.size(); ++i) {
+      if (stage.sends[i].blocks.size() != 1 || !take(stage.sends[i].blocks[0])) return 0;
+    }
+    for (const Copy& c : stage.copies)
+      if (!take(c.from)) return 0;
+    if (strands < 2) return 0;
+    // Distinct lanes: offsets apart by less than the stride and pairwise different.
+    std::vector<i64> lanes;
+    for (const Message& m : stage.sends) lanes.push_back(m.blocks[0].offset);
+    for (const Copy& c : stage.copies) lanes.push_back(c.from.offset);
+    std::sort(lanes.begin(), lanes.end());
+    if (std::adjacent_find(lanes.begin(), lanes.end()) != lanes.end()) return 0;
+    base = lo;
+    return stride;
+  }
+  // Packs every packed send of stage k and does its copies in one interleaved pass per field.
+  void weave(std::size_t k) {
+    const Stage& stage = schedule.stages[k];
+    StageBuffers& sb = stages[k];
+    std::vector<Strand> strands;
+    for (std::size_t f = 0; f < es.size(); ++f) {
+      strands.clear();
+      i64 longest = 0;
+      for (std::size_t i = 0; i < stage.sends.size(); ++i) {
+        const Block& b = stage.sends[i].blocks[0];
+        strands.push_back({sb.send.data() + sb.send_at[i] + padded_before(stage.sends[i], f), 1,
+                           b.offset - sb.weave_base, b.count});
+        longest = std::max(longest, b.count);
+      }
+      for (const Copy& c : stage.copies) {
+        strands.push_back({write_base(c.to.buffer, f) + c.to.offset * es[f], c.to.stride,
+                           c.from.offset - sb.weave_base, c.from.count});
+        longest = std::max(longest, c.from.count);
+      }
+      const std::byte* in = src[f] + sb.weave_base * es[f];
+      if (es[f] == 8) interleaved<std::uint64_t>(in, sb.weave_stride, strands, longest);
+      else interleaved<std::uint32_t>(in, sb.weave_stride, strands, longest);
+    }
+    ++timers.interleaved_packs;
+  }
+  // Where field f starts inside a packed message.
+  std::size_t padded_before(const Message& m, std::size_t f) const {
+    std::size_t at = 0;
+    for (std::size_t g = 0; g < f; ++g) at += padded(static_cast<std::size_t>(m.count()) * es[g]);
+    return at;
+  }
   std::vector<StageBuffers> stages;
   std::vector<std::byte> tmp;
   bool materialized = false;  // buffers and requests made (at the first start)
@@ -90,6 +189,8 @@ struct Exchange::Impl {
   bool in_flight = false;
   bool broken = false;     // a time-out left requests pending: the exchange cannot be reused
   double timeout_s = 0;    // see wait_stage()
+  bool disable_zero_copy = false;  // ESTUARY_ZERO_COPY=0
+  bool disable_interleave = false;  // ESTUARY_ZERO_COPY=0 too: the plain pack path throughout
   ExchangeTimers timers;
 
   const std::byte* read_base(Buffer b, std::size_t f) const {
@@ -106,6 +207,23 @@ struct Exchange::Impl {
     std::size_t n = 0;
     for (std::size_t e : es) n += padded(static_cast<std::size_t>(m.count()) * e);
     return n;
+  }
+  // What travels: the message without the last field's padding, so that a one-field message is
+  // exactly its elements and a zero-copy receive into the user's array holds all of it.
+  std::size_t wire_bytes(const Message& m) const {
+    if (es.empty()) return 0;
+    const std::size_t last = static_cast<std::size_t>(m.count()) * es.back();
+    return message_bytes(m) - padded(last) + last;
+  }
+  // The element offset of a message whose blocks are one contiguous piece of `buffer`, else -1.
+  static i64 contiguous_in(const Message& m, Buffer buffer) {
+    if (m.blocks.empty()) return -1;
+    i64 next = m.blocks.front().offset;
+    for (const Block& b : m.blocks) {
+      if (b.buffer != buffer || b.offset != next || (b.count > 1 && b.stride != 1)) return -1;
+      next += b.count;
+    }
+    return m.blocks.front().offset;
   }
   void pack(const Message& m, std::byte* out) const {
     const std::size_t count = static_cast<std::size_t>(m.count());
@@ -130,23 +248,45 @@ struct Exchange::Impl {
     }
   }
 
+  // Receives are posted first, so that a peer's send finds them and a large message moves while
+  // this rank packs; each send starts as soon as it is packed (its peer can fetch it while this
+  // rank packs the next).
   void start_stage(std::size_t k) {
     const Stage& stage = schedule.stages[k];
     StageBuffers& sb = stages[k];
-    double t0 = MPI_Wtime();
-    for (std::size_t i = 0; i < stage.sends.size(); ++i) pack(stage.sends[i], sb.send.data() + sb.send_at[i]);
-    double t1 = MPI_Wtime();
-    timers.pack_s += t1 - t0;
-    if (!sb.requests.empty()) {
-      check_mpi(MPI_Startall(static_cast<int>(sb.requests.size()), sb.requests.data()), "MPI_Startall");
-      // Starting a receive whose sender is there already may move the data right here (a
-      // large message's rendezvous): the wire's time, not the copies'.
-      const double t2 = MPI_Wtime();
-      timers.wait_s += t2 - t1;
-      t1 = t2;
+    const int tag = first_tag + static_cast<int>(k % detail::kTagsPerObject);
+    const std::size_t nr = stage.recvs.size();
+    for (std::size_t i = 0; i < nr; ++i) {
+      MPI_Request& r = sb.requests[i];
+      if (sb.recv_direct[i] < 0) {
+        check_mpi(MPI_Start(&r), "MPI_Start");
+        continue;
+      }
+      check_mpi(MPI_Irecv(dst[0] + sb.recv_direct[i] * es[0], static_cast<int>(wire_bytes(stage.recvs[i])),
+                          MPI_BYTE, stage.recvs[i].peer, tag, comm, &r),
+                "MPI_Irecv");
+      ++timers.zero_copy_recvs;
     }
-    // The local part moves while the messages fly.
-    for (const Copy& c : stage.copies)
+    double pack_s = 0;
+    if (sb.weave_stride > 0) {  // every packed send and copy in one pass, then the sends start
+      const double t0 = MPI_Wtime();
+      weave(k);
+      pack_s += MPI_Wtime() - t0;
+    }
+    for (std::size_t i = 0; i < stage.sends.size(); ++i) {
+      MPI_Request& r = sb.requests[nr + i];
+      if (sb.weave_stride == 0) {
+        const double t0 = MPI_Wtime();
+        pack(stage.sends[i], sb.send.data() + sb.send_at[i]);
+        pack_s += MPI_Wtime() - t0;
+      }
+      check_mpi(MPI_Start(&r), "MPI_Start");
+    }
+    timers.pack_s += pack_s;
+    const double t1 = MPI_Wtime();
+    // The local part moves while the messages fly (woven stages did it while packing).
+    if (sb.weave_stride == 0)
+      for (const Copy& c : stage.copies)
       for (std::size_t f = 0; f < es.size(); ++f)
         copy_elements(es[f], write_base(c.to.buffer, f) + c.to.offset * es[f], c.to.stride,
                       read_base(c.from.buffer, f) + c.from.offset * es[f], c.from.stride,
@@ -195,7 +335,8 @@ struct Exchange::Impl {
     double t0 = MPI_Wtime();
     wait_stage(k);
     double t1 = MPI_Wtime();
-    for (std::size_t i = 0; i < stage.recvs.size(); ++i) unpack(stage.recvs[i], sb.recv.data() + sb.recv_at[i]);
+    for (std::size_t i = 0; i < stage.recvs.size(); ++i)
+      if (sb.recv_direct[i] < 0) unpack(stage.recvs[i], sb.recv.data() + sb.recv_at[i]);
     timers.wait_s += t1 - t0;
     timers.unpack_s += MPI_Wtime() - t1;
   }
@@ -221,6 +362,8 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
   x.types = std::move(types);
   for (Type t : x.types) x.es.push_back(size_of(t));
   x.timeout_s = Settings::get().timeout_s(kDefaultTimeoutS);
+  x.disable_zero_copy = !Settings::get().zero_copy;
+  x.disable_interleave = x.disable_zero_copy;
   // A fill value an integer field cannot hold would be undefined behaviour when converted.
   // Checked whether or not this rank has elements to fill, so every rank throws alike (the
   // value and the types are the same on all ranks) before the collective set-up below.
@@ -259,11 +402,30 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
   for (std::size_t k = 0; k < schedule.stages.size(); ++k) {
     const Stage& stage = schedule.stages[k];
     Impl::StageBuffers& sb = x.stages[k];
+    // A zero-copy receive needs one field (a message of several holds them one after the other)
+    // and a destination array that nothing in the same stage reads (a send packed after the
+    // receive is posted, or a local copy, would see the new values). Staged schedules forward
+    // through tmp: they keep the receive buffers.
+    bool stage_reads_dst = false;
+    for (const Message& m : stage.sends)
+      for (const Block& b : m.blocks) stage_reads_dst |= b.buffer == Buffer::dst;
+    for (const Copy& c : stage.copies) stage_reads_dst |= c.from.buffer == Buffer::dst;
+    const bool direct = x.types.size() == 1 && !x.disable_zero_copy;
     std::size_t ns = 0, nr = 0;
-    for (const Message& m : stage.sends) { sb.send_at.push_back(ns); ns += bytes_of(m); }
-    for (const Message& m : stage.recvs) { sb.recv_at.push_back(nr); nr += bytes_of(m); }
+    for (const Message& m : stage.sends) {
+      sb.send_at.push_back(ns);
+      ns += bytes_of(m);
+    }
+    for (const Message& m : stage.recvs) {
+      const i64 at = direct && !stage_reads_dst ? Impl::contiguous_in(m, Buffer::dst) : -1;
+      sb.recv_direct.push_back(at);
+      sb.recv_at.push_back(nr);
+      const std::size_t bytes = bytes_of(m);
+      if (at < 0) nr += bytes;
+    }
     sb.send_at.push_back(ns);  // one past the last: the buffer's size
     sb.recv_at.push_back(nr);
+    if (!x.disable_interleave) sb.weave_stride = Impl::weave_of(stage, sb.weave_base);
   }
 }
 
@@ -284,15 +446,16 @@ void Exchange::Impl::materialize() {
     // Stages follow one another on both sides, so wrapping the stage number cannot mix them.
     const int tag = first_tag + static_cast<int>(k % detail::kTagsPerObject);
     for (std::size_t i = 0; i < stage.recvs.size(); ++i) {
-      MPI_Request r;
-      check_mpi(MPI_Recv_init(sb.recv.data() + sb.recv_at[i], static_cast<int>(sb.recv_at[i + 1] - sb.recv_at[i]),
-                              MPI_BYTE, stage.recvs[i].peer, tag, comm, &r),
-                "MPI_Recv_init");
+      MPI_Request r = MPI_REQUEST_NULL;
+      if (sb.recv_direct[i] < 0)
+        check_mpi(MPI_Recv_init(sb.recv.data() + sb.recv_at[i], static_cast<int>(wire_bytes(stage.recvs[i])),
+                                MPI_BYTE, stage.recvs[i].peer, tag, comm, &r),
+                  "MPI_Recv_init");
       sb.requests.push_back(r);
     }
     for (std::size_t i = 0; i < stage.sends.size(); ++i) {
-      MPI_Request r;
-      check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(sb.send_at[i + 1] - sb.send_at[i]),
+      MPI_Request r = MPI_REQUEST_NULL;
+      check_mpi(MPI_Send_init(sb.send.data() + sb.send_at[i], static_cast<int>(wire_bytes(stage.sends[i])),
                               MPI_BYTE, stage.sends[i].peer, tag, comm, &r),
                 "MPI_Send_init");
       sb.requests.push_back(r);
@@ -310,7 +473,8 @@ Exchange::~Exchange() {
     try { finish(); } catch (...) {}
   }
   for (auto& sb : impl_->stages)
-    for (auto& r : sb.requests) MPI_Request_free(&r);
+    for (auto& r : sb.requests)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
 }
 
 Exchange::Exchange(Exchange&&) noexcept = default;

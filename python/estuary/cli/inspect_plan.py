@@ -89,7 +89,7 @@ def cmd_inspect_plan(args, argv) -> int:
 
 def add_decomposition_arguments(p, algorithm_help: str) -> None:
     """The options of `inspect plan` and `inspect schedule` for two generated decompositions."""
-    p.add_argument("--src", help="block, cyclic, random, rows2d, transpose2d")
+    p.add_argument("--src", help="block, cyclic, random, rows2d, transpose2d, colblocks")
     p.add_argument("--dst", help="destination decomposition (same kinds as --src)")
     p.add_argument("--n", type=int, help="global elements")
     p.add_argument("--ranks", type=int, default=1, help="ranks of the decompositions")
