@@ -289,8 +289,8 @@ TEST(Remap, FractionalMaskFusedIsBitIdentical) {
   EXPECT_TRUE(etest::all_ok(ok));
 }
 
-// The same on a source side larger than the caches (over 1 MB of doubles on every rank, where
-// the fused pass reads f x and f interleaved): each rank's block of 150 001 source points, each
+// The same on a source side larger than the caches (over 1 MB of doubles on every rank) and with
+// more rows than one block of bfb's blocked division (997: one whole block and a partial one): each rank's block of 150 001 source points, each
 // point one link, to 997 destination rows; with the links at the source (the rank's own points,
 // no gather) and at the destination (every rank's points gathered), both orders.
 TEST(Remap, FractionalMaskLargeSourceIsBitIdentical) {

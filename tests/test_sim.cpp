@@ -640,9 +640,14 @@ TEST(Sim, MaxminAbortIsReplayedWithCoarserPrecision) {
 // Runs from 200 000 ranks up give each actor kLargeRunStackKib of stack without guard pages (one
 // mapping each would pass vm.max_map_count), where an overflow would corrupt the heap silently.
 // Here every pattern and routing is replayed with guard pages and 2 KiB less than that stack: it
-// must run (the actor needs 3-4 KiB) and give the time of the default 64 KiB stack. The guard page
+// must run (the actor needs 3-4 KiB, 6 with a lazy binding on AVX-512) and give the time of the default 64 KiB stack. The guard page
 // catches an overflow: with 2 KiB the same replay must fail, or this check could not.
 TEST(Sim, LargeRunStackSufficesWithMargin) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The margin is that of the release build's frames; AddressSanitizer's are several times larger
+  // (and the library gives its builds 4x the stack), so the stack checked here overflows there.
+  GTEST_SKIP() << "frame sizes under AddressSanitizer differ from the release build's";
+#endif
   auto guarded = [](int kib) {
     SimOptions o;
     o.stack_kib = kib;

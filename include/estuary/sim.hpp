@@ -244,11 +244,13 @@ struct Platform {
 // ---- replay ----
 
 // The actor stack the replay gives each rank from 200 000 ranks up (SimOptions::stack_kib = 0),
-// KiB. A rank's actor uses 3-4 KiB (measured: a 3 KiB stack overflows into a guard page, 4 KiB
-// does not, with every pattern and routing; test_sim checks this size with guard pages). Stacks
-// are SimGrid's largest per-rank cost (guard pages are off at scale: one mapping each would
-// exceed vm.max_map_count), so 10^6 ranks at 16 KiB would need 26 GB, at 6 KiB 16 GB.
-inline constexpr int kLargeRunStackKib = 6;
+// KiB. A rank's actor uses 3-4 KiB, and on AVX-512 machines up to ~2.7 KB more the first time one
+// of its calls binds lazily (the dynamic linker saves the vector registers on the caller's
+// stack): there a 5 KiB stack overflows into a guard page and 6 KiB does not, with every pattern
+// and routing (test_sim checks this size less 2 KiB with guard pages). Stacks are SimGrid's
+// largest per-rank cost (guard pages are off at scale: one mapping each would exceed
+// vm.max_map_count): about 2 KB a rank in peak memory per 2 KiB of stack.
+inline constexpr int kLargeRunStackKib = 8;
 
 struct SimOptions {
   // Actor stack, KiB; 0: 64 below 20 000 ranks, 16 below 200 000, else kLargeRunStackKib.
