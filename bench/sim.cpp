@@ -5,7 +5,7 @@
 //   build/bench/sim --pattern halo --width 20 --ranks 1e3,1e4 --platform torus-L
 // Options: --pattern allreduce|halo|transposition|coupling; --ranks list; --topology
 // torus|fattree|dragonfly (a machine just large enough, rebuilt per rank count) or --platform
-// <paper 004 Table 1 name>; --routing minimal|valiant|ugal; --bw GB/s (12.5), --lat ns (100); --algo burst|bruck|ring-<k>
+// <paper 004 Table 1 name>; --routing minimal|valiant|ugal|ugal-l; --bw GB/s (12.5), --lat ns (100); --algo burst|bruck|ring-<k>
 // (ring-1), --transpositions 1..3 (3); --width (20); --k radix (2), --doubles (3), --repeat (50,
 // GCR's 2N with N = 25); --nx --ny --nz (paper 004 Table 3: 28800, 14400, 256); --points
 // (coupling, 10^8), --dst-chunk c (coupling: 0 block, else round-robin chunks of c points), --fields,
@@ -283,7 +283,7 @@ int main(int argc, char** argv) {
   cli.list("ranks", args.ranks, "simulated rank counts, comma-separated");
   cli.opt("topology", args.topology, "a machine just large enough: torus, fattree, dragonfly or switch");
   cli.opt("platform", args.platform, "a paper 004 Table 1 machine by name instead of --topology");
-  cli.opt("routing", args.routing, "minimal, valiant or ugal");
+  cli.opt("routing", args.routing, "minimal, valiant, ugal (global knowledge) or ugal-l (SST/macro's local UGAL)");
   cli.opt("bw", args.bw_GBps, "link bandwidth, GB/s");
   cli.opt("lat", args.lat_ns, "link latency, ns");
   cli.opt("algo", args.algo, "transposition: burst|bruck|ring-<k> (ring-1); coupling: p2p|butterfly|adaptive (p2p); calibrate: a schedule (ring-2)");

@@ -204,8 +204,10 @@ enum class Topology { torus, fat_tree, dragonfly };
 // (as above, same intermediate) whichever a congestion estimate says is faster: the bytes the
 // replay has in flight on each link of either path (UGAL with global queue knowledge; see
 // docs/simulator.md).
-enum class Routing { minimal, valiant, ugal };
-// "minimal", "valiant", "ugal"; parse_routing throws estuary::Error on other names.
+// ugal: global knowledge (every link of both paths); ugal_local ("ugal-l"): SST/macro's router,
+// the queue at the source switch's output port times the path's hops (docs/simulator.md).
+enum class Routing { minimal, valiant, ugal, ugal_local };
+// "minimal", "valiant", "ugal", "ugal-l"; parse_routing throws estuary::Error on other names.
 std::string routing_name(Routing routing);
 Routing parse_routing(const std::string& name);
 

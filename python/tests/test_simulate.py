@@ -214,14 +214,14 @@ def test_coupling_adaptive_picks_butterfly_with_message_overhead():
 
 
 def test_routing_variants_and_progress(tmp_path):
-    out = simulate("halo", "--ranks", "64", "--topology", "dragonfly", "--routing", "minimal,valiant,ugal", "--width",
+    out = simulate("halo", "--ranks", "64", "--topology", "dragonfly", "--routing", "minimal,valiant,ugal,ugal-l", "--width",
                    "3", "--nx", "64", "--ny", "64", "--nz", "4", "--json",
                    env={"ESTUARY_PROGRESS": "1", "ESTUARY_PROGRESS_DELAY": "0"})  # the bar, though stderr is a pipe
     recs = records(out)
-    assert [r["routing"] for r in recs] == ["minimal", "valiant", "ugal"]
+    assert [r["routing"] for r in recs] == ["minimal", "valiant", "ugal", "ugal-l"]
     assert recs[0]["detoured"] == 0 and recs[1]["detoured"] == recs[1]["messages"]
     assert all(r["messages"] == 256 for r in recs)
-    assert "3/3" in out.stderr  # the progress bar reached the end
+    assert "4/4" in out.stderr  # the progress bar reached the end
     # the table form (no --json)
     out = simulate("allreduce", "--ranks", "8", "--topology", "torus", "--no-progress")
     assert "simulated (s)" in out.stdout and out.stderr == ""

@@ -132,14 +132,15 @@ std::string routing_name(Routing routing) {
     case Routing::minimal: return "minimal";
     case Routing::valiant: return "valiant";
     case Routing::ugal: return "ugal";
+    case Routing::ugal_local: return "ugal-l";
   }
   return "?";
 }
 
 Routing parse_routing(const std::string& name) {
-  for (Routing r : {Routing::minimal, Routing::valiant, Routing::ugal})
+  for (Routing r : {Routing::minimal, Routing::valiant, Routing::ugal, Routing::ugal_local})
     if (name == routing_name(r)) return r;
-  throw Error("unknown routing '" + name + "'", "sim::parse_routing", "use minimal, valiant or ugal");
+  throw Error("unknown routing '" + name + "'", "sim::parse_routing", "use minimal, valiant, ugal or ugal-l");
 }
 
 }  // namespace estuary::sim

@@ -153,14 +153,17 @@ Path route(sg4::Host* from, sg4::Host* to) {
   return p;
 }
 
+// The bytes of the messages posted on routes through a link and not yet completed.
+double queued_on(const Run& run, const sg4::Link* l) {
+  const auto it = run.queued.find(l);
+  return it == run.queued.end() ? 0.0 : it->second;
+}
+
 // UGAL's congestion estimate of sending `bytes` along `p` now: the path's latency plus the time
 // its most loaded link needs to drain what is queued on it and this message.
 double estimate(const Run& run, const Path& p, double bytes) {
   double worst = 0;
-  for (const sg4::Link* l : p.links) {
-    const auto it = run.queued.find(l);
-    worst = std::max(worst, ((it == run.queued.end() ? 0.0 : it->second) + bytes) / l->get_bandwidth());
-  }
+  for (const sg4::Link* l : p.links) worst = std::max(worst, (queued_on(run, l) + bytes) / l->get_bandwidth());
   return p.latency + worst;
 }
 
@@ -174,6 +177,18 @@ void add_load(Run& run, const Path& p, double bytes) {
 // slower leg plus the notice's latency (the legs run at once, as in send_valiant). A minimal
 // message is the usual mailbox message; a valiant one is sent as in send_valiant. The sender waits
 // here for its messages, removing their bytes from the links' queues as each completes.
+// UGAL-L, as SST/macro's ugal_router::switch_paths decides at the source switch with what it
+// sees there: the queue of the output port each path leaves by (its first link after the host's
+// own) times the path's hops, the valiant path's hops being both legs'. Valiant when its product
+// is strictly smaller. Congestion further on (a global link, the destination group) is invisible.
+bool ugal_local_detours(const Run& run, const Path& direct, const Path& leg1, const Path& leg2) {
+  const auto port = [](const Path& p) { return p.links.size() > 1 ? p.links[1] : p.links.front(); };
+  if (direct.links.empty() || leg1.links.empty()) return false;
+  const double c_min = queued_on(run, port(direct)) * static_cast<double>(direct.links.size());
+  const double c_val = queued_on(run, port(leg1)) * static_cast<double>(leg1.links.size() + leg2.links.size());
+  return c_val < c_min;
+}
+
 void send_ugal(Run& run, int rank, int s, const std::vector<Msg>& msgs, std::vector<sg4::CommPtr>& notices) {
   const std::uint64_t n = run.hosts.size();
   struct Flight {
@@ -192,9 +207,11 @@ void send_ugal(Run& run, int rank, int s, const std::vector<Msg>& msgs, std::vec
     while (h == static_cast<std::uint64_t>(rank) || h == peer) h = (h + 1) % n;
     Path direct = route(here, run.hosts[peer]);
     Path leg1 = route(here, run.hosts[h]), leg2 = route(run.hosts[h], run.hosts[peer]);
-    const double t_min = estimate(run, direct, bytes);
-    const double t_val = std::max(estimate(run, leg1, bytes), estimate(run, leg2, bytes)) + direct.latency;
-    if (t_val < t_min) {
+    const bool detour = run.routing == Routing::ugal_local
+                            ? ugal_local_detours(run, direct, leg1, leg2)
+                            : std::max(estimate(run, leg1, bytes), estimate(run, leg2, bytes)) + direct.latency <
+                                  estimate(run, direct, bytes);
+    if (detour) {
       ++run.detoured;
       left[j] = 2;
       add_load(run, leg1, bytes);
@@ -236,7 +253,8 @@ void rank_actor(int rank) {
     const double before = st.compute_s + run.overhead_s * static_cast<double>(st.sends.size());
     if (before > 0) sg4::this_actor::sleep_for(before);
     if (run.routing == Routing::valiant && run.hosts.size() > 2) send_valiant(run, rank, s, st.sends, sends);
-    else if (run.routing == Routing::ugal && run.hosts.size() > 2) send_ugal(run, rank, s, st.sends, sends);
+    else if ((run.routing == Routing::ugal || run.routing == Routing::ugal_local) && run.hosts.size() > 2)
+      send_ugal(run, rank, s, st.sends, sends);
     else
       for (const Msg& m : st.sends)
         sends.push_back(run.boxes[static_cast<std::size_t>(m.peer)]->put_async(tag(s), static_cast<std::uint64_t>(m.bytes)));

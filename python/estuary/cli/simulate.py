@@ -93,8 +93,8 @@ def variants(args) -> list[dict]:
         "width": widths,
     }
     for r in dims["routing"]:
-        if r not in ("minimal", "valiant", "ugal"):
-            raise ValueError(f"routing '{r}': use minimal, valiant or ugal")
+        if r not in ("minimal", "valiant", "ugal", "ugal-l"):
+            raise ValueError(f"routing '{r}': use minimal, valiant, ugal or ugal-l")
     for n in dims["network"]:
         if n not in ("cm02", "ib"):
             raise ValueError(f"network '{n}': use cm02 or ib")
@@ -453,7 +453,7 @@ def add_parser(sub):
                    help="comma list of torus, fattree, dragonfly, switch (a machine just large enough per rank count)")
     s.add_argument("--platform", help="comma list of Zheng & Marguinaud 2018 Table 1 machines (torus-M, dragonfly-MM, ...) "
                                       "instead of --topology")
-    s.add_argument("--routing", default="minimal", help="comma list of minimal, valiant, ugal")
+    s.add_argument("--routing", default="minimal", help="comma list of minimal, valiant, ugal (global knowledge), ugal-l (SST/macro's local UGAL)")
     s.add_argument("--network", default="cm02",
                    help="comma list of network models: cm02 (max-min fair sharing of links) or ib (SimGrid's "
                         "InfiniBand model: flows also slowed by the flows in flight at their nodes)")
