@@ -3,6 +3,7 @@
 //
 //   build/bench/simgrid_probe --ranks 65536 --mode actors [--stack-kib 8] [--cfg name:value]
 //   c++ -O2 -std=c++17 bench/simgrid_probe.cpp -I PREFIX/include -L PREFIX/lib -lsimgrid   # another SimGrid
+//   bench/simgrid_41.sh   # builds SimGrid 4.1 from PyPI's source and this probe against it
 //
 // One recursive-doubling allreduce of 3 doubles (24 B a message; ranks a power of 2) on the most
 // cubic torus, links 12.5 GB/s and 100 ns, as sim::simulate sets SimGrid up (CM02, crosstraffic
@@ -146,6 +147,19 @@ int main(int argc, char** argv) {
   const double rss0 = status_mb("VmRSS");
   const auto t0 = std::chrono::steady_clock::now();
   hosts.assign(static_cast<std::size_t>(p), nullptr);
+#if SIMGRID_VERSION_MAJOR > 4 || (SIMGRID_VERSION_MAJOR == 4 && SIMGRID_VERSION_MINOR >= 1)
+  // 4.1: the cluster's host callback (4.1's wrapper for the netpoint callback below calls an empty
+  // function: std::bad_function_call).
+  sg4::NetZone* zone =
+      engine.get_netzone_root()->add_netzone_torus("torus", {a, b, c}, 12.5e9, 1e-7, sg4::Link::SharingPolicy::SPLITDUPLEX);
+  zone->set_host_cb([](sg4::NetZone* z, const std::vector<unsigned long>&, unsigned long id) {
+    std::string name = "h";
+    name += std::to_string(id);
+    sg4::Host* h = z->add_host(name, 1e9)->seal();
+    hosts.at(id) = h;
+    return h;
+  });
+#else
   auto leaf = [](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
     std::string name = "h";
     name += std::to_string(id);
@@ -156,6 +170,7 @@ int main(int argc, char** argv) {
   const sg4::ClusterCallbacks callbacks(leaf);
   sg4::NetZone* zone = sg4::create_torus_zone("torus", engine.get_netzone_root(), {a, b, c}, callbacks, 12.5e9, 1e-7,
                                               sg4::Link::SharingPolicy::SPLITDUPLEX);
+#endif
   zone->seal();
   const double rss1 = status_mb("VmRSS");
   const auto t1 = std::chrono::steady_clock::now();
@@ -166,8 +181,12 @@ int main(int argc, char** argv) {
       std::string name = "r";
       name += std::to_string(r);
       boxes[static_cast<std::size_t>(r)] = sg4::Mailbox::by_name(name);
+#if SIMGRID_VERSION_MAJOR > 4 || (SIMGRID_VERSION_MAJOR == 4 && SIMGRID_VERSION_MINOR >= 1)
+      boxes[static_cast<std::size_t>(r)]->set_receiver(hosts[static_cast<std::size_t>(r)]->add_actor(name, [r] { rank_actor(r); }));
+#else
       boxes[static_cast<std::size_t>(r)]->set_receiver(
           sg4::Actor::create(name, hosts[static_cast<std::size_t>(r)], [r] { rank_actor(r); }));
+#endif
     }
   } else {
 #if SIMGRID_VERSION_MAJOR >= 4
