@@ -393,6 +393,12 @@ TEST(Sim, ValiantBeatsMinimalUnderGroupShiftOnDragonfly) {
 // minimal's time, one that ignored congestion would detour nothing); on light uniform traffic
 // (a random permutation of small messages) it must stay minimal, where valiant costs a detour
 // (a UGAL that always detoured would take valiant's time).
+// `p` simulated on `pl` with routing `r`.
+static SimResult routed(Platform pl, Routing r, const Pattern& p) {
+  pl.routing = r;
+  return simulate(pl, p);
+}
+
 TEST(Sim, UgalFollowsCongestionOnDragonfly) {
   Platform pl = Platform::dragonfly(8, 2, 8, 2);  // 8 groups of 32 hosts
   pl.group_links = 1;
@@ -428,13 +434,10 @@ TEST(Sim, UgalFollowsCongestionOnDragonfly) {
   // Heavy random traffic (4 MiB to a random rank, balanced dragonfly): some global links get
   // several flows and some none; UGAL detours the messages that queue and beats both (measured:
   // minimal 2.01 ms, valiant 3.12 ms, UGAL 1.45 ms with 33 of 256 messages detoured).
-  fly.routing = Routing::minimal;
   const Permutation big(256, 7, 1 << 22);
-  const double bmin = simulate(fly, big).simulated_s;
-  fly.routing = Routing::valiant;
-  const double bval = simulate(fly, big).simulated_s;
-  fly.routing = Routing::ugal;
-  const SimResult bugal = simulate(fly, big);
+  const double bmin = routed(fly, Routing::minimal, big).simulated_s;
+  const double bval = routed(fly, Routing::valiant, big).simulated_s;
+  const SimResult bugal = routed(fly, Routing::ugal, big);
   EXPECT_LT(bugal.simulated_s, 0.85 * bmin) << "minimal " << bmin << " s, ugal " << bugal.simulated_s << " s";
   EXPECT_LT(bugal.simulated_s, bval) << "valiant " << bval << " s, ugal " << bugal.simulated_s << " s";
   EXPECT_GT(bugal.detoured, 0);
@@ -449,28 +452,24 @@ TEST(Sim, UgalFollowsCongestionOnDragonfly) {
 // idle, so it pays some of valiant's cost where the global UGAL keeps minimal's time (measured
 // 2.93 us against minimal's 2.47 and valiant's 4.28).
 TEST(Sim, LocalUgalLosesToMinimalOnTransposition) {
-  Platform fly = Platform::dragonfly(2, 2, 4, 4);
+  const Platform fly = Platform::dragonfly(2, 2, 4, 4);
   TranspositionSpec ts;
   ts.nx = 256, ts.ny = 256, ts.nz = 64, ts.cx = 8, ts.cy = 8;
   ts.algo = AlltoallAlgo::parse("ring-1");
   const auto t = transposition(ts);
-  const double tmin = simulate(fly, *t).simulated_s;
-  fly.routing = Routing::ugal;
-  const SimResult global = simulate(fly, *t);
-  fly.routing = Routing::ugal_local;
-  const SimResult local = simulate(fly, *t);
+  const double tmin = routed(fly, Routing::minimal, *t).simulated_s;
+  const SimResult global = routed(fly, Routing::ugal, *t);
+  const SimResult local = routed(fly, Routing::ugal_local, *t);
   EXPECT_GT(local.simulated_s, 1.1 * tmin) << "minimal " << tmin << " s, ugal-l " << local.simulated_s << " s";
   EXPECT_GT(local.simulated_s, 1.1 * global.simulated_s)
       << "ugal " << global.simulated_s << " s, ugal-l " << local.simulated_s << " s";
   EXPECT_GT(local.detoured, global.detoured);
 
-  Platform balanced = Platform::dragonfly(8, 2, 8, 2);
+  const Platform balanced = Platform::dragonfly(8, 2, 8, 2);
   const Permutation light(256, 7, 4096);
-  const double lmin = simulate(balanced, light).simulated_s;
-  balanced.routing = Routing::valiant;
-  const double lval = simulate(balanced, light).simulated_s;
-  balanced.routing = Routing::ugal_local;
-  const SimResult llocal = simulate(balanced, light);
+  const double lmin = routed(balanced, Routing::minimal, light).simulated_s;
+  const double lval = routed(balanced, Routing::valiant, light).simulated_s;
+  const SimResult llocal = routed(balanced, Routing::ugal_local, light);
   EXPECT_GT(llocal.simulated_s, 1.05 * lmin) << "minimal " << lmin << " s, ugal-l " << llocal.simulated_s << " s";
   EXPECT_LT(llocal.simulated_s, lval) << "valiant " << lval << " s, ugal-l " << llocal.simulated_s << " s";
   EXPECT_GT(llocal.detoured, 0);
@@ -679,12 +678,8 @@ TEST(Sim, MaxminAbortIsReplayedWithCoarserPrecision) {
 // Here every pattern and routing is replayed with guard pages and 2 KiB less than that stack: it
 // must run (the actor needs 3-4 KiB, 6 with a lazy binding on AVX-512) and give the time of the default 64 KiB stack. The guard page
 // catches an overflow: with 2 KiB the same replay must fail, or this check could not.
+// Under AddressSanitizer the stacks checked are kStackScale times larger, as the library's.
 TEST(Sim, LargeRunStackSufficesWithMargin) {
-#if defined(__SANITIZE_ADDRESS__)
-  // The margin is that of the release build's frames; AddressSanitizer's are several times larger
-  // (and the library gives its builds 4x the stack), so the stack checked here overflows there.
-  GTEST_SKIP() << "frame sizes under AddressSanitizer differ from the release build's";
-#endif
   auto guarded = [](int kib) {
     SimOptions o;
     o.stack_kib = kib;
@@ -707,11 +702,11 @@ TEST(Sim, LargeRunStackSufficesWithMargin) {
   }
   patterns.push_back(coupling_p2p(cs));
   for (const auto& p : patterns)
-    EXPECT_EQ(simulate(torus, *p, guarded(kLargeRunStackKib - 2)).simulated_s, simulate(torus, *p).simulated_s)
+    EXPECT_EQ(simulate(torus, *p, guarded((kLargeRunStackKib - 2) * kStackScale)).simulated_s, simulate(torus, *p).simulated_s)
         << p->name();
   for (Routing r : {Routing::valiant, Routing::ugal}) {
     fly.routing = r;
-    EXPECT_EQ(simulate(fly, *patterns[2], guarded(kLargeRunStackKib - 2)).simulated_s,
+    EXPECT_EQ(simulate(fly, *patterns[2], guarded((kLargeRunStackKib - 2) * kStackScale)).simulated_s,
               simulate(fly, *patterns[2]).simulated_s)
         << routing_name(r);
   }

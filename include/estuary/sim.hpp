@@ -253,6 +253,13 @@ struct Platform {
 // largest per-rank cost (guard pages are off at scale: one mapping each would exceed
 // vm.max_map_count): about 2 KB a rank in peak memory per 2 KiB of stack.
 inline constexpr int kLargeRunStackKib = 8;
+// AddressSanitizer's redzones make every frame several times larger: its builds scale the
+// automatic stack sizes (and test_sim its stack checks) by this.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr int kStackScale = 4;
+#else
+inline constexpr int kStackScale = 1;
+#endif
 
 struct SimOptions {
   // Actor stack, KiB; 0: 64 below 20 000 ranks, 16 below 200 000, else kLargeRunStackKib.

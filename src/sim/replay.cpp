@@ -316,16 +316,10 @@ SimResult run_here(const Platform& platform, const Pattern& pattern, const SimOp
   res.network = opt.network == SimOptions::Network::ib ? "ib" : "cm02";
   res.message_overhead_s = opt.message_overhead_s;
   res.maxmin_precision = opt.maxmin_precision;
-  // AddressSanitizer's redzones make every frame several times larger: its builds get 4x the stack.
-#if defined(__SANITIZE_ADDRESS__)
-  constexpr int stack_factor = 4;
-#else
-  constexpr int stack_factor = 1;
-#endif
   const int stack_kib = opt.stack_kib > 0            ? opt.stack_kib
-                        : pattern.ranks() < 20000   ? 64 * stack_factor
-                        : pattern.ranks() < 200000 ? 16 * stack_factor
-                                                    : kLargeRunStackKib * stack_factor;
+                        : pattern.ranks() < 20000   ? 64 * kStackScale
+                        : pattern.ranks() < 200000 ? 16 * kStackScale
+                                                    : kLargeRunStackKib * kStackScale;
   // CM02: plain max-min sharing with no TCP latency or bandwidth correction factors, so a lone
   // message takes exactly the route's latency plus size / bandwidth (an HPC network, not TCP).
   std::vector<std::string> args = {"estuary-sim",
