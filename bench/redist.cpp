@@ -164,6 +164,15 @@ int main(int argc, char** argv) {
     const double copy_s = per_run(t_after.copy_s, t_before.copy_s);
     const double wait_s = per_run(t_after.wait_s, t_before.wait_s);
     const double unpack_s = per_run(t_after.unpack_s, t_before.unpack_s);
+    // Which paths the messages took, per exchange, summed over the ranks.
+    auto messages_per_run = [&](std::int64_t after, std::int64_t before) {
+      long n = static_cast<long>((after - before) / iterations), all = 0;
+      MPI_Allreduce(&n, &all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+      return all;
+    };
+    const long typed_sends = messages_per_run(t_after.typed_sends, t_before.typed_sends);
+    const long typed_recvs = messages_per_run(t_after.typed_recvs, t_before.typed_recvs);
+    const long zero_copy_recvs = messages_per_run(t_after.zero_copy_recvs, t_before.zero_copy_recvs);
     // The three must agree element for element (the same doubles, moved, not computed).
     long differ = 0;
     if (ref)
@@ -223,7 +232,9 @@ int main(int argc, char** argv) {
                        .add("exchange_s_min", *std::min_element(times.begin(), times.end()))
                        .add("exchange_s_median", med)
                        .add("exchange_pack_s", pack_s).add("exchange_copy_s", copy_s)
-                       .add("exchange_wait_s", wait_s).add("exchange_unpack_s", unpack_s);
+                       .add("exchange_wait_s", wait_s).add("exchange_unpack_s", unpack_s)
+                       .add("typed_sends", typed_sends).add("typed_recvs", typed_recvs)
+                       .add("zero_copy_recvs", zero_copy_recvs);
       if (ref) {
         const double a2a = bench::median(a2a_times), dt = bench::median(dt_times);
         js.add("alltoallv_s_min", *std::min_element(a2a_times.begin(), a2a_times.end()))

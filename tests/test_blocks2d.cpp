@@ -131,6 +131,19 @@ struct ZeroCopy {
   }
 };
 
+// ESTUARY_DATATYPE_MIN_RUN for the scope of one test (nullptr: unset, the default).
+struct MinRun {
+  explicit MinRun(const char* bytes) {
+    if (bytes) setenv("ESTUARY_DATATYPE_MIN_RUN", bytes, 1);
+    else unsetenv("ESTUARY_DATATYPE_MIN_RUN");
+    estuary::Settings::reload();
+  }
+  ~MinRun() {
+    unsetenv("ESTUARY_DATATYPE_MIN_RUN");
+    estuary::Settings::reload();
+  }
+};
+
 }  // namespace
 
 TEST(Blocks2d, KindsMatchBruteForce) {
@@ -242,6 +255,91 @@ TEST(Blocks2d, BlockToCyclicInterleavedPack) {
         if (!fast) {
           EXPECT_EQ(ex.timers().interleaved_packs, 0) << at;
         }
+      }
+    }
+  }
+}
+
+TEST(Blocks2d, DerivedDatatypeMessages) {
+  // ESTUARY_DATATYPE_MIN_RUN=1 sends and receives every one-field message it can as a derived
+  // datatype, however short its runs (strided blocks, block -> cyclic's single elements): every
+  // test pair under p2p and the staged schedules (which forward through tmp and must keep their
+  // packed messages there), doubles and floats, bit for bit against the global indices.
+  const int p = etest::world_size(), r = etest::world_rank();
+  MinRun all("1");
+  std::vector<etest::Case> cases = etest::all_cases(p, r);
+  for (auto [nx, ny] : kGrids) {
+    cases.push_back({"rows2d->colblocks", gen::rows2d(nx, ny, r, p), gen::colblocks(nx, ny, r, p)});
+    cases.push_back({"colblocks->rows2d", gen::colblocks(nx, ny, r, p), gen::rows2d(nx, ny, r, p)});
+    cases.push_back({"colblocks->cyclic", gen::colblocks(nx, ny, r, p), gen::cyclic(nx * ny, r, p)});
+  }
+  for (const std::string alg : {"p2p", "butterfly", "ring-2", "bruck"})
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      if (alg != "p2p" && i % 3 != 0) continue;
+      i64 zr, pr, ps;
+      bool ok = move_and_check<double>(cases[i].src, cases[i].dst, 1, alg, cases[i].name, zr, pr, ps, &cases[i]);
+      ok = move_and_check<float>(cases[i].src, cases[i].dst, 1, alg, cases[i].name + " float", zr, pr, ps, &cases[i]) && ok;
+      EXPECT_TRUE(etest::all_ok(ok)) << cases[i].name << " [" << alg << "]";
+    }
+}
+
+TEST(Blocks2d, DerivedDatatypeSendsOnlyInRun) {
+  // At the default threshold (1 KiB average runs), rows -> column blocks of a 240 x 390 grid
+  // sends block rows of 130 (3 ranks) to 195 doubles straight from the source in run(), and the
+  // reverse receives them straight into the row strips. After start() the caller may reuse the
+  // source (the I/O server's model ranks do): those sends must pack, so a source overwritten
+  // between start() and finish() must not reach the destination. The messages (~290 KB) are
+  // far above Open MPI's eager limits, so a send from the source would be read late.
+  const int p = etest::world_size(), r = etest::world_rank();
+  MinRun standard(nullptr);
+  const i64 nx = 240, ny = 390;
+  for (bool forward : {true, false}) {
+    const Decomp rows = gen::rows2d(nx, ny, r, p), blocks = gen::colblocks(nx, ny, r, p);
+    const Decomp& src = forward ? rows : blocks;
+    const Decomp& dst = forward ? blocks : rows;
+    const std::string what = forward ? "rows2d->colblocks" : "colblocks->rows2d";
+    Redist rd(src, dst, MPI_COMM_WORLD, RedistOptions{});
+    std::vector<double> a = source_values<double>(src, 0), b(static_cast<std::size_t>(dst.size()));
+    const std::vector<i64> didx = dst.to_indices();
+    auto check = [&](const std::string& how) {
+      bool ok = true;
+      for (std::size_t k = 0; k < didx.size() && ok; ++k) ok = etest::same_bits(b[k], etest::value<double>(didx[k], 0));
+      EXPECT_TRUE(etest::all_ok(ok)) << what << " " << how << " on rank " << r;
+    };
+    estuary::Exchange ex = rd.make_exchange({estuary::Type::f64});
+    i64 sends = 0, recvs = 0, strided_recvs = 0;
+    for (const estuary::Stage& st : ex.schedule().stages) {
+      sends += static_cast<i64>(st.sends.size());
+      recvs += static_cast<i64>(st.recvs.size());
+      for (const estuary::Message& m : st.recvs) {
+        bool contiguous = true;
+        for (std::size_t k = 0; k < m.blocks.size(); ++k) {
+          const estuary::Block& b = m.blocks[k];
+          contiguous = contiguous && (b.count == 1 || b.stride == 1) &&
+                       (k == 0 || b.offset == m.blocks[k - 1].offset + m.blocks[k - 1].count);
+        }
+        strided_recvs += contiguous ? 0 : 1;
+      }
+    }
+    // start(), then the source overwritten before finish(): the packed sends carry the old values.
+    ex.start({Field(a, b)});
+    const std::vector<double> keep = a;
+    std::fill(a.begin(), a.end(), -1.0);
+    ex.finish();
+    check("start, overwrite, finish");
+    EXPECT_EQ(ex.timers().typed_sends, 0) << what;
+    a = keep;
+    std::fill(b.begin(), b.end(), 0.0);
+    ex.run({Field(a, b)});
+    check("run");
+    EXPECT_EQ(ex.timers().typed_sends, sends) << what << " rank " << r;
+    // Receives: the block's rows from each strip are one contiguous piece (a plain zero-copy
+    // receive); a strip's rows from several blocks are strided pieces (typed, in both runs).
+    if (p > 1) {
+      EXPECT_EQ(ex.timers().typed_recvs, 2 * strided_recvs) << what << " rank " << r;
+      EXPECT_EQ(ex.timers().typed_recvs + ex.timers().zero_copy_recvs, 2 * recvs) << what << " rank " << r;
+      if (!forward) {
+        EXPECT_GT(strided_recvs, 0) << what;
       }
     }
   }

@@ -30,6 +30,7 @@ struct ExchangeTimers {
   std::int64_t runs = 0;
   std::int64_t zero_copy_recvs = 0;
   std::int64_t interleaved_packs = 0;  // stages packed in one interleaved pass (block -> cyclic)
+  std::int64_t typed_sends = 0, typed_recvs = 0;  // messages moved as derived datatypes
 };
 
 class Exchange {
@@ -47,7 +48,9 @@ class Exchange {
   void start(std::span<const Field> fields);
   void start(std::initializer_list<Field> fields) { start(std::span<const Field>(fields)); }
   void finish();
-  void run(std::span<const Field> fields) { start(fields); finish(); }
+  // start() and finish() in one: the source cannot change in between, so a one-field message
+  // of long runs is sent straight from it (ESTUARY_DATATYPE_MIN_RUN) instead of packed.
+  void run(std::span<const Field> fields);
   void run(std::initializer_list<Field> fields) { run(std::span<const Field>(fields)); }
 
   const Schedule& schedule() const;
@@ -55,6 +58,7 @@ class Exchange {
   const ExchangeTimers& timers() const;
 
  private:
+  void start(std::span<const Field> fields, bool source_held);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

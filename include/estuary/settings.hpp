@@ -25,6 +25,11 @@ struct Settings {
   // could go straight into the user's array, and no stage is packed interleaved (same results;
   // for comparing the two).
   bool zero_copy = true;
+  // ESTUARY_DATATYPE_MIN_RUN: the average contiguous run, in bytes, from which a one-field
+  // exchange message moves as an MPI derived datatype straight from the source (in run()) and
+  // into the destination instead of being packed and unpacked; 0 never. Off with zero-copy.
+  // The text as given; datatype_min_run_or() reads it.
+  std::optional<std::string> datatype_min_run;
 
   // The coupler: ESTUARY_CONFIG names the configuration file when the program gives none;
   // ESTUARY_TIMELINE (on/off) overrides the configuration's timeline switch; and
@@ -56,6 +61,9 @@ struct Settings {
   // ESTUARY_TIMELINE_MAX_EVENTS as a count, or `fallback` when unset. Throws estuary::Error
   // naming the variable when it is not a count.
   std::size_t timeline_max_events_or(std::size_t fallback) const;
+  // ESTUARY_DATATYPE_MIN_RUN in bytes, or `fallback` when unset. Throws estuary::Error naming
+  // the variable when it is not a count.
+  std::size_t datatype_min_run_or(std::size_t fallback) const;
 
   static const Settings& get();
   static const Settings& reload();

@@ -71,9 +71,18 @@ bool ranks_outnumber_cores() {
         local = std::atol(v);
         break;
       }
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    const long cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    // The cores the job may use on this node: not this process's own mask alone, since a
+    // launcher that binds each rank to one core (Open MPI does for 2 ranks or fewer) would make
+    // every rank count one core and pause in its waits, which slows Open MPI's pipelined
+    // messages 5x (docs/performance.md, "2-D block transposes"). The launcher, our parent
+    // (mpirun, orted, slurmstepd or a shell), keeps the mask it was given.
+    long cores = 0;
+    for (const pid_t pid : {pid_t{0}, getppid()}) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      if (sched_getaffinity(pid, sizeof set, &set) == 0) cores = std::max<long>(cores, CPU_COUNT(&set));
+    }
+    if (cores == 0) cores = sysconf(_SC_NPROCESSORS_ONLN);
     return local > 0 && cores > 0 && local > cores;
   }();
   return outnumber;
@@ -91,16 +100,23 @@ bool wait_all_bounded(int n, MPI_Request* reqs, double timeout, bool yield, MPI_
     check_mpi(MPI_Testall(n, reqs, &done, statuses), "MPI_Testall");
     if (done) return true;
     if (spin % 256 == 0 && MPI_Wtime() > deadline) return false;
+    if (spin <= 2048) continue;
     // Ranks outnumber cores on a laptop or CI: spin briefly, then let the partner run.
-    if (yield && spin > 2048) {
+    // Otherwise keep testing, but offer the core between tests: sched_yield returns at once
+    // when nothing else wants it, and lets another job's rank run when something does (ctest
+    // -j, a second mpirun). A pause there would cost Open MPI's pipelined messages, which move
+    // one fragment per test, 5x (docs/performance.md, "2-D block transposes").
+    if (yield) {
       const timespec pause{0, 50000};
       nanosleep(&pause, nullptr);
+    } else {
+      sched_yield();
     }
   }
 }
 
 bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status, bool collective) {
-  if (wait_all_bounded(1, &req, timeout, true, status)) return true;
+  if (wait_all_bounded(1, &req, timeout, ranks_outnumber_cores(), status)) return true;
   if (collective) return false;
   MPI_Cancel(&req);
   MPI_Request_free(&req);

@@ -24,7 +24,7 @@ void agree(MPI_Comm comm, const std::function<void()>& body);
 
 // Waits for `req` at most `timeout` seconds (<= 0: forever); false when it did not complete
 // (then a point-to-point request is cancelled and freed; a collective one, which MPI cannot
-// cancel, is left as it is). Spins briefly, then yields: ranks may outnumber cores.
+// cancel, is left as it is). Spins, pausing after a while only where ranks outnumber cores.
 bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status = MPI_STATUS_IGNORE,
                   bool collective = false);
 
@@ -37,7 +37,8 @@ bool ranks_outnumber_cores();
 // The one bounded wait under every other (wait_bounded, the executor's stages): waits for all
 // `n` requests at most `timeout` seconds (<= 0: forever, MPI_Waitall); false when they did not
 // all complete (the requests are left as they are, for the caller to report). `yield`: after a
-// short spin, pause between tests (ranks may outnumber cores); without it, spin throughout.
+// short spin, pause between tests (ranks outnumber cores); without it, spin throughout,
+// offering the core (sched_yield) between tests after the same short spin.
 // The time-out itself comes from one setting, Settings::timeout_s (ESTUARY_TIMEOUT).
 bool wait_all_bounded(int n, MPI_Request* reqs, double timeout, bool yield,
                       MPI_Status* statuses = MPI_STATUSES_IGNORE);

@@ -36,6 +36,7 @@ Settings read() {
   s.config = env("ESTUARY_CONFIG");
   s.timeline = env("ESTUARY_TIMELINE");
   s.timeline_max_events = env("ESTUARY_TIMELINE_MAX_EVENTS");
+  s.datatype_min_run = env("ESTUARY_DATATYPE_MIN_RUN");
   s.nc4_in_turn = env("ESTUARY_NC4_IN_TURN") == std::optional<std::string>("1");
   s.io_fault = env("ESTUARY_IO_FAULT");
   s.io_bandwidth = env("ESTUARY_IO_BANDWIDTH");
@@ -74,15 +75,28 @@ bool Settings::timeline_on(bool configured) const {
               "set it to 1 (record the coupling timeline) or 0 (do not), or unset it to follow the configuration");
 }
 
-std::size_t Settings::timeline_max_events_or(std::size_t fallback) const {
-  if (!timeline_max_events) return fallback;
-  const char* text = timeline_max_events->c_str();
+namespace {
+// A count from the environment variable `name` (its text `value`), or `fallback` when unset.
+std::size_t count_or(const std::optional<std::string>& value, const char* name, std::size_t fallback,
+                     const char* what, const char* fix) {
+  if (!value) return fallback;
+  const char* text = value->c_str();
   char* end = nullptr;
   const long long v = std::strtoll(text, &end, 10);
   if (end == text || *end != '\0' || v < 0)
-    throw Error("ESTUARY_TIMELINE_MAX_EVENTS=" + *timeline_max_events + " is not a count of events", "environment",
-                "give the number of events a rank may keep (64 bytes each)");
+    throw Error(std::string(name) + "=" + *value + " is not " + what, "environment", fix);
   return static_cast<std::size_t>(v);
+}
+}  // namespace
+
+std::size_t Settings::timeline_max_events_or(std::size_t fallback) const {
+  return count_or(timeline_max_events, "ESTUARY_TIMELINE_MAX_EVENTS", fallback, "a count of events",
+                  "give the number of events a rank may keep (64 bytes each)");
+}
+
+std::size_t Settings::datatype_min_run_or(std::size_t fallback) const {
+  return count_or(datatype_min_run, "ESTUARY_DATATYPE_MIN_RUN", fallback, "a count of bytes",
+                  "give the average run in bytes from which a message moves as a derived datatype (0: never)");
 }
 
 const Settings& Settings::get() {

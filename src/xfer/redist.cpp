@@ -28,8 +28,10 @@ Exchange& Redist::prepare(std::vector<Type> types) {
 }
 
 void Redist::run(std::span<const Field> fields) {
-  start(fields);
-  finish();
+  if (in_flight_)
+    throw Error("run() called while an exchange is in flight",
+                "rank " + std::to_string(plan_.rank()), "call finish() first");
+  exchange_for(fields).run(fields);  // run(): sends may go straight from the source
 }
 
 void Redist::start(std::span<const Field> fields) {
