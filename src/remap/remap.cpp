@@ -657,18 +657,16 @@ namespace {
 // One pass over the links forming two rows at once (weights and indices read once), each summed
 // in link order as it would be alone (bit-identical): s0 = sum of w a(j), s1 = sum of w b(j);
 // then put(r, s0, s1), the unmapped value for a row without links.
-// Rows [r_begin, r_end) only when given (a block of them: see product_frac).
 template <class A, class B, class Put>
 void two_rows(const std::vector<i64>& ptr, const std::vector<double>& w, const std::vector<std::uint32_t>& xi,
-              double unmapped, const A& a, const B& b, const Put& put, std::size_t r_begin = 0,
-              std::size_t r_end = SIZE_MAX) {
-  const std::size_t ny = std::min(ptr.size() - 1, r_end);
+              double unmapped, const A& a, const B& b, const Put& put) {
+  const std::size_t ny = ptr.size() - 1;
   // Raw pointers held in registers: `put` stores doubles, after which the compiler would
   // otherwise reload the vectors' data pointers every row.
   const i64* const pp = ptr.data();
   const double* const wp = w.data();
   const std::uint32_t* const xp = xi.data();
-  for (std::size_t r = r_begin; r < ny; ++r) {
+  for (std::size_t r = 0; r < ny; ++r) {
     const i64 first = pp[r], end = pp[r + 1];
     double s0 = 0.0, s1 = 0.0;
     for (i64 k = first; k < end; ++k) {
@@ -694,10 +692,6 @@ void one_row(const std::vector<i64>& ptr, const std::vector<double>& w, const st
     y[r] = b == e ? unmapped : s;
   }
 }
-
-// Rows per block of the fractional mask's bfb product: both partial rows of a block (8 KiB)
-// stay in L1 until divided.
-constexpr std::size_t kDivideBlock = 512;
 
 // The fractional mask's division, as the coupler did it after a run of [f x, f].
 inline double frac_ratio(double wfx, double wf) { return wf != 0.0 ? wfx / wf : 0.0; }
@@ -793,7 +787,7 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
   const std::size_t np = fields.size() / 2, nx = static_cast<std::size_t>(x_size), ny = ptr.size() - 1;
   const bool divide = opt.order == RemapOrder::bfb;
   if (!direct_rows) ybuf.resize(2 * np * ny);
-  if (divide) dbuf.resize(std::max(ny, 2 * kDivideBlock));  // all-ones pairs: one whole row
+  if (divide) dbuf.resize(ny);  // all-ones pairs: W x before the division by the row sums
   const auto src_of = [&](std::size_t f) { return gather && !x_is_src ? xbuf.data() + f * nx : fields[f].src.data(); };
   for (std::size_t v = 0; v < np; ++v) {
     const double *x = src_of(2 * v), *fr = src_of(2 * v + 1);
@@ -806,22 +800,18 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
       else std::copy(ws.begin(), ws.end(), y0 + ny);
       continue;
     }
-    // Both rows of a pair over all rows (sum: kept as partial rows) or, for bfb, a block of
-    // kDivideBlock rows at a time divided into the result while the block is in L1 (on a large
-    // field the two rows would otherwise go to memory and back). `pass(put, r0, r1)` forms rows
-    // [r0, r1) of both.
+    // Both rows of a pair (sum: kept as partial rows) or, for bfb, each row divided as soon as
+    // its two sums are formed: the division overlaps the next row's loads, where dividing a
+    // block of rows afterwards (even vectorised, in L1) cost 10-15 % more of the masked step
+    // on the full grids (docs/performance.md, "Dynamic fractional mask"). `pass(put)` forms
+    // both rows.
     const auto rows = [&](const auto& pass) {
       if (!divide) {
         double *y0 = ybuf.data() + 2 * v * ny, *y1 = y0 + ny;
-        pass([y0, y1](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; }, 0, ny);
+        pass([y0, y1](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
         return;
       }
-      double *b0 = dbuf.data(), *b1 = b0 + kDivideBlock;
-      for (std::size_t r0 = 0; r0 < ny; r0 += kDivideBlock) {
-        const std::size_t n = std::min(kDivideBlock, ny - r0);
-        pass([b0, b1, r0](std::size_t r, double v0, double v1) { b0[r - r0] = v0, b1[r - r0] = v1; }, r0, r0 + n);
-        divide_rows(b0, b1, out + r0, n);
-      }
+      pass([out](std::size_t r, double v0, double v1) { out[r] = frac_ratio(v0, v1); });
     };
     const bool gathered = gather && !x_is_src;
     if (gathered) {
@@ -829,14 +819,14 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
       // vectorised pass; each value serves several links), the same product as per link.
       double* gx = xbuf.data() + 2 * v * nx;
       for (std::size_t i = 0; i < nx; ++i) gx[i] = fr[i] * gx[i];
-      rows([&](const auto& put, std::size_t r0, std::size_t r1) {
+      rows([&](const auto& put) {
         two_rows(ptr, w, xi, opt.unmapped_value, [gx](std::uint32_t j) { return gx[j]; },
-                 [fr](std::uint32_t j) { return fr[j]; }, put, r0, r1);
+                 [fr](std::uint32_t j) { return fr[j]; }, put);
       });
     } else {  // the caller's x: f x per link
-      rows([&](const auto& put, std::size_t r0, std::size_t r1) {
+      rows([&](const auto& put) {
         two_rows(ptr, w, xi, opt.unmapped_value, [x, fr](std::uint32_t j) { return fr[j] * x[j]; },
-                 [fr](std::uint32_t j) { return fr[j]; }, put, r0, r1);
+                 [fr](std::uint32_t j) { return fr[j]; }, put);
       });
     }
   }
