@@ -294,14 +294,21 @@ TEST(Errors, ErrorCarriesParts) {
 }
 
 // One rank alone passes a bad buffer: it throws at once, and the ranks waiting for its messages
-// throw after ESTUARY_EXCHANGE_TIMEOUT seconds, naming it, instead of hanging.
+// throw after ESTUARY_EXCHANGE_TIMEOUT seconds, naming it, instead of hanging. Twice: packed
+// messages, then every message a derived datatype (ESTUARY_DATATYPE_MIN_RUN=1), whose pending
+// requests, posted afresh at each run, the broken executor must free (run under ASan).
 TEST(Errors, OneRankFailsOthersTimeOut) {
   const int p = etest::world_size(), r = etest::world_rank();
   if (p < 2) return;  // one rank has no peer to wait for
+  for (const char* min_run : {"0", "1"}) {  // the second run's executors take new tags
+  SCOPED_TRACE(std::string("ESTUARY_DATATYPE_MIN_RUN=") + min_run);
+  setenv("ESTUARY_DATATYPE_MIN_RUN", min_run, 1);
   setenv("ESTUARY_EXCHANGE_TIMEOUT", "2", 1);
   estuary::Settings::reload();
-  const i64 n = 16 * p;  // rank 0's block holds indices of every residue: all ranks expect it
-  const Decomp src = etest::block(n, p, r), dst = etest::cyclic(n, p, r);
+  // cyclic -> block: rank 0 holds indices in every block, so all ranks expect it; its sends are
+  // contiguous runs and its receives strided ones, both typed at ESTUARY_DATATYPE_MIN_RUN=1.
+  const i64 n = 16 * p;
+  const Decomp src = etest::cyclic(n, p, r), dst = etest::block(n, p, r);
   Redist rd(src, dst, MPI_COMM_WORLD);
   std::vector<double> a(static_cast<std::size_t>(src.size())), b(static_cast<std::size_t>(dst.size()));
   const Outcome o = outcome_of([&] {  // the executor, made by the first run, reads the limit
@@ -309,11 +316,18 @@ TEST(Errors, OneRankFailsOthersTimeOut) {
     else rd.run({Field(a, b)});
   });
   unsetenv("ESTUARY_EXCHANGE_TIMEOUT");
+  unsetenv("ESTUARY_DATATYPE_MIN_RUN");
   estuary::Settings::reload();
   if (r == 0) expect_error(o, {"field 0", "rank 0"}, "the failing rank");
   else expect_error(o, {"did not complete", "from rank(s) 0", "rank " + std::to_string(r)},
                     "a rank left waiting");
+  if (r != 0) {  // the waiting ranks posted typed messages only when asked
+    const estuary::ExchangeTimers& t = rd.prepare({Type::f64}).timers();
+    EXPECT_EQ(t.typed_sends > 0 && t.typed_recvs > 0, min_run[0] == '1')
+        << "rank " << r << ": typed sends " << t.typed_sends << ", receives " << t.typed_recvs;
+  }
   MPI_Barrier(MPI_COMM_WORLD);
+  }
 }
 
 // Settings that decide which collectives a rank enters differ between ranks (an algorithm
@@ -351,23 +365,28 @@ TEST(Errors, SettingsDifferingBetweenRanks) {
 TEST(Errors, SettingsSnapshotHoldsEveryVariable) {
   const std::vector<std::pair<const char*, const char*>> vars{
       {"ESTUARY_CONFIG", "/run/a.yaml"},  {"ESTUARY_TIMELINE", "Off"}, {"ESTUARY_TIMELINE_MAX_EVENTS", "12"},
-      {"ESTUARY_NC4_IN_TURN", "1"},       {"ESTUARY_IO_FAULT", "record=3"}, {"ESTUARY_SIMD", "generic"}};
+      {"ESTUARY_NC4_IN_TURN", "1"},       {"ESTUARY_IO_FAULT", "record=3"}, {"ESTUARY_SIMD", "generic"},
+      {"ESTUARY_DATATYPE_MIN_RUN", "4096"}};
   for (const auto& [name, value] : vars) ::unsetenv(name);
   const estuary::Settings& before = estuary::Settings::reload();
   bool ok = !before.config && before.timeline_on(true) && !before.timeline_on(false) &&
-            before.timeline_max_events_or(7) == 7 && !before.nc4_in_turn && !before.io_fault && !before.simd_generic;
+            before.timeline_max_events_or(7) == 7 && !before.nc4_in_turn && !before.io_fault && !before.simd_generic &&
+            before.datatype_min_run_or(5) == 5;
   for (const auto& [name, value] : vars) ::setenv(name, value, 1);
   ok = ok && !estuary::Settings::get().config;  // not yet: the snapshot is taken once
   const estuary::Settings& s = estuary::Settings::reload();
   ok = ok && s.config == std::optional<std::string>("/run/a.yaml") && !s.timeline_on(true) &&
        s.timeline_max_events_or(7) == 12 && s.nc4_in_turn && s.io_fault == std::optional<std::string>("record=3") &&
-       s.simd_generic;
+       s.simd_generic && s.datatype_min_run_or(5) == 4096;
   ::setenv("ESTUARY_TIMELINE", "maybe", 1);
   ::setenv("ESTUARY_TIMELINE_MAX_EVENTS", "-1", 1);
+  ::setenv("ESTUARY_DATATYPE_MIN_RUN", "1k", 1);
   const estuary::Settings& bad = estuary::Settings::reload();
   expect_error(outcome_of([&] { (void)bad.timeline_on(false); }), {"ESTUARY_TIMELINE=maybe"}, "timeline switch");
   expect_error(outcome_of([&] { (void)bad.timeline_max_events_or(1); }), {"ESTUARY_TIMELINE_MAX_EVENTS=-1"},
                "timeline event count");
+  expect_error(outcome_of([&] { (void)bad.datatype_min_run_or(1); }), {"ESTUARY_DATATYPE_MIN_RUN=1k", "bytes"},
+               "datatype run length");
   for (const auto& [name, value] : vars) ::unsetenv(name);
   estuary::Settings::reload();
   EXPECT_TRUE(etest::all_ok(ok));
