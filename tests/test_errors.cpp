@@ -366,18 +366,18 @@ TEST(Errors, SettingsSnapshotHoldsEveryVariable) {
   const std::vector<std::pair<const char*, const char*>> vars{
       {"ESTUARY_CONFIG", "/run/a.yaml"},  {"ESTUARY_TIMELINE", "Off"}, {"ESTUARY_TIMELINE_MAX_EVENTS", "12"},
       {"ESTUARY_NC4_IN_TURN", "1"},       {"ESTUARY_IO_FAULT", "record=3"}, {"ESTUARY_SIMD", "generic"},
-      {"ESTUARY_DATATYPE_MIN_RUN", "4096"}};
+      {"ESTUARY_DATATYPE_MIN_RUN", "4096"}, {"ESTUARY_ROW_WIDTH", "off"}};
   for (const auto& [name, value] : vars) ::unsetenv(name);
   const estuary::Settings& before = estuary::Settings::reload();
   bool ok = !before.config && before.timeline_on(true) && !before.timeline_on(false) &&
             before.timeline_max_events_or(7) == 7 && !before.nc4_in_turn && !before.io_fault && !before.simd_generic &&
-            before.datatype_min_run_or(5) == 5;
+            before.datatype_min_run_or(5) == 5 && before.row_width;
   for (const auto& [name, value] : vars) ::setenv(name, value, 1);
   ok = ok && !estuary::Settings::get().config;  // not yet: the snapshot is taken once
   const estuary::Settings& s = estuary::Settings::reload();
   ok = ok && s.config == std::optional<std::string>("/run/a.yaml") && !s.timeline_on(true) &&
        s.timeline_max_events_or(7) == 12 && s.nc4_in_turn && s.io_fault == std::optional<std::string>("record=3") &&
-       s.simd_generic && s.datatype_min_run_or(5) == 4096;
+       s.simd_generic && s.datatype_min_run_or(5) == 4096 && !s.row_width;
   ::setenv("ESTUARY_TIMELINE", "maybe", 1);
   ::setenv("ESTUARY_TIMELINE_MAX_EVENTS", "-1", 1);
   ::setenv("ESTUARY_DATATYPE_MIN_RUN", "1k", 1);

@@ -50,6 +50,9 @@ struct Settings {
   // ESTUARY_SIMD=generic keeps the reproducible sums off the AVX2 kernel (same results, for
   // comparing the two).
   bool simd_generic = false;
+  // ESTUARY_ROW_WIDTH=0: a Remap whose rows all have the same number of links reads the row
+  // pointers as any other instead of finding rows by number (same results; for comparison).
+  bool row_width = true;
 
   // The time-out in seconds (0: wait forever), or `fallback` when none is set. Throws
   // estuary::Error naming the variable when it is not a number >= 0.

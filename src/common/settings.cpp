@@ -17,6 +17,12 @@ std::optional<std::string> env(const char* name) {
   return std::string(v);
 }
 
+// A switch that is on unless set to 0, off, no or false.
+bool on_unless_off(const char* name) {
+  const std::optional<std::string> v = env(name);
+  return !v || !(*v == "0" || *v == "off" || *v == "no" || *v == "false");
+}
+
 Settings read() {
   Settings s;
   for (const char* name : {"ESTUARY_TIMEOUT", "ESTUARY_COUPLE_TIMEOUT", "ESTUARY_EXCHANGE_TIMEOUT"})
@@ -29,10 +35,8 @@ Settings read() {
   s.ring_k = env("ESTUARY_RING_K");
   // Set but empty also counts here: it turns the cache off, as "off" does.
   if (const char* v = std::getenv("ESTUARY_SCHEDULE_CACHE")) s.schedule_cache = std::string(v);
-  const std::optional<std::string> share = env("ESTUARY_SHARE_REMAPS");
-  s.share_remaps = !share || !(*share == "0" || *share == "off" || *share == "no" || *share == "false");
-  const std::optional<std::string> zc = env("ESTUARY_ZERO_COPY");
-  s.zero_copy = !zc || !(*zc == "0" || *zc == "off" || *zc == "no" || *zc == "false");
+  s.share_remaps = on_unless_off("ESTUARY_SHARE_REMAPS");
+  s.zero_copy = on_unless_off("ESTUARY_ZERO_COPY");
   s.config = env("ESTUARY_CONFIG");
   s.timeline = env("ESTUARY_TIMELINE");
   s.timeline_max_events = env("ESTUARY_TIMELINE_MAX_EVENTS");
@@ -41,6 +45,7 @@ Settings read() {
   s.io_fault = env("ESTUARY_IO_FAULT");
   s.io_bandwidth = env("ESTUARY_IO_BANDWIDTH");
   s.simd_generic = env("ESTUARY_SIMD") == std::optional<std::string>("generic");
+  s.row_width = on_unless_off("ESTUARY_ROW_WIDTH");
   return s;
 }
 

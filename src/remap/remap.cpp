@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <map>
 #include <numeric>
 
@@ -60,6 +61,17 @@ detail::WorkSide work_side(bool mine, MPI_Comm comm) {
   return detail::work_side_of(flags, rank);
 }
 
+// The common link count of every row, if there is one from 1 to kMaxWidth (and a row at all).
+constexpr int kMaxWidth = 16;
+int row_width(const std::vector<i64>& ptr) {
+  if (ptr.size() < 2) return 0;
+  const i64 k = ptr[1] - ptr[0];
+  if (k < 1 || k > kMaxWidth) return 0;
+  for (std::size_t r = 1; r + 1 < ptr.size(); ++r)
+    if (ptr[r + 1] - ptr[r] != k) return 0;
+  return static_cast<int>(k);
+}
+
 }  // namespace
 
 // What a Remap sets up once: the weights where they are applied, the plans and schedules of
@@ -76,6 +88,10 @@ struct Remap::Setup {
   std::vector<i64> ptr;
   std::vector<std::uint32_t> xi;
   std::vector<double> w;
+  // Every row's link count when it is the same for all rows (nnn, bilinear, bicubic, GAUSWGT
+  // without masked targets), else 0: the product then finds a row's links at r * width without
+  // reading ptr, in a loop of known length (row_width()).
+  int width = 0;
   // After the product: bfb/src moves y to dst; sum moves partials y to z, added per row.
   std::unique_ptr<Redist> after;
   i64 z_size = 0;
@@ -166,6 +182,7 @@ struct Remap::Impl {
   const MPI_Comm comm = s->comm;
   const i64 src_n = s->src_n, dst_n = s->dst_n, x_size = s->x_size, z_size = s->z_size;
   const std::vector<i64>& ptr = s->ptr;
+  const int width = s->width;
   const std::vector<std::uint32_t>& xi = s->xi;
   const std::vector<double>& w = s->w;
   const std::vector<i64>& cptr = s->cptr;
@@ -289,11 +306,13 @@ void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
   direct_rows = opt.order == RemapOrder::bfb && opt.location == RemapLocation::dst && direct_slots;
   if (opt.order == RemapOrder::bfb) setup_bfb(std::move(links), src, dst, udst);
   else setup_sum(std::move(links), src, dst, udst);
+  width = Settings::get().row_width ? row_width(ptr) : 0;
   st.links = static_cast<i64>(w.size());
   st.rows = static_cast<i64>(ptr.size()) - 1;
   st.gathered = gather ? x_size : 0;
   st.partials = opt.order == RemapOrder::sum ? z_size : (after ? dst_n : 0);
   st.exchanges = (gather ? 1 : 0) + (after ? 1 : 0);
+  st.row_width = width;
 }
 
 // bfb: each row with all its links in global order, on one rank per row holder.
@@ -654,20 +673,43 @@ std::vector<Field> Remap::Impl::after_moves(std::span<const RemapField> fields) 
 }
 
 namespace {
+// Calls row(r, first, end) for every row in order, the row's links being [first, end). With a
+// common width (Setup::width) the bounds come from r, without reading ptr; widths 4 and 5 (nnn,
+// bilinear, bicubic, GAUSWGT; dis5) are compile-time constants, so the compiler unrolls each
+// row's loop of known length.
+template <class Row>
+void each_row(const std::vector<i64>& ptr, int width, const Row& row) {
+  const std::size_t ny = ptr.size() - 1;
+  const auto fixed = [&](auto k) {
+    constexpr i64 kw = decltype(k)::value;
+    for (std::size_t r = 0; r < ny; ++r) row(r, static_cast<i64>(r) * kw, static_cast<i64>(r) * kw + kw);
+  };
+  switch (width) {
+    case 4: return fixed(std::integral_constant<i64, 4>{});
+    case 5: return fixed(std::integral_constant<i64, 5>{});
+    case 0: {
+      const i64* const pp = ptr.data();
+      for (std::size_t r = 0; r < ny; ++r) row(r, pp[r], pp[r + 1]);
+      return;
+    }
+    default: {
+      const i64 kw = width;
+      for (std::size_t r = 0; r < ny; ++r) row(r, static_cast<i64>(r) * kw, static_cast<i64>(r) * kw + kw);
+    }
+  }
+}
+
 // One pass over the links forming two rows at once (weights and indices read once), each summed
 // in link order as it would be alone (bit-identical): s0 = sum of w a(j), s1 = sum of w b(j);
 // then put(r, s0, s1), the unmapped value for a row without links.
 template <class A, class B, class Put>
-void two_rows(const std::vector<i64>& ptr, const std::vector<double>& w, const std::vector<std::uint32_t>& xi,
-              double unmapped, const A& a, const B& b, const Put& put) {
-  const std::size_t ny = ptr.size() - 1;
+void two_rows(const std::vector<i64>& ptr, int width, const std::vector<double>& w,
+              const std::vector<std::uint32_t>& xi, double unmapped, const A& a, const B& b, const Put& put) {
   // Raw pointers held in registers: `put` stores doubles, after which the compiler would
   // otherwise reload the vectors' data pointers every row.
-  const i64* const pp = ptr.data();
   const double* const wp = w.data();
   const std::uint32_t* const xp = xi.data();
-  for (std::size_t r = 0; r < ny; ++r) {
-    const i64 first = pp[r], end = pp[r + 1];
+  each_row(ptr, width, [&](std::size_t r, i64 first, i64 end) {
     double s0 = 0.0, s1 = 0.0;
     for (i64 k = first; k < end; ++k) {
       const double wk = wp[k];
@@ -676,21 +718,21 @@ void two_rows(const std::vector<i64>& ptr, const std::vector<double>& w, const s
       s1 += wk * b(j);
     }
     put(r, first == end ? unmapped : s0, first == end ? unmapped : s1);
-  }
+  });
 }
 
 // One row per pass: y[r] = sum of w x(j) over the row's links, in link order; the unmapped
 // value for a row without links.
 template <class X>
-void one_row(const std::vector<i64>& ptr, const std::vector<double>& w, const std::vector<std::uint32_t>& xi,
-             double unmapped, const X& x, double* y) {
-  const std::size_t ny = ptr.size() - 1;
-  for (std::size_t r = 0; r < ny; ++r) {
-    const i64 b = ptr[r], e = ptr[r + 1];
+void one_row(const std::vector<i64>& ptr, int width, const std::vector<double>& w,
+             const std::vector<std::uint32_t>& xi, double unmapped, const X& x, double* y) {
+  const double* const wp = w.data();
+  const std::uint32_t* const xp = xi.data();
+  each_row(ptr, width, [&](std::size_t r, i64 first, i64 end) {
     double s = 0.0;
-    for (i64 k = b; k < e; ++k) s += w[static_cast<std::size_t>(k)] * x(xi[static_cast<std::size_t>(k)]);
-    y[r] = b == e ? unmapped : s;
-  }
+    for (i64 k = first; k < end; ++k) s += wp[k] * x(xp[k]);
+    y[r] = first == end ? unmapped : s;
+  });
 }
 
 // The fractional mask's division, as the coupler did it after a run of [f x, f].
@@ -756,12 +798,12 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
     const double *x0 = src_of(f0), *x1 = src_of(f0 + 1);
     double *y0 = dst_of(f0), *y1 = dst_of(f0 + 1);
     two_rows(
-        ptr, w, xi, opt.unmapped_value, [&](std::uint32_t j) { return x0[j]; }, [&](std::uint32_t j) { return x1[j]; },
+        ptr, width, w, xi, opt.unmapped_value, [&](std::uint32_t j) { return x0[j]; }, [&](std::uint32_t j) { return x1[j]; },
         [&](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
   }
   for (std::size_t f = f0; f < nf; ++f) {
     const double* x = src_of(f);
-    one_row(ptr, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, dst_of(f));
+    one_row(ptr, width, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, dst_of(f));
   }
 }
 
@@ -770,7 +812,7 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
 const std::vector<double>& Remap::Impl::row_sums() {
   if (wsum.empty() && !ptr.empty()) {
     wsum.resize(ptr.size() - 1);
-    one_row(ptr, w, xi, opt.unmapped_value, [](std::uint32_t) { return 1.0; }, wsum.data());
+    one_row(ptr, width, w, xi, opt.unmapped_value, [](std::uint32_t) { return 1.0; }, wsum.data());
   }
   return wsum;
 }
@@ -794,7 +836,7 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
     double* const out = divide ? (direct_rows ? fields[2 * v].dst.data() : ybuf.data() + v * ny) : nullptr;
     if (std::all_of(fr, fr + nx, [](double q) { return q == 1.0; })) {
       double* y0 = divide ? dbuf.data() : ybuf.data() + 2 * v * ny;
-      one_row(ptr, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, y0);
+      one_row(ptr, width, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, y0);
       const std::vector<double>& ws = row_sums();
       if (divide) divide_rows(y0, ws.data(), out, ny);
       else std::copy(ws.begin(), ws.end(), y0 + ny);
@@ -820,12 +862,12 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
       double* gx = xbuf.data() + 2 * v * nx;
       for (std::size_t i = 0; i < nx; ++i) gx[i] = fr[i] * gx[i];
       rows([&](const auto& put) {
-        two_rows(ptr, w, xi, opt.unmapped_value, [gx](std::uint32_t j) { return gx[j]; },
+        two_rows(ptr, width, w, xi, opt.unmapped_value, [gx](std::uint32_t j) { return gx[j]; },
                  [fr](std::uint32_t j) { return fr[j]; }, put);
       });
     } else {  // the caller's x: f x per link
       rows([&](const auto& put) {
-        two_rows(ptr, w, xi, opt.unmapped_value, [x, fr](std::uint32_t j) { return fr[j] * x[j]; },
+        two_rows(ptr, width, w, xi, opt.unmapped_value, [x, fr](std::uint32_t j) { return fr[j] * x[j]; },
                  [fr](std::uint32_t j) { return fr[j]; }, put);
       });
     }
