@@ -30,8 +30,9 @@ bool wait_bounded(MPI_Request& req, double timeout, MPI_Status* status = MPI_STA
 
 // True when this node runs more of the job's ranks than it has cores (the launcher's local rank
 // count — Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS — against the cores
-// this process may run on): then a rank that spins while it waits takes the core from the rank
-// it waits for. Local, read once; false when the launcher does not say.
+// this process or its launcher may run on: a rank bound to one core of several is not
+// oversubscribed): then a rank that spins while it waits takes the core from the rank it
+// waits for. Local, read once; false when the launcher does not say.
 bool ranks_outnumber_cores();
 
 // The one bounded wait under every other (wait_bounded, the executor's stages): waits for all
