@@ -219,7 +219,7 @@ struct Remap::Impl {
   // the field's dst), kept here so that a step allocates nothing.
   bool frac = false;
   std::vector<RemapField> pairs;
-  std::vector<double> dbuf;  // bfb: a pair's two rows (a block of them) before the division
+  std::vector<double> dbuf;  // bfb, a pair whose fractions are all 1: W x before the division
   std::vector<double> wsum;  // row_sums()
   const std::vector<double>& row_sums();
   struct FracCall {
@@ -680,22 +680,19 @@ namespace {
 template <class Row>
 void each_row(const std::vector<i64>& ptr, int width, const Row& row) {
   const std::size_t ny = ptr.size() - 1;
-  const auto fixed = [&](auto k) {
-    constexpr i64 kw = decltype(k)::value;
+  // kw: a std::integral_constant (a width known at compile time) or a plain i64.
+  const auto by_number = [&](auto kw) {
     for (std::size_t r = 0; r < ny; ++r) row(r, static_cast<i64>(r) * kw, static_cast<i64>(r) * kw + kw);
   };
   switch (width) {
-    case 4: return fixed(std::integral_constant<i64, 4>{});
-    case 5: return fixed(std::integral_constant<i64, 5>{});
+    case 4: return by_number(std::integral_constant<i64, 4>{});
+    case 5: return by_number(std::integral_constant<i64, 5>{});
     case 0: {
       const i64* const pp = ptr.data();
       for (std::size_t r = 0; r < ny; ++r) row(r, pp[r], pp[r + 1]);
       return;
     }
-    default: {
-      const i64 kw = width;
-      for (std::size_t r = 0; r < ny; ++r) row(r, static_cast<i64>(r) * kw, static_cast<i64>(r) * kw + kw);
-    }
+    default: return by_number(static_cast<i64>(width));
   }
 }
 

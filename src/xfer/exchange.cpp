@@ -471,35 +471,28 @@ Exchange::Exchange(std::shared_ptr<const Schedule> shared, MPI_Comm comm, std::v
       for (const Block& b : m.blocks) stage_reads_dst |= b.buffer == Buffer::dst;
     for (const Copy& c : stage.copies) stage_reads_dst |= c.from.buffer == Buffer::dst;
     const bool direct = x.types.size() == 1 && !x.disable_zero_copy;
+    if (!x.disable_interleave) sb.weave_stride = Impl::weave_of(stage, sb.weave_base);
+    // Derived datatypes for one field, where no interleaved pass packs the stage's sends and,
+    // for receives, under the zero-copy conditions (a contiguous one keeps its plain receive).
+    // A receive that goes straight into the destination takes no receive buffer space.
+    const std::size_t min_run = direct && sb.weave_stride == 0 ? x.typed_min_run : 0;
     std::size_t ns = 0, nr = 0;
     for (const Message& m : stage.sends) {
       sb.send_at.push_back(ns);
       ns += bytes_of(m);
+      sb.send_type.push_back(min_run ? Impl::typed_message(m, Buffer::src, x.es[0], min_run) : MPI_DATATYPE_NULL);
     }
     for (const Message& m : stage.recvs) {
       const i64 at = direct && !stage_reads_dst ? Impl::contiguous_in(m, Buffer::dst) : -1;
+      const bool typed = min_run && !stage_reads_dst && at < 0;
       sb.recv_direct.push_back(at);
+      sb.recv_type.push_back(typed ? Impl::typed_message(m, Buffer::dst, x.es[0], min_run) : MPI_DATATYPE_NULL);
       sb.recv_at.push_back(nr);
       const std::size_t bytes = bytes_of(m);
-      if (at < 0) nr += bytes;
+      if (at < 0 && sb.recv_type.back() == MPI_DATATYPE_NULL) nr += bytes;
     }
     sb.send_at.push_back(ns);  // one past the last: the buffer's size
     sb.recv_at.push_back(nr);
-    if (!x.disable_interleave) sb.weave_stride = Impl::weave_of(stage, sb.weave_base);
-    // Derived datatypes for one field, where no interleaved pass packs the stage's sends and,
-    // for receives, under the zero-copy conditions (a contiguous one keeps its plain receive).
-    const std::size_t min_run = direct && sb.weave_stride == 0 ? x.typed_min_run : 0;
-    for (const Message& m : stage.sends)
-      sb.send_type.push_back(min_run ? Impl::typed_message(m, Buffer::src, x.es[0], min_run) : MPI_DATATYPE_NULL);
-    for (std::size_t i = 0; i < stage.recvs.size(); ++i) {
-      const bool typed = min_run && !stage_reads_dst && sb.recv_direct[i] < 0;
-      sb.recv_type.push_back(typed ? Impl::typed_message(stage.recvs[i], Buffer::dst, x.es[0], min_run)
-                                   : MPI_DATATYPE_NULL);
-      if (sb.recv_type.back() != MPI_DATATYPE_NULL) {  // no receive buffer space
-        const std::size_t bytes = x.message_bytes(stage.recvs[i]);
-        for (std::size_t j = i + 1; j < sb.recv_at.size(); ++j) sb.recv_at[j] -= bytes;
-      }
-    }
   }
 }
 
