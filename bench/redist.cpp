@@ -220,6 +220,7 @@ int main(int argc, char** argv) {
       js.add("bench", "redist").add("algorithm", algorithm)
                        .add("choice", adaptive ? adaptive->choice().name() : schedule.algorithm)
                        .add("tuning_runs", tuning_runs)
+                       .add("latency_probe_s", adaptive ? adaptive->choice().probe_seconds : 0.0)
                        .add("ranks", ranks).add("n", n).add("fields", fields)
                        .add("src", messages > 0 ? "algorithm1" : src_kind).add("dst", messages > 0 ? "algorithm1" : dst_kind)
                        .add("messages_per_process", messages)

@@ -177,9 +177,9 @@ TEST(AdaptiveSearch, GreedyOrderOnGivenTimes) {
   EXPECT_TRUE(estuary::AdaptiveSearch(0, 3, [](std::uint64_t, std::uint64_t) { return false; }).done());
 }
 
-// With pruning (what AdaptiveRedist runs): P2P first, then the full butterfly; a butterfly far
-// behind after one timing gets no second; a skip the estimate rules out is passed over untimed,
-// and the skips still build on the fastest butterfly, not on P2P.
+// With pruning (what AdaptiveRedist runs): P2P first, then the full butterfly if it can win; a
+// butterfly far behind after one timing gets no second; a skip the estimate rules out is passed
+// over untimed, and the skips still build on the fastest butterfly, not on P2P.
 TEST(AdaptiveSearch, PruningTimesOnlyCandidatesThatCanWin) {
   std::map<std::uint64_t, std::vector<double>> times = {{7, {5, 6}}, {0, {20, 1}}, {2, {6, 4}}};
   estuary::AdaptiveSearch search(3, 2, [](std::uint64_t a, std::uint64_t b) { return a == b; });
@@ -187,7 +187,7 @@ TEST(AdaptiveSearch, PruningTimesOnlyCandidatesThatCanWin) {
   search.prune([&](std::uint64_t mask, const std::vector<estuary::AdaptiveTrial>& trials, double best) {
     asked.push_back({mask, trials.size()});
     EXPECT_EQ(best, mask == 6 ? 4.0 : 5.0);  // the best when the estimate is asked
-    return mask == 2;  // only "skip stage 1" may win
+    return mask == 0 || mask == 2;  // only the full butterfly and "skip stage 1" may win
   }, 2.0);
   std::vector<std::uint64_t> order;
   std::map<std::uint64_t, int> timings;
@@ -206,10 +206,44 @@ TEST(AdaptiveSearch, PruningTimesOnlyCandidatesThatCanWin) {
   EXPECT_EQ(timings[0], 1);
   EXPECT_EQ(timings[7], 2);
   EXPECT_EQ(search.pruned(), (std::vector<std::uint64_t>{1, 6}));
-  EXPECT_EQ(asked, (std::vector<std::pair<std::uint64_t, std::size_t>>{{1, 2}, {2, 2}, {6, 3}}));
+  // After P2P's first timing, whether any butterfly could still win (with that timing as a
+  // provisional trial: the full butterfly can, so P2P is timed again); then each step's own.
+  EXPECT_EQ(asked, (std::vector<std::pair<std::uint64_t, std::size_t>>{{0, 1}, {0, 1}, {1, 2}, {2, 2}, {6, 3}}));
   EXPECT_EQ(search.best(), 2u);
   ASSERT_EQ(search.trials().size(), 3u);
   EXPECT_EQ(search.trials()[1].seconds, 20);
+}
+
+// When P2P's first timing already rules out every butterfly the search could go on to (the full
+// one and, that pruned, each single skip), P2P's other repetitions are not run: they could not
+// change the choice. A candidate giving P2P's own schedule is not asked about.
+TEST(AdaptiveSearch, P2PTimedOnceWhenNoButterflyCanWin) {
+  estuary::AdaptiveSearch search(3, 3, [](std::uint64_t a, std::uint64_t b) { return a == b || a + b == 11; });
+  std::vector<std::uint64_t> asked;
+  search.prune([&](std::uint64_t mask, const std::vector<estuary::AdaptiveTrial>& trials, double) {
+    asked.push_back(mask);
+    EXPECT_EQ(trials.size(), 1u);  // P2P's one timing
+    return false;
+  }, 2.0);
+  ASSERT_EQ(search.candidate(), 7u);
+  search.record(5);
+  EXPECT_TRUE(search.done());
+  EXPECT_EQ(search.best(), 7u);
+  ASSERT_EQ(search.trials().size(), 1u);
+  EXPECT_EQ(search.trials()[0].seconds, 5);
+  // Mask 4 (skip stage 2) gives P2P's schedule here (4 + 7 == 11): never asked, never pruned.
+  EXPECT_EQ(asked, (std::vector<std::uint64_t>{0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(search.pruned(), (std::vector<std::uint64_t>{0, 1, 2}));
+
+  // The same search with a butterfly that can win times P2P all three times first.
+  estuary::AdaptiveSearch open(3, 3, [](std::uint64_t a, std::uint64_t b) { return a == b; });
+  open.prune([](std::uint64_t mask, const std::vector<estuary::AdaptiveTrial>&, double) { return mask == 1; }, 2.0);
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ(open.candidate(), 7u);
+    open.record(5 - k);
+  }
+  EXPECT_EQ(open.candidate(), 1u);
+  EXPECT_EQ(open.trials()[0].seconds, 3);
 }
 
 }  // namespace

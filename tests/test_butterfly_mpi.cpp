@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -219,12 +220,20 @@ TEST(Adaptive, AllRanksChooseTheSameSchedule) {
   MPI_Allreduce(mine, hi, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
   EXPECT_EQ(lo[0], hi[0]);
   EXPECT_EQ(lo[1], hi[1]);
-  // The full butterfly, and P2P unless the two give the same messages (as on 2 ranks).
+  // P2P timed first, after the latency probe; the full butterfly timed or passed over by the
+  // estimate (unless it gives P2P's messages, as on 2 ranks), never both.
   const int L = ad.routing().kernel_stages();
   if (L > 0) {
     const std::uint64_t all = (std::uint64_t{1} << L) - 1;
+    ASSERT_GE(ad.choice().trials.size(), 1u);
+    EXPECT_EQ(ad.choice().trials[0].skip_mask, all);
+    EXPECT_GT(ad.choice().probe_seconds, 0);
     const bool differ = ad.routing().stage_hops(0) != ad.routing().stage_hops(all);
-    EXPECT_GE(ad.choice().trials.size(), differ ? 2u : 1u);
+    const auto& t = ad.choice().trials;
+    const auto& pruned = ad.choice().pruned;
+    const bool timed = std::any_of(t.begin(), t.end(), [](const auto& x) { return x.skip_mask == 0; });
+    const bool passed = std::find(pruned.begin(), pruned.end(), 0u) != pruned.end();
+    EXPECT_EQ(timed + passed, differ ? 1 : 0);
   }
   EXPECT_FALSE(ad.choice().from_cache);
   ok = ok && etest::all_ok(ok);
@@ -288,6 +297,29 @@ TEST(Adaptive, SamePatternReusesTrials) {
   // Every candidate was timed or passed over by the estimate, never both; P2P always timed.
   for (std::uint64_t m : first.choice().pruned)
     for (const estuary::AdaptiveTrial& t : first.choice().trials) EXPECT_NE(m, t.skip_mask);
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
+// Every rank sends to every other (Algorithm 1 with M = p - 1), 65 536 elements a rank: the full butterfly forwards each element through log2(p) stages, so it moves
+// more elements than P2P and saves messages only. With P2P's messages costing little of P2P's
+// time (the latency probe says how little), its estimate cannot come within 20% of P2P's: it is
+// passed over untimed, and P2P, which nothing else could beat, is timed once.
+TEST(Adaptive, ButterflyThatCannotWinIsNeverTimed) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  if (p < 4 || (p & (p - 1)) != 0) GTEST_SKIP() << "a power of two of at least 4 ranks";
+  auto pair = estuary::gen::messages_pair(p * (i64{1} << 16), p - 1, r, p);
+  AdaptiveRedist ad(pair.src, pair.dst, MPI_COMM_WORLD, with_cache("off"));
+  bool ok = true;
+  const int runs = tune(ad, pair.src, pair.dst, ok);
+  ASSERT_GE(ad.choice().trials.size(), 1u);
+  const double probe = ad.choice().probe_seconds, p2p = ad.choice().trials[0].seconds;
+  EXPECT_GT(probe, 0);
+  if (probe > 0.1 * p2p) GTEST_SKIP() << "latency " << probe << " s against P2P's " << p2p << " s: too noisy to decide";
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(ad.choice().name(), "p2p");
+  EXPECT_EQ(ad.choice().trials.size(), 1u);
+  const auto& pruned = ad.choice().pruned;
+  EXPECT_NE(std::find(pruned.begin(), pruned.end(), 0u), pruned.end());
   EXPECT_TRUE(etest::all_ok(ok));
 }
 
@@ -381,3 +413,4 @@ TEST(Adaptive, ForeignCacheIgnoredWithWarningAndLeftAlone) {
 }
 
 }  // namespace
+

@@ -62,6 +62,7 @@ struct AdaptiveChoice {
   std::vector<AdaptiveTrial> trials;  // in the order measured (empty when from the cache)
   std::vector<std::uint64_t> pruned;  // candidates the estimate passed over untimed
   bool reused = false;  // the trials are an earlier search's of the same pattern in this process
+  double probe_seconds = 0;  // the latency probe (P2P's messages, empty), slowest rank; 0: not run
   // "p2p", "butterfly" or "butterfly-skip-0,2" (the skipped kernel stages).
   std::string name() const;
 };
@@ -76,11 +77,13 @@ struct AdaptiveChoice {
 // times (the slowest rank's) to make the same choice.
 //
 // With prune() set (AdaptiveRedist and the registry builders set it; the simulator does not),
-// only candidates that can win are timed: P2P first (the baseline), then the full butterfly, so
-// that the two extremes calibrate the estimate; each partial skip is then timed only when
-// `can_win` (given the trials so far and the best time) says its estimate could beat the best;
+// only candidates that can win are timed: P2P first (the baseline), then each butterfly (the
+// full one, then the partial skips) only when `can_win` (given the trials so far and the best
+// time) says its estimate could beat the best (AdaptiveRedist and the builders add a latency
+// probe to the P2P timing, so that the full butterfly is already judged on an estimate);
 // and a butterfly whose first timing is over `give_up` times the best gets no more repetitions
-// (P2P always gets them all). The skip steps build on the fastest butterfly timed, never on P2P.
+// (P2P gets them all unless its first timings already rule every butterfly out). The skip steps
+// build on the fastest butterfly timed, never on P2P.
 class AdaptiveSearch {
  public:
   using Same = std::function<bool(std::uint64_t, std::uint64_t)>;  // equal schedules?
@@ -97,6 +100,7 @@ class AdaptiveSearch {
 
  private:
   void advance();
+  bool butterfly_can_win(double p2p_s) const;
   bool p2p_step(int step) const { return prune_ ? step == 0 : step == stages_ + 1; }
   int stages_, reps_;
   Same same_;

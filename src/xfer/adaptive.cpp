@@ -87,6 +87,11 @@ detail::CacheKey key_for(const Plan& plan, int element_bytes) {
   return k;
 }
 
+std::uint64_t p2p_mask(const ButterflyRouting& routing) {  // every kernel stage skipped
+  const int stages = routing.kernel_stages();
+  return stages > 0 ? ~std::uint64_t{0} >> (64 - stages) : 0;
+}
+
 // The mask with every stage skipped when it gives the same messages (it then reads "p2p").
 std::uint64_t canonical(const ButterflyRouting& routing, std::uint64_t mask) {
   return butterfly::canonical_mask(routing.kernel_stages(), routing.moving_hops(), mask);
@@ -136,20 +141,65 @@ class Estimate {
   }
   std::uint64_t signature() const { return signature_; }
 
-  // Whether `mask` could beat `best_s`: alpha and beta >= 0 fitted to the trials by least
-  // squares (two trials at least, the full butterfly and P2P), the estimate within kMargin of
-  // the best. Without a fit every candidate can win.
+  // The latency term measured before any butterfly is run (collective): P2P's messages, empty,
+  // timed as a trial is (the slowest rank, the best of kProbeRounds, each kProbeRepeats
+  // exchanges back to back). It is a point with no elements in the fit, so that P2P's first
+  // timing alone fixes alpha and beta and the full butterfly, whose one timing (fresh buffers
+  // and their first touch, every stage's forwarding) cost more than P2P's three, is run only
+  // when its estimate could win. `all_stages` is P2P's skip mask.
+  void calibrate(const Plan& plan, std::uint64_t all_stages) {
+    constexpr int kProbeTag = 7500;  // a set-up message: below detail::kFirstObjectTag
+    constexpr int kProbeRounds = 3, kProbeRepeats = 4;
+    std::vector<int> to, from;
+    for (const PeerSegments& ps : plan.sends())
+      if (ps.peer != plan.rank() && ps.count() > 0) to.push_back(ps.peer);
+    for (const PeerSegments& ps : plan.recvs())
+      if (ps.peer != plan.rank() && ps.count() > 0) from.push_back(ps.peer);
+    std::vector<MPI_Request> reqs(to.size() + from.size());
+    char none = 0;
+    double best = 1e300;
+    for (int round = 0; round < kProbeRounds; ++round) {
+      check_mpi(MPI_Barrier(plan.comm()), "MPI_Barrier");
+      const double t0 = MPI_Wtime();
+      for (int k = 0; k < kProbeRepeats; ++k) {
+        std::size_t n = 0;
+        for (int r : from)
+          check_mpi(MPI_Irecv(&none, 0, MPI_BYTE, r, kProbeTag, plan.comm(), &reqs[n++]), "MPI_Irecv");
+        for (int r : to) check_mpi(MPI_Isend(&none, 0, MPI_BYTE, r, kProbeTag, plan.comm(), &reqs[n++]), "MPI_Isend");
+        check_mpi(MPI_Waitall(static_cast<int>(n), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+      }
+      double mine = (MPI_Wtime() - t0) / kProbeRepeats, slowest = 0;
+      check_mpi(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, plan.comm()), "MPI_Allreduce");
+      best = std::min(best, slowest);
+    }
+    probe_ = Probe{load(all_stages).messages, best};
+  }
+  // An earlier search's probe of the same pattern (the same messages), instead of calibrate().
+  void assume_probe(std::uint64_t all_stages, double seconds) {
+    if (seconds > 0) probe_ = Probe{load(all_stages).messages, seconds};
+  }
+  bool calibrated() const { return probe_.messages > 0; }
+  double probe_seconds() const { return probe_.seconds; }
+
+  // Whether `mask` could beat `best_s`: alpha and beta >= 0 fitted to the trials (and the
+  // latency probe, if calibrate() ran) by least squares, the estimate within kMargin of the
+  // best. Without two points every candidate can win.
   bool can_win(std::uint64_t mask, const std::vector<AdaptiveTrial>& trials, double best_s) const {
     double mm = 0, me = 0, ee = 0, mt = 0, et = 0;
+    std::vector<Point> points;
     for (const AdaptiveTrial& t : trials) {
       const Load l = load(t.skip_mask);
-      mm += l.messages * l.messages;
-      me += l.messages * l.elements;
-      ee += l.elements * l.elements;
-      mt += l.messages * t.seconds;
-      et += l.elements * t.seconds;
+      points.push_back({l.messages, l.elements, t.seconds});
     }
-    if (trials.size() < 2 || mm <= 0 || ee <= 0) return true;
+    if (calibrated()) points.push_back({probe_.messages, 0, probe_.seconds});
+    for (const Point& p : points) {
+      mm += p.messages * p.messages;
+      me += p.messages * p.elements;
+      ee += p.elements * p.elements;
+      mt += p.messages * p.seconds;
+      et += p.elements * p.seconds;
+    }
+    if (points.size() < 2 || mm <= 0 || ee <= 0) return true;
     double alpha = 0, beta = 0;
     const double det = mm * ee - me * me;
     if (det > 1e-9 * mm * ee) {
@@ -160,10 +210,8 @@ class Estimate {
       // One term only: the one that fits better.
       auto residual = [&](double a, double b) {
         double r = 0;
-        for (const AdaptiveTrial& t : trials) {
-          const Load l = load(t.skip_mask);
-          r += (a * l.messages + b * l.elements - t.seconds) * (a * l.messages + b * l.elements - t.seconds);
-        }
+        for (const Point& p : points)
+          r += (a * p.messages + b * p.elements - p.seconds) * (a * p.messages + b * p.elements - p.seconds);
         return r;
       };
       const double a_only = std::max(0.0, mt / mm), b_only = std::max(0.0, et / ee);
@@ -179,6 +227,12 @@ class Estimate {
   struct Load {
     double messages = 0, elements = 0;
   };
+  struct Point {
+    double messages, elements, seconds;
+  };
+  struct Probe {
+    double messages = 0, seconds = 0;
+  } probe_;
   Load load(std::uint64_t mask) const {
     auto it = loads_.find(mask);
     if (it != loads_.end()) return it->second;
@@ -211,35 +265,39 @@ class Estimate {
 // A candidate far behind the best after one timing gets no more repetitions.
 constexpr double kGiveUp = 2.0;
 
-// The trials of every search this process made, per (pattern signature, bytes per element): a
-// second field with the same pattern replays them instead of timing again (every rank holds
-// the same trials, the slowest rank's times, so every rank replays alike; a rank that lacks
-// them makes all time afresh).
+// The trials (and latency probe) of every search this process made, per (pattern signature,
+// bytes per element): a second field with the same pattern replays them instead of timing
+// again (every rank holds the same trials, the slowest rank's times, so every rank replays
+// alike; a rank that lacks them makes all time afresh).
+struct Remembered {
+  std::vector<AdaptiveTrial> trials;
+  double probe_seconds = 0;
+};
 class Trials {
  public:
-  // This process's trials (local: the caller agrees on a hit).
-  static std::optional<std::vector<AdaptiveTrial>> mine(std::uint64_t signature, int bytes) {
+  // This process's search (local: the caller agrees on a hit).
+  static std::optional<Remembered> mine(std::uint64_t signature, int bytes) {
     std::lock_guard lock(mutex());
     auto it = memo().find({signature, bytes});
     if (it == memo().end()) return std::nullopt;
     return it->second;
   }
-  // Collective: the trials when every rank of comm has them.
-  static std::optional<std::vector<AdaptiveTrial>> find(std::uint64_t signature, int bytes, MPI_Comm comm) {
-    std::optional<std::vector<AdaptiveTrial>> mine = Trials::mine(signature, bytes);
+  // Collective: the search when every rank of comm has it.
+  static std::optional<Remembered> find(std::uint64_t signature, int bytes, MPI_Comm comm) {
+    std::optional<Remembered> mine = Trials::mine(signature, bytes);
     int have = mine ? 1 : 0, all = 0;
     check_mpi(MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
     if (!all) return std::nullopt;
     return mine;
   }
-  static void keep(std::uint64_t signature, int bytes, const std::vector<AdaptiveTrial>& trials) {
+  static void keep(std::uint64_t signature, int bytes, Remembered search) {
     std::lock_guard lock(mutex());
-    memo()[{signature, bytes}] = trials;
+    memo()[{signature, bytes}] = std::move(search);
   }
 
  private:
-  static std::map<std::pair<std::uint64_t, int>, std::vector<AdaptiveTrial>>& memo() {
-    static std::map<std::pair<std::uint64_t, int>, std::vector<AdaptiveTrial>> m;
+  static std::map<std::pair<std::uint64_t, int>, Remembered>& memo() {
+    static std::map<std::pair<std::uint64_t, int>, Remembered> m;
     return m;
   }
   static std::mutex& mutex() {
@@ -273,12 +331,16 @@ double timed_run(Exchange& ex, std::span<const Field> fields, MPI_Comm comm) {
 std::uint64_t tune_with_scratch(const Plan& plan, const ButterflyRouting& routing, int repetitions,
                                 std::vector<AdaptiveTrial>* trials = nullptr) {
   AdaptiveSearch tuner(routing.kernel_stages(), repetitions, same_schedule(routing));
-  const Estimate estimate(plan);
+  Estimate estimate(plan);
   tuner.prune([&estimate](std::uint64_t m, const std::vector<AdaptiveTrial>& t, double best) {
     return estimate.can_win(m, t, best);
   }, kGiveUp);
   const int bytes = static_cast<int>(sizeof(double));
-  if (const auto known = Trials::find(estimate.signature(), bytes, plan.comm())) replay(tuner, *known, repetitions);
+  if (const auto known = Trials::find(estimate.signature(), bytes, plan.comm())) {
+    estimate.assume_probe(p2p_mask(routing), known->probe_seconds);
+    replay(tuner, known->trials, repetitions);
+  }
+  if (!tuner.done() && !estimate.calibrated()) estimate.calibrate(plan, p2p_mask(routing));
   std::vector<double> src(static_cast<std::size_t>(plan.src_size())), dst(static_cast<std::size_t>(plan.dst_size()));
   const Field field(src, dst);
   const bool timed = !tuner.done();
@@ -288,7 +350,7 @@ std::uint64_t tune_with_scratch(const Plan& plan, const ButterflyRouting& routin
     ex.run({field});  // first touch of its buffers, untimed: the scratch run is extra anyway
     while (!tuner.done() && tuner.candidate() == mask) tuner.record(timed_run(ex, std::span(&field, 1), plan.comm()));
   }
-  if (timed) Trials::keep(estimate.signature(), bytes, tuner.trials());
+  if (timed) Trials::keep(estimate.signature(), bytes, {tuner.trials(), estimate.probe_seconds()});
   if (trials) *trials = tuner.trials();
   return canonical(routing, tuner.best());
 }
@@ -312,7 +374,9 @@ void AdaptiveSearch::record(double seconds) {
   best_now_ = std::min(best_now_, seconds);
   // A butterfly already far behind the best after one timing cannot catch up by its minimum.
   const bool behind = give_up_ > 1 && step_ > 0 && !p2p_step(step_) && best_now_ > give_up_ * best_s_;
-  if (++reps_done_ < reps_ && !behind) return;
+  // P2P's timings so far already rule every butterfly out: more would not change the choice.
+  auto settled = [&] { return prune_ && p2p_step(step_) && !butterfly_can_win(best_now_); };
+  if (++reps_done_ < reps_ && !behind && !settled()) return;
   trials_.push_back({candidate_, best_now_});
   if (step_ == 0 || best_now_ < best_s_) {
     best_ = candidate_;
@@ -325,6 +389,19 @@ void AdaptiveSearch::record(double seconds) {
     base_s_ = best_now_;
   }
   advance();
+}
+
+// Whether a butterfly advance() would go on to could beat P2P timed at `p2p_s`: the full one,
+// or (should it be pruned, so that no butterfly is timed) each single skip.
+bool AdaptiveSearch::butterfly_can_win(double p2p_s) const {
+  if (!can_win_) return true;
+  std::vector<AdaptiveTrial> trials = trials_;
+  trials.push_back({all_, p2p_s});
+  for (int s = -1; s < stages_; ++s) {
+    const std::uint64_t mask = s < 0 ? 0 : std::uint64_t{1} << s;
+    if (!same_(mask, all_) && can_win_(mask, trials, p2p_s)) return true;
+  }
+  return false;
 }
 
 // Moves to the next candidate that differs from what was measured (and, with pruning, can win).
@@ -341,7 +418,8 @@ void AdaptiveSearch::advance() {
     bool seen = false;
     for (const AdaptiveTrial& t : trials_) seen = seen || same_(t.skip_mask, candidate_);
     if (seen) continue;
-    if (prune_ && skip_step && can_win_ && !can_win_(candidate_, trials_, best_s_)) {
+    // The full butterfly too: its estimate has two points once calibrate() added the probe.
+    if (prune_ && !p2p_step(step_) && can_win_ && !can_win_(candidate_, trials_, best_s_)) {
       pruned_.push_back(candidate_);
       continue;
     }
@@ -449,6 +527,7 @@ struct AdaptiveRedist::Impl {
     if (!from_cache) {
       choice.trials = tuner.trials();
       choice.pruned = tuner.pruned();
+      choice.probe_seconds = estimate.probe_seconds();
     }
     use(mask);
   }
@@ -481,7 +560,7 @@ void AdaptiveRedist::run(std::span<const Field> fields) {
       // One agreement before any other: whether rank 0 keeps a cache file (only then the
       // plan's fingerprint and the file are looked at), and whether every rank remembers this
       // pattern's trials from an earlier search in this process.
-      const std::optional<std::vector<AdaptiveTrial>> known = Trials::mine(x.estimate.signature(), bytes);
+      const std::optional<Remembered> known = Trials::mine(x.estimate.signature(), bytes);
       int flags[2] = {x.plan.rank() == 0 && !x.path.empty() ? 1 : 0, known ? 0 : 1}, all[2] = {0, 0};
       check_mpi(MPI_Allreduce(flags, all, 2, MPI_INT, MPI_MAX, x.plan.comm()), "MPI_Allreduce");
       if (all[0]) {
@@ -490,12 +569,16 @@ void AdaptiveRedist::run(std::span<const Field> fields) {
           x.finish(*mask, true);
       }
       // The same pattern tuned earlier in this process: its trials decide, no run is timed.
-      if (!x.tuned && all[1] == 0 && replay(x.tuner, *known, x.options.repetitions)) {
+      if (!x.tuned && all[1] == 0) x.estimate.assume_probe(p2p_mask(x.routing), known->probe_seconds);
+      if (!x.tuned && all[1] == 0 && replay(x.tuner, known->trials, x.options.repetitions)) {
         x.finish(x.tuner.best(), false);
         x.choice.reused = true;
         store(x.plan.comm(), x.path, x.key, x.choice.skip_mask, x.routing.kernel_stages(), x.choice.trials);
       }
-      if (!x.tuned) x.use(x.tuner.candidate());  // a partial replay moved the search on
+      if (!x.tuned) {
+        x.use(x.tuner.candidate());  // a partial replay moved the search on
+        if (!x.estimate.calibrated()) x.estimate.calibrate(x.plan, p2p_mask(x.routing));
+      }
     }
   }
   if (x.tuned || types != x.tuning_types) {
@@ -506,7 +589,7 @@ void AdaptiveRedist::run(std::span<const Field> fields) {
   x.tuner.record(timed_run(x.exchange_for(types), fields, x.plan.comm()));
   if (x.tuner.done()) {
     x.finish(x.tuner.best(), false);
-    Trials::keep(x.estimate.signature(), bytes, x.choice.trials);
+    Trials::keep(x.estimate.signature(), bytes, {x.choice.trials, x.estimate.probe_seconds()});
     store(x.plan.comm(), x.path, x.key, x.choice.skip_mask, x.routing.kernel_stages(), x.choice.trials);
   } else {
     x.use(x.tuner.candidate());
