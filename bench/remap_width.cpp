@@ -1,13 +1,16 @@
-// bench/remap_width — Remap::run of one SCRIP weight file with the rows found by number (rows of
-// one common link count: nnn, bilinear, bicubic, GAUSWGT without masked targets) against the
-// general path that reads the row pointers (ESTUARY_ROW_WIDTH=0), in the same run.
+// bench/remap_width — Remap::run of one SCRIP weight file with the row-shape paths (rows of one
+// common link count found by number: nnn, bilinear, bicubic, GAUSWGT without masked targets;
+// rows of varying count summed two links a step: conservative) against the general path that
+// reads the row pointers one link a step (ESTUARY_ROW_WIDTH=0), in the same run.
 //
 //   mpirun -n P build/bench/remap_width --weights FILE [--iterations 200]
 //
 // Two Remaps of the file per (location, order), one with each path, run in turn on the same
 // field (a block decomposition of both grids); one JSON line per case: the slowest rank's median
-// and minimum, their ratio, the common width (0: the rows differ, and both runs take the
-// general path), and whether both gave the same bits on every rank.
+// and minimum, their ratio, the common width (0: the rows differ), on how many ranks the rows
+// are summed two links a step (two_step_ranks; with width 0 on none, both runs take the general
+// path), and whether both gave the same bits on every rank. The JSON keys keep their first
+// names: by_number is the row-shape path, by_pointer the general one.
 #include <mpi.h>
 #include <netcdf.h>
 
@@ -84,13 +87,15 @@ int main(int argc, char** argv) {
         MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         int width = by_number.stats().row_width, wmin = 0;
         MPI_Allreduce(&width, &wmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        int two_step = by_number.stats().row_two_step ? 1 : 0, two_step_ranks = 0;
+        MPI_Allreduce(&two_step, &two_step_ranks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         std::int64_t links = by_number.stats().links, all_links = 0;
         MPI_Allreduce(&links, &all_links, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
         bench::Json j;
         j.add("bench", "remap_width").add("weights", weights).add("src_n", na).add("dst_n", nb).add("links", all_links)
             .add("ranks", ranks).add("location", loc == estuary::RemapLocation::src ? "src" : "dst")
             .add("order", order == estuary::RemapOrder::bfb ? "bfb" : "sum").add("iterations", iterations)
-            .add("row_width_min", wmin)
+            .add("row_width_min", wmin).add("two_step_ranks", two_step_ranks)
             .add("by_number_s_median", bench::median(t1)).add("by_pointer_s_median", bench::median(t0))
             .add("by_number_s_min", *std::min_element(t1.begin(), t1.end()))
             .add("by_pointer_s_min", *std::min_element(t0.begin(), t0.end()))

@@ -82,6 +82,7 @@ struct RemapStats {
   std::int64_t partials = 0;    // values received after the product (partial sums or results)
   int exchanges = 0;            // Redists per run: 1 or 2
   int row_width = 0;            // links in every row formed here when all have as many, else 0
+  bool row_two_step = false;    // rows of varying link count, summed two links a step
 };
 
 class Remap {

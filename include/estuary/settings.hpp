@@ -51,7 +51,8 @@ struct Settings {
   // comparing the two).
   bool simd_generic = false;
   // ESTUARY_ROW_WIDTH=0: a Remap whose rows all have the same number of links reads the row
-  // pointers as any other instead of finding rows by number (same results; for comparison).
+  // pointers as any other instead of finding rows by number, and rows of varying length are
+  // summed one link a step instead of two (same results; for comparison).
   bool row_width = true;
 
   // The time-out in seconds (0: wait forever), or `fallback` when none is set. Throws

@@ -72,6 +72,14 @@ int row_width(const std::vector<i64>& ptr) {
   return static_cast<int>(k);
 }
 
+// Whether the rows' link counts change at a quarter of the rows or more (conservative weights:
+// at about two rows in three), where one_row's loop takes two links a step.
+bool varying_counts(const std::vector<i64>& ptr) {
+  std::size_t changes = 0;
+  for (std::size_t r = 2; r < ptr.size(); ++r) changes += ptr[r] - ptr[r - 1] != ptr[r - 1] - ptr[r - 2];
+  return ptr.size() > 2 && changes * 4 >= ptr.size() - 2;
+}
+
 }  // namespace
 
 // What a Remap sets up once: the weights where they are applied, the plans and schedules of
@@ -92,6 +100,8 @@ struct Remap::Setup {
   // without masked targets), else 0: the product then finds a row's links at r * width without
   // reading ptr, in a loop of known length (row_width()).
   int width = 0;
+  // Rows of varying length (varying_counts): one_row takes two links a step.
+  bool two_step = false;
   // After the product: bfb/src moves y to dst; sum moves partials y to z, added per row.
   std::unique_ptr<Redist> after;
   i64 z_size = 0;
@@ -183,6 +193,7 @@ struct Remap::Impl {
   const i64 src_n = s->src_n, dst_n = s->dst_n, x_size = s->x_size, z_size = s->z_size;
   const std::vector<i64>& ptr = s->ptr;
   const int width = s->width;
+  const bool two_step = s->two_step;
   const std::vector<std::uint32_t>& xi = s->xi;
   const std::vector<double>& w = s->w;
   const std::vector<i64>& cptr = s->cptr;
@@ -307,12 +318,14 @@ void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
   if (opt.order == RemapOrder::bfb) setup_bfb(std::move(links), src, dst, udst);
   else setup_sum(std::move(links), src, dst, udst);
   width = Settings::get().row_width ? row_width(ptr) : 0;
+  two_step = Settings::get().row_width && width == 0 && varying_counts(ptr);
   st.links = static_cast<i64>(w.size());
   st.rows = static_cast<i64>(ptr.size()) - 1;
   st.gathered = gather ? x_size : 0;
   st.partials = opt.order == RemapOrder::sum ? z_size : (after ? dst_n : 0);
   st.exchanges = (gather ? 1 : 0) + (after ? 1 : 0);
   st.row_width = width;
+  st.row_two_step = two_step;
 }
 
 // bfb: each row with all its links in global order, on one rank per row holder.
@@ -696,13 +709,6 @@ void each_row(const std::vector<i64>& ptr, int width, const Row& row) {
   }
 }
 
-// The row loops below take two links a step, then the odd one: the same sums in the same
-// order, s = ((0 + w0 x0) + w1 x1) + ..., bit-identical. Where rows differ in length
-// (conservative weights: 1 to 19 links, a new count at most rows) the loop's exit depends on
-// the count and is mispredicted about once a row; two links a step halve the exits. Measured on
-// the YAC round trip's conservative files: 1.24-1.43x with the matrix in cache, 1.12-1.15x
-// streamed from memory (docs/performance.md).
-
 // One pass over the links forming two rows at once (weights and indices read once), each summed
 // in link order as it would be alone (bit-identical): s0 = sum of w a(j), s1 = sum of w b(j);
 // then put(r, s0, s1), the unmapped value for a row without links.
@@ -715,26 +721,37 @@ void two_rows(const std::vector<i64>& ptr, int width, const std::vector<double>&
   const std::uint32_t* const xp = xi.data();
   each_row(ptr, width, [&](std::size_t r, i64 first, i64 end) {
     double s0 = 0.0, s1 = 0.0;
-    const auto link = [&](i64 k) {
+    for (i64 k = first; k < end; ++k) {
       const double wk = wp[k];
       const std::uint32_t j = xp[k];
       s0 += wk * a(j);
       s1 += wk * b(j);
-    };
-    i64 k = first;
-    for (; k + 1 < end; k += 2) link(k), link(k + 1);
-    if (k < end) link(k);
+    }
     put(r, first == end ? unmapped : s0, first == end ? unmapped : s1);
   });
 }
 
 // One row per pass: y[r] = sum of w x(j) over the row's links, in link order; the unmapped
-// value for a row without links.
+// value for a row without links. With `two_step` the loop takes two links a step, then the odd
+// one: the same sums in the same order, s = ((0 + w0 x0) + w1 x1) + ..., bit-identical. Where
+// the link count changes from row to row (conservative weights: 1 to 19 links, a new count at
+// two rows in three) the loop's exit depends on it and is mispredicted about once a row; two
+// links a step halve the exits (Remap::run 1.27-1.67x on the YAC round trip's conservative
+// files). Where counts rarely change (5 neighbours, or none on land) the exits are predicted and
+// the two steps only cost: 8% on the T799 <-> ORCA025 dis5 files, hence varying_counts.
 template <class X>
-void one_row(const std::vector<i64>& ptr, int width, const std::vector<double>& w,
+void one_row(const std::vector<i64>& ptr, int width, bool two_step, const std::vector<double>& w,
              const std::vector<std::uint32_t>& xi, double unmapped, const X& x, double* y) {
   const double* const wp = w.data();
   const std::uint32_t* const xp = xi.data();
+  if (!two_step) {
+    each_row(ptr, width, [&](std::size_t r, i64 first, i64 end) {
+      double s = 0.0;
+      for (i64 k = first; k < end; ++k) s += wp[k] * x(xp[k]);
+      y[r] = first == end ? unmapped : s;
+    });
+    return;
+  }
   each_row(ptr, width, [&](std::size_t r, i64 first, i64 end) {
     double s = 0.0;
     i64 k = first;
@@ -815,7 +832,7 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
   }
   for (std::size_t f = f0; f < nf; ++f) {
     const double* x = src_of(f);
-    one_row(ptr, width, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, dst_of(f));
+    one_row(ptr, width, two_step, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, dst_of(f));
   }
 }
 
@@ -824,7 +841,7 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
 const std::vector<double>& Remap::Impl::row_sums() {
   if (wsum.empty() && !ptr.empty()) {
     wsum.resize(ptr.size() - 1);
-    one_row(ptr, width, w, xi, opt.unmapped_value, [](std::uint32_t) { return 1.0; }, wsum.data());
+    one_row(ptr, width, two_step, w, xi, opt.unmapped_value, [](std::uint32_t) { return 1.0; }, wsum.data());
   }
   return wsum;
 }
@@ -848,7 +865,7 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
     double* const out = divide ? (direct_rows ? fields[2 * v].dst.data() : ybuf.data() + v * ny) : nullptr;
     if (std::all_of(fr, fr + nx, [](double q) { return q == 1.0; })) {
       double* y0 = divide ? dbuf.data() : ybuf.data() + 2 * v * ny;
-      one_row(ptr, width, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, y0);
+      one_row(ptr, width, two_step, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, y0);
       const std::vector<double>& ws = row_sums();
       if (divide) divide_rows(y0, ws.data(), out, ny);
       else std::copy(ws.begin(), ws.end(), y0 + ny);
