@@ -13,7 +13,10 @@
 // (p2p, butterfly, auto, ...) or adaptive (estuary::AdaptiveRedist: its set-up includes the
 // tuning runs, which move the real fields; --cache FILE, default off, keeps its decision).
 // exchange times are the slowest rank's, per iteration; memcpy_gbps is one process copying the
-// same number of bytes in the same run, the bound a redistribution is compared with.
+// same number of bytes in the same run, the bound a redistribution is compared with;
+// copy_all_ranks_s is every rank copying its share of those bytes at once, from a barrier to
+// the barrier after the last copy (best of several): the least time in which the ranks can
+// write every byte once, the floor of any exchange on one node whatever its method.
 #include <mpi.h>
 
 #include <chrono>
@@ -210,6 +213,19 @@ int main(int argc, char** argv) {
       memcpy_s = *std::min_element(m.begin(), m.end());
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    double copy_all_s = 1e300;
+    {
+      const std::size_t share = bytes / static_cast<std::size_t>(ranks);
+      std::vector<char> from(share, 1), to(share, 0);
+      for (int it = 0; it < std::max(3, iterations / 2); ++it) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double s = MPI_Wtime();
+        std::memcpy(to.data(), from.data(), share);
+        MPI_Barrier(MPI_COMM_WORLD);  // until the last rank's copy is done (ranks may share cores)
+        copy_all_s = std::min(copy_all_s, bench::max_over_ranks(MPI_Wtime() - s, MPI_COMM_WORLD));
+        if (share > 0) from[static_cast<std::size_t>(it) % share] += to[share / 2];
+      }
+    }
 
     if (rank == 0) {
       const double med = bench::median(times);
@@ -246,6 +262,7 @@ int main(int argc, char** argv) {
       }
       js.add("gbps", gbps).add("memcpy_gbps", memcpy_gbps)
                        .add("fraction_of_memcpy", gbps / memcpy_gbps)
+                       .add("copy_all_ranks_s", copy_all_s).add("exchange_over_copy_all_ranks", med / copy_all_s)
                        .add("messages_total", ps.messages_total).add("messages_max", ps.messages_max)
                        .add("messages_avg", ps.messages_avg).add("messages_min", ps.messages_min)
                        .add("stages", ss.stages)
