@@ -300,27 +300,43 @@ TEST(Adaptive, SamePatternReusesTrials) {
   EXPECT_TRUE(etest::all_ok(ok));
 }
 
-// Every rank sends to every other (Algorithm 1 with M = p - 1), 65 536 elements a rank: the full butterfly forwards each element through log2(p) stages, so it moves
-// more elements than P2P and saves messages only. With P2P's messages costing little of P2P's
-// time (the latency probe says how little), its estimate cannot come within 20% of P2P's: it is
-// passed over untimed, and P2P, which nothing else could beat, is timed once.
+// Every rank sends to every other (Algorithm 1 with M = p - 1), 65 536 elements a rank. On a
+// power of two of at least 4 ranks the full butterfly forwards each element through log2(p)
+// stages: it moves 1.33x (4 ranks) to 1.71x (8) P2P's elements and saves messages only, and
+// every single skip moves more elements than P2P too. With the fit through the latency probe
+// and P2P's timing, none of them comes within 20% of P2P while the probe is under a fifth of
+// P2P's time (worked out from the loads: 0.20 on 4 ranks, 0.27 on 8). So whenever the probe is
+// under 0.15 of P2P's time, which on an idle machine it is by far (about 0.003), the butterfly
+// must be passed over untimed and P2P, which nothing else could beat, timed once: an estimate
+// that ignored the probe, or a search that timed the butterfly anyway, fails here. On every
+// rank count: the probe ran exactly when there is a kernel, P2P was timed first, and the data
+// arrived.
 TEST(Adaptive, ButterflyThatCannotWinIsNeverTimed) {
   const int p = etest::world_size(), r = etest::world_rank();
-  if (p < 4 || (p & (p - 1)) != 0) GTEST_SKIP() << "a power of two of at least 4 ranks";
-  auto pair = estuary::gen::messages_pair(p * (i64{1} << 16), p - 1, r, p);
+  auto pair = estuary::gen::messages_pair(p * (i64{1} << 16), std::max(1, p - 1), r, p);
   AdaptiveRedist ad(pair.src, pair.dst, MPI_COMM_WORLD, with_cache("off"));
   bool ok = true;
   const int runs = tune(ad, pair.src, pair.dst, ok);
-  ASSERT_GE(ad.choice().trials.size(), 1u);
-  const double probe = ad.choice().probe_seconds, p2p = ad.choice().trials[0].seconds;
-  EXPECT_GT(probe, 0);
-  if (probe > 0.1 * p2p) GTEST_SKIP() << "latency " << probe << " s against P2P's " << p2p << " s: too noisy to decide";
-  EXPECT_EQ(runs, 1);
-  EXPECT_EQ(ad.choice().name(), "p2p");
-  EXPECT_EQ(ad.choice().trials.size(), 1u);
-  const auto& pruned = ad.choice().pruned;
-  EXPECT_NE(std::find(pruned.begin(), pruned.end(), 0u), pruned.end());
   EXPECT_TRUE(etest::all_ok(ok));
+  ASSERT_TRUE(ad.tuned());
+  const int L = ad.routing().kernel_stages();
+  const double probe = ad.choice().probe_seconds;
+  if (L == 0) {
+    EXPECT_EQ(probe, 0);  // nothing to choose: no probe, no timing
+    EXPECT_EQ(ad.choice().name(), "p2p");
+    return;
+  }
+  ASSERT_GE(ad.choice().trials.size(), 1u);
+  EXPECT_EQ(ad.choice().trials[0].skip_mask, (std::uint64_t{1} << L) - 1);  // P2P first
+  EXPECT_GT(probe, 0);
+  const double p2p = ad.choice().trials[0].seconds;
+  if (p >= 4 && (p & (p - 1)) == 0 && probe < 0.15 * p2p) {
+    EXPECT_EQ(runs, 1) << "probe " << probe << " s, P2P " << p2p << " s";
+    EXPECT_EQ(ad.choice().name(), "p2p");
+    EXPECT_EQ(ad.choice().trials.size(), 1u);
+    const auto& pruned = ad.choice().pruned;
+    EXPECT_NE(std::find(pruned.begin(), pruned.end(), 0u), pruned.end());
+  }
 }
 
 TEST(Adaptive, DecisionIsStoredAndReused) {
