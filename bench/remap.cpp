@@ -220,6 +220,9 @@ int main(int argc, char** argv) {
             for (std::size_t i = 0; i < nd; ++i) y[i] = yy[nd + i] != 0.0 ? yy[i] / yy[nd + i] : 0.0;
             run2.run.push_back(bench::max_over_ranks(MPI_Wtime() - t0, MPI_COMM_WORLD));
           }
+          // Ranks whose gather would only copy their own source values, read in place instead.
+          int in_place = rm.stats().source_in_place ? 1 : 0, in_place_ranks = 0;
+          MPI_Allreduce(&in_place, &in_place_ranks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
           bench::Json j;
           j.add("bench", "remap_frac").add("src", ga->name()).add("dst", gb->name()).add("src_n", na).add("dst_n", nb)
               .add("links", nlinks).add("ranks", ranks)
@@ -231,7 +234,7 @@ int main(int argc, char** argv) {
               .add("static_move_s_median", bench::median(st_move)).add("frac_move_s_median", bench::median(dy_move))
               .add("unfused_s_median", bench::median(run2.run))
               .add("unfused_ratio_median", bench::median(run2.run) / bench::median(st.run))
-              .add("bit_identical", same == 1)
+              .add("bit_identical", same == 1).add("source_in_place_ranks", in_place_ranks)
               .add("frac_ratio_median", bench::median(dy.run) / bench::median(st.run))
               .add("frac_ratio_min", *std::min_element(dy.run.begin(), dy.run.end()) /
                                          *std::min_element(st.run.begin(), st.run.end()));

@@ -217,6 +217,58 @@ TEST(Remap, LinksInMemory) {
   EXPECT_TRUE(etest::all_ok(ok));
 }
 
+// A rank whose gather would only copy its own source values reads them in place (no copy
+// before the product), with the same bits: links that stay within each rank's block of rows and
+// sources (every rank in place, both orders and locations), and links that reach half-way
+// round the grid (in place on one rank only). Source points that no link uses and a source
+// decomposition in reverse order make the selection other than the identity.
+TEST(Remap, SourceValuesReadInPlace) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const i64 per = 40, n = per * p;
+  const auto block = [&](i64 m, bool reversed) {
+    std::vector<i64> idx;
+    for (i64 g = m * r / p; g < m * (r + 1) / p; ++g) idx.push_back(g);
+    if (reversed) std::reverse(idx.begin(), idx.end());
+    return estuary::Decomp::indices(m, idx);
+  };
+  std::vector<double> x(static_cast<std::size_t>(n));
+  for (std::size_t g = 0; g < x.size(); ++g) x[g] = 1.0 + 1.0 / (3.0 + static_cast<double>(g));
+  bool ok = true;
+  for (const bool far : {false, true}) {
+    rtest::Matrix m{n, n, {}, {}, {}};
+    for (i64 row = 0; row < n; ++row)
+      for (i64 k = 0; k < 3; ++k) {
+        if (row % per == 7) break;  // a row without links
+        // Within the row's block: its own point and the next two (wrapping in the block), every
+        // fifth point unused; far: the point half-way round the grid.
+        const i64 b = row / per * per, c = b + (row - b + 2 * k) % per;
+        if (c % 5 == 4 && !far) continue;
+        m.dst.push_back(row), m.src.push_back(far ? (c + n / 2) % n : c), m.w.push_back(0.25 + 0.125 * static_cast<double>(k));
+      }
+    const std::vector<double> ref = rtest::reference(m, x, -5.0);
+    estuary::Links mine;
+    const auto [lo, hi] = etest::weighted_range(static_cast<i64>(m.w.size()), std::vector<i64>(static_cast<std::size_t>(p), 1), r);
+    for (i64 k = lo; k < hi; ++k) mine.add(m.dst[static_cast<std::size_t>(k)], m.src[static_cast<std::size_t>(k)], m.w[static_cast<std::size_t>(k)]);
+    for (const bool reversed : {false, true})
+      for (const rtest::Mode& mode : rtest::modes()) {
+        const estuary::Decomp src = block(n, reversed), dst = block(n, false);
+        Remap rm = remap_in(mode, mine, src, dst);
+        // bfb brings each row's sources to the rank that forms it: from far, they cross ranks.
+        // sum takes the links to their sources' block instead (at dst: the source blocks match;
+        // at src it forms partial rows from the caller's source itself, with no gather at all).
+        const bool want = mode.order == estuary::RemapOrder::bfb ? p == 1 || !far : mode.location == estuary::RemapLocation::dst;
+        EXPECT_EQ(rm.stats().source_in_place, want) << mode.name() << (far ? " far" : " near") << (reversed ? " reversed" : "");
+        std::vector<double> y(static_cast<std::size_t>(dst.size()));
+        rm.run(rtest::pick(x, src), y);
+        std::ostringstream why;
+        const bool good = rtest::close_to(y, ref, dst, mode.order == estuary::RemapOrder::bfb ? 0 : 1e-13, why);
+        EXPECT_TRUE(good) << mode.name() << (far ? " far" : " near") << (reversed ? " reversed" : "") << ": " << why.str();
+        ok = ok && good;
+      }
+  }
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
 // Rows that all have the same number of links (nnn, bilinear, bicubic, GAUSWGT) take a product
 // that finds them by row number (RemapStats::row_width; widths 4 and 5 with loops of
 // compile-time length, others at run time): for widths 1 to 6, and 4 with one row longer (the
@@ -227,12 +279,14 @@ TEST(Remap, UniformRowWidthsGiveTheSameBits) {
   const int p = etest::world_size(), r = etest::world_rank();
   const i64 na = 47, nb = 61;
   bool ok = true;
-  for (int k : {1, 2, 3, 4, 5, 6, -4}) {
-    const int width = std::abs(k);
+  // k > 100: width k - 100 with every seventh row empty (a masked target), rows found from ptr.
+  for (int k : {1, 2, 3, 4, 5, 6, -4, 104, 105, 103}) {
+    const bool gaps = k > 100;
+    const int width = gaps ? k - 100 : std::abs(k);
     std::mt19937_64 rng(static_cast<std::uint64_t>(11 + k));
     rtest::Matrix m{na, nb, {}, {}, {}};
     for (i64 row = 0; row < nb; ++row)
-      for (int l = 0; l < width + (k < 0 && row == nb / 2 ? 1 : 0); ++l) {
+      for (int l = 0; l < width + (k < 0 && row == nb / 2 ? 1 : 0) && !(gaps && row % 7 == 3); ++l) {
         m.dst.push_back(row);
         m.src.push_back(static_cast<i64>(rng() % na));
         m.w.push_back(0.05 + static_cast<double>(rng() % 1000) / 1013.0);
@@ -261,6 +315,7 @@ TEST(Remap, UniformRowWidthsGiveTheSameBits) {
       const estuary::RemapStats st = rm.stats();
       if (mode.order == estuary::RemapOrder::bfb && st.rows > 0 && k > 0) {
         EXPECT_EQ(st.row_width, width) << mode.name() << " rank " << r;
+        EXPECT_EQ(st.row_gaps, gaps && st.rows >= 7) << mode.name() << " rank " << r;  // 7 rows hold an empty one
       }
       if (k < 0 && p == 1) {
         EXPECT_EQ(st.row_width, 0) << mode.name();
@@ -277,7 +332,7 @@ TEST(Remap, UniformRowWidthsGiveTheSameBits) {
       std::ostringstream why;
       const bool good = rtest::close_to(y, ref, dst, tol, why) && rtest::close_to(y2, ref, dst, tol, why) &&
                         rtest::close_to(yf, wf, dst, tol, why) && rtest::close_to(yfrac, frac_ref, dst, tol, why);
-      EXPECT_TRUE(good) << "width " << k << " " << mode.name() << ": " << why.str();
+      EXPECT_TRUE(good) << "width " << k << (gaps ? " with empty rows " : " ") << mode.name() << ": " << why.str();
       ok = ok && good;
     }
   }

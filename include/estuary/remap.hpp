@@ -81,8 +81,12 @@ struct RemapStats {
   std::int64_t gathered = 0;    // source values received before the product
   std::int64_t partials = 0;    // values received after the product (partial sums or results)
   int exchanges = 0;            // Redists per run: 1 or 2
-  int row_width = 0;            // links in every row formed here when all have as many, else 0
+  int row_width = 0;            // links in every row formed here that has any, when all have as many, else 0
+  bool row_gaps = false;        // with row_width: some rows formed here have no links (masked targets)
   bool row_two_step = false;    // rows of varying link count, summed two links a step
+  // run() reads this rank's source values where they are, because its gather would only copy
+  // them (one rank, or each row's sources on the rank that forms it): no copy before the product.
+  bool source_in_place = false;
 };
 
 class Remap {

@@ -61,15 +61,26 @@ detail::WorkSide work_side(bool mine, MPI_Comm comm) {
   return detail::work_side_of(flags, rank);
 }
 
-// The common link count of every row, if there is one from 1 to kMaxWidth (and a row at all).
+// How the rows' links lie: `width`, the common link count of every row that has links, if there
+// is one from 1 to kMaxWidth (else 0), and `gaps`, whether some rows have none (targets that
+// are masked or out of reach: dis5 or bilinear weights onto an ocean grid with land).
 constexpr int kMaxWidth = 16;
-int row_width(const std::vector<i64>& ptr) {
-  if (ptr.size() < 2) return 0;
-  const i64 k = ptr[1] - ptr[0];
-  if (k < 1 || k > kMaxWidth) return 0;
-  for (std::size_t r = 1; r + 1 < ptr.size(); ++r)
-    if (ptr[r + 1] - ptr[r] != k) return 0;
-  return static_cast<int>(k);
+struct RowShape {
+  int width = 0;
+  bool gaps = false;
+};
+RowShape row_shape(const std::vector<i64>& ptr) {
+  RowShape shape;
+  i64 k = 0;
+  for (std::size_t r = 0; r + 1 < ptr.size(); ++r) {
+    const i64 n = ptr[r + 1] - ptr[r];
+    if (n == 0) shape.gaps = true;
+    else if (k == 0) k = n;
+    else if (n != k) return {};
+  }
+  if (k < 1 || k > kMaxWidth) return {};
+  shape.width = static_cast<int>(k);
+  return shape;
 }
 
 // Whether the rows' link counts change at a quarter of the rows or more (conservative weights:
@@ -96,10 +107,18 @@ struct Remap::Setup {
   std::vector<i64> ptr;
   std::vector<std::uint32_t> xi;
   std::vector<double> w;
-  // Every row's link count when it is the same for all rows (nnn, bilinear, bicubic, GAUSWGT
-  // without masked targets), else 0: the product then finds a row's links at r * width without
-  // reading ptr, in a loop of known length (row_width()).
-  int width = 0;
+  // A gather that only copies this rank's own source values (bfb on one rank, or where each
+  // row's sources are on the rank that forms it): run() leaves it out and the product reads the
+  // source buffer itself, through xi_src, the links' positions there (empty when the gather
+  // copies each value to its own place, where xi serves). Set by local_gather().
+  bool gather_local = false;
+  std::vector<std::uint32_t> xi_src;
+  void local_gather();
+  // The link count of every row that has links when it is the same for all (nnn, bilinear,
+  // bicubic, GAUSWGT, dis5; some rows may have none), else width 0: the product then sums each
+  // row in a loop of known length, and finds its links at r * width without reading ptr where
+  // no row is empty (row_shape()).
+  RowShape shape;
   // Rows of varying length (varying_counts): one_row takes two links a step.
   bool two_step = false;
   // After the product: bfb/src moves y to dst; sum moves partials y to z, added per row.
@@ -192,7 +211,7 @@ struct Remap::Impl {
   const MPI_Comm comm = s->comm;
   const i64 src_n = s->src_n, dst_n = s->dst_n, x_size = s->x_size, z_size = s->z_size;
   const std::vector<i64>& ptr = s->ptr;
-  const int width = s->width;
+  const RowShape shape = s->shape;
   const bool two_step = s->two_step;
   const std::vector<std::uint32_t>& xi = s->xi;
   const std::vector<double>& w = s->w;
@@ -200,20 +219,21 @@ struct Remap::Impl {
   const std::vector<i64>& dst_slot = s->dst_slot;
   const bool direct_rows = s->direct_rows, direct_slots = s->direct_slots;
   Mover gather{s->gather.get()}, after{s->after.get()};
-  // This rank's gather moves nothing but its own source values, each to the same place (one
-  // source rank at src with bfb): the product reads the source itself, with no copy into xbuf,
-  // when the gather runs whole (run(), and start() at src); not where it is the crossing move.
-  const bool gather_identity = s->gather && is_identity(s->gather->schedule(), src_n, x_size);
+  // This rank's gather moves nothing but its own source values (Setup::gather_local): the
+  // product reads the source itself, with no copy into xbuf, when the gather runs whole (run(),
+  // and start() at src); not where it is the crossing move, whose source the caller may change
+  // before finish().
   bool x_is_src = false;  // during a call: the product reads the fields' sources for x
-  // The gather run whole, or skipped when it is the identity. Skipped, its executor is made
-  // all the same: executors take their tags in the order they are made, the same on every rank.
+  // The links' positions in what the product reads as x.
+  const std::vector<std::uint32_t>& x_links() const { return x_is_src && !s->xi_src.empty() ? s->xi_src : xi; }
+  // The gather run whole, or skipped when it is local. Skipped, its executor is made all the
+  // same: executors take their tags in the order they are made, the same on every rank.
   void skip_or_gather(std::span<const RemapField> fields) {
-    x_is_src = gather_identity;
+    x_is_src = s->gather_local;
     if (!gather) return;
     if (x_is_src) gather.prepare(fields.size());
     else moving([&] { gather.run(gather_moves(fields)); });
   }
-  static bool is_identity(const Schedule& sc, i64 n, i64 nx);
   std::vector<double> xbuf, ybuf, zbuf, ubuf;
   // The steps of run(), shared with the split-phase start()/finish().
   void check_sizes(std::span<const RemapField> fields, const char* where) const;
@@ -261,20 +281,34 @@ struct Remap::Impl {
   std::vector<std::size_t> nfields;
 };
 
-bool Remap::Impl::is_identity(const Schedule& sc, i64 n, i64 nx) {
-  if (n != nx || !sc.fills.empty() || sc.stages.size() != 1) return false;
+// Whether this rank's gather is one stage of local copies from the source buffer, with no
+// message and no fill, and so xbuf a selection of the rank's own source values: then the
+// product may read them in place. xi_src says where (left empty when every value is copied to
+// its own position, the identity, where xi serves as it is).
+void Remap::Setup::local_gather() {
+  if (!gather || src_n > static_cast<i64>(UINT32_MAX)) return;
+  const Schedule& sc = gather->schedule();
+  if (!sc.fills.empty() || sc.stages.size() != 1) return;
   const Stage& st = sc.stages[0];
-  if (!st.sends.empty() || !st.recvs.empty()) return false;
-  // Destination elements are written once each: copies of element i to i, n in all, cover x.
-  i64 covered = 0;
+  if (!st.sends.empty() || !st.recvs.empty()) return;
+  std::vector<i64> from(static_cast<std::size_t>(x_size), -1);  // per xbuf position, its source position
   for (const Copy& c : st.copies) {
-    const bool unit = c.from.count <= 1 || (c.from.stride == 1 && c.to.stride == 1);
-    if (c.from.buffer != Buffer::src || c.to.buffer != Buffer::dst || c.from.offset != c.to.offset || !unit ||
-        c.from.count != c.to.count || c.from.offset < 0 || c.from.offset + c.from.count > n)
-      return false;
-    covered += c.from.count;
+    if (c.from.buffer != Buffer::src || c.to.buffer != Buffer::dst || c.from.count != c.to.count) return;
+    for (i64 t = 0; t < c.from.count; ++t) {
+      const i64 a = c.from.offset + t * c.from.stride, b = c.to.offset + t * c.to.stride;
+      if (a < 0 || a >= src_n || b < 0 || b >= x_size || from[static_cast<std::size_t>(b)] >= 0) return;
+      from[static_cast<std::size_t>(b)] = a;
+    }
   }
-  return covered == n;
+  bool identity = x_size == src_n;
+  for (std::size_t b = 0; b < from.size(); ++b) {
+    if (from[b] < 0) return;  // a position no copy writes
+    identity = identity && from[b] == static_cast<i64>(b);
+  }
+  gather_local = true;
+  if (identity) return;
+  xi_src.resize(xi.size());
+  for (std::size_t k = 0; k < xi.size(); ++k) xi_src[k] = static_cast<std::uint32_t>(from[xi[k]]);
 }
 
 void Remap::Setup::set_columns(const std::vector<i64>& col, const std::vector<i64>& x_of, const std::vector<i64>& cols) {
@@ -317,15 +351,18 @@ void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
   direct_rows = opt.order == RemapOrder::bfb && opt.location == RemapLocation::dst && direct_slots;
   if (opt.order == RemapOrder::bfb) setup_bfb(std::move(links), src, dst, udst);
   else setup_sum(std::move(links), src, dst, udst);
-  width = Settings::get().row_width ? row_width(ptr) : 0;
-  two_step = Settings::get().row_width && width == 0 && varying_counts(ptr);
+  local_gather();
+  if (Settings::get().row_width) shape = row_shape(ptr);
+  two_step = Settings::get().row_width && shape.width == 0 && varying_counts(ptr);
   st.links = static_cast<i64>(w.size());
   st.rows = static_cast<i64>(ptr.size()) - 1;
   st.gathered = gather ? x_size : 0;
   st.partials = opt.order == RemapOrder::sum ? z_size : (after ? dst_n : 0);
   st.exchanges = (gather ? 1 : 0) + (after ? 1 : 0);
-  st.row_width = width;
+  st.row_width = shape.width;
+  st.row_gaps = shape.gaps;
   st.row_two_step = two_step;
+  st.source_in_place = gather_local;
 }
 
 // bfb: each row with all its links in global order, on one rank per row holder.
@@ -687,25 +724,35 @@ std::vector<Field> Remap::Impl::after_moves(std::span<const RemapField> fields) 
 
 namespace {
 // Calls row(r, first, end) for every row in order, the row's links being [first, end). With a
-// common width (Setup::width) the bounds come from r, without reading ptr; widths 4 and 5 (nnn,
-// bilinear, bicubic, GAUSWGT; dis5) are compile-time constants, so the compiler unrolls each
-// row's loop of known length.
+// common width (RowShape) each row that has links has width of them: a loop of known length,
+// widths 4 and 5 (nnn, bilinear, bicubic, GAUSWGT; dis5) compile-time constants, so the
+// compiler unrolls it. Without gaps the bounds come from r, without reading ptr; with gaps
+// (masked targets) the first link comes from ptr and an empty row is a branch, not a loop of
+// unknown length whose exit and placement in the instruction cache the row's sum waits on
+// (docs/performance.md, "Dynamic fractional mask").
 template <class Row>
-void each_row(const std::vector<i64>& ptr, int width, const Row& row) {
+void each_row(const std::vector<i64>& ptr, RowShape shape, const Row& row) {
   const std::size_t ny = ptr.size() - 1;
+  const i64* const pp = ptr.data();
   // kw: a std::integral_constant (a width known at compile time) or a plain i64.
   const auto by_number = [&](auto kw) {
-    for (std::size_t r = 0; r < ny; ++r) row(r, static_cast<i64>(r) * kw, static_cast<i64>(r) * kw + kw);
-  };
-  switch (width) {
-    case 4: return by_number(std::integral_constant<i64, 4>{});
-    case 5: return by_number(std::integral_constant<i64, 5>{});
-    case 0: {
-      const i64* const pp = ptr.data();
-      for (std::size_t r = 0; r < ny; ++r) row(r, pp[r], pp[r + 1]);
+    if (!shape.gaps) {
+      for (std::size_t r = 0; r < ny; ++r) row(r, static_cast<i64>(r) * kw, static_cast<i64>(r) * kw + kw);
       return;
     }
-    default: return by_number(static_cast<i64>(width));
+    for (std::size_t r = 0; r < ny; ++r) {
+      const i64 first = pp[r];
+      if (pp[r + 1] == first) row(r, first, first);
+      else row(r, first, first + kw);
+    }
+  };
+  switch (shape.width) {
+    case 4: return by_number(std::integral_constant<i64, 4>{});
+    case 5: return by_number(std::integral_constant<i64, 5>{});
+    case 0:
+      for (std::size_t r = 0; r < ny; ++r) row(r, pp[r], pp[r + 1]);
+      return;
+    default: return by_number(static_cast<i64>(shape.width));
   }
 }
 
@@ -713,13 +760,13 @@ void each_row(const std::vector<i64>& ptr, int width, const Row& row) {
 // in link order as it would be alone (bit-identical): s0 = sum of w a(j), s1 = sum of w b(j);
 // then put(r, s0, s1), the unmapped value for a row without links.
 template <class A, class B, class Put>
-void two_rows(const std::vector<i64>& ptr, int width, const std::vector<double>& w,
+void two_rows(const std::vector<i64>& ptr, RowShape shape, const std::vector<double>& w,
               const std::vector<std::uint32_t>& xi, double unmapped, const A& a, const B& b, const Put& put) {
   // Raw pointers held in registers: `put` stores doubles, after which the compiler would
   // otherwise reload the vectors' data pointers every row.
   const double* const wp = w.data();
   const std::uint32_t* const xp = xi.data();
-  each_row(ptr, width, [&](std::size_t r, i64 first, i64 end) {
+  each_row(ptr, shape, [&](std::size_t r, i64 first, i64 end) {
     double s0 = 0.0, s1 = 0.0;
     for (i64 k = first; k < end; ++k) {
       const double wk = wp[k];
@@ -740,19 +787,19 @@ void two_rows(const std::vector<i64>& ptr, int width, const std::vector<double>&
 // files). Where counts rarely change (5 neighbours, or none on land) the exits are predicted and
 // the two steps only cost: 8% on the T799 <-> ORCA025 dis5 files, hence varying_counts.
 template <class X>
-void one_row(const std::vector<i64>& ptr, int width, bool two_step, const std::vector<double>& w,
+void one_row(const std::vector<i64>& ptr, RowShape shape, bool two_step, const std::vector<double>& w,
              const std::vector<std::uint32_t>& xi, double unmapped, const X& x, double* y) {
   const double* const wp = w.data();
   const std::uint32_t* const xp = xi.data();
   if (!two_step) {
-    each_row(ptr, width, [&](std::size_t r, i64 first, i64 end) {
+    each_row(ptr, shape, [&](std::size_t r, i64 first, i64 end) {
       double s = 0.0;
       for (i64 k = first; k < end; ++k) s += wp[k] * x(xp[k]);
       y[r] = first == end ? unmapped : s;
     });
     return;
   }
-  each_row(ptr, width, [&](std::size_t r, i64 first, i64 end) {
+  each_row(ptr, shape, [&](std::size_t r, i64 first, i64 end) {
     double s = 0.0;
     i64 k = first;
     for (; k + 1 < end; k += 2) {
@@ -818,6 +865,7 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
   if (frac) return product_frac(fields);
   const std::size_t nf = fields.size(), nx = static_cast<std::size_t>(x_size), ny = ptr.size() - 1;
   if (!direct_rows) ybuf.resize(nf * ny);
+  const std::vector<std::uint32_t>& links = x_links();
   const auto src_of = [&](std::size_t f) { return gather && !x_is_src ? xbuf.data() + f * nx : fields[f].src.data(); };
   const auto dst_of = [&](std::size_t f) { return direct_rows ? fields[f].dst.data() : ybuf.data() + f * ny; };
   // Fields in pairs: one pass over the links (weights and indices read once) forms two rows,
@@ -827,12 +875,12 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
     const double *x0 = src_of(f0), *x1 = src_of(f0 + 1);
     double *y0 = dst_of(f0), *y1 = dst_of(f0 + 1);
     two_rows(
-        ptr, width, w, xi, opt.unmapped_value, [&](std::uint32_t j) { return x0[j]; }, [&](std::uint32_t j) { return x1[j]; },
+        ptr, shape, w, links, opt.unmapped_value, [&](std::uint32_t j) { return x0[j]; }, [&](std::uint32_t j) { return x1[j]; },
         [&](std::size_t r, double v0, double v1) { y0[r] = v0, y1[r] = v1; });
   }
   for (std::size_t f = f0; f < nf; ++f) {
     const double* x = src_of(f);
-    one_row(ptr, width, two_step, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, dst_of(f));
+    one_row(ptr, shape, two_step, w, links, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, dst_of(f));
   }
 }
 
@@ -841,7 +889,7 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
 const std::vector<double>& Remap::Impl::row_sums() {
   if (wsum.empty() && !ptr.empty()) {
     wsum.resize(ptr.size() - 1);
-    one_row(ptr, width, two_step, w, xi, opt.unmapped_value, [](std::uint32_t) { return 1.0; }, wsum.data());
+    one_row(ptr, shape, two_step, w, xi, opt.unmapped_value, [](std::uint32_t) { return 1.0; }, wsum.data());
   }
   return wsum;
 }
@@ -859,13 +907,15 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
   const bool divide = opt.order == RemapOrder::bfb;
   if (!direct_rows) ybuf.resize(2 * np * ny);
   if (divide) dbuf.resize(ny);  // all-ones pairs: W x before the division by the row sums
+  const std::vector<std::uint32_t>& links = x_links();
+  const std::size_t nread = static_cast<std::size_t>(x_is_src ? src_n : x_size);  // the fractions read as x
   const auto src_of = [&](std::size_t f) { return gather && !x_is_src ? xbuf.data() + f * nx : fields[f].src.data(); };
   for (std::size_t v = 0; v < np; ++v) {
     const double *x = src_of(2 * v), *fr = src_of(2 * v + 1);
     double* const out = divide ? (direct_rows ? fields[2 * v].dst.data() : ybuf.data() + v * ny) : nullptr;
-    if (std::all_of(fr, fr + nx, [](double q) { return q == 1.0; })) {
+    if (std::all_of(fr, fr + nread, [](double q) { return q == 1.0; })) {
       double* y0 = divide ? dbuf.data() : ybuf.data() + 2 * v * ny;
-      one_row(ptr, width, two_step, w, xi, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, y0);
+      one_row(ptr, shape, two_step, w, links, opt.unmapped_value, [x](std::uint32_t j) { return x[j]; }, y0);
       const std::vector<double>& ws = row_sums();
       if (divide) divide_rows(y0, ws.data(), out, ny);
       else std::copy(ws.begin(), ws.end(), y0 + ny);
@@ -891,12 +941,12 @@ void Remap::Impl::product_frac(std::span<const RemapField> fields) {
       double* gx = xbuf.data() + 2 * v * nx;
       for (std::size_t i = 0; i < nx; ++i) gx[i] = fr[i] * gx[i];
       rows([&](const auto& put) {
-        two_rows(ptr, width, w, xi, opt.unmapped_value, [gx](std::uint32_t j) { return gx[j]; },
+        two_rows(ptr, shape, w, links, opt.unmapped_value, [gx](std::uint32_t j) { return gx[j]; },
                  [fr](std::uint32_t j) { return fr[j]; }, put);
       });
     } else {  // the caller's x: f x per link
       rows([&](const auto& put) {
-        two_rows(ptr, width, w, xi, opt.unmapped_value, [x, fr](std::uint32_t j) { return fr[j] * x[j]; },
+        two_rows(ptr, shape, w, links, opt.unmapped_value, [x, fr](std::uint32_t j) { return fr[j] * x[j]; },
                  [fr](std::uint32_t j) { return fr[j]; }, put);
       });
     }
