@@ -1021,6 +1021,29 @@ ConservRun run_scripr_conserv(const std::string& dir, bool land, const std::stri
                     false, kNs, config);
 }
 
+// The target values of each coupling time against W f(t) computed serially, at the targets W
+// reaches (the others keep what the coupler gives targets without links).
+void expect_coupled(const ConservRun& r, const Links& w, const Layout& l) {
+  const Decomp dd = dst_decomp(l);
+  ASSERT_EQ(r.got.size(), 2u);
+  std::vector<char> mapped(static_cast<std::size_t>(kNd), 0);
+  for (i64 k = 0; k < w.size(); ++k) mapped[static_cast<std::size_t>(w.row[static_cast<std::size_t>(k)])] = 1;
+  const std::vector<i64> idx = dd.to_indices();
+  for (std::size_t ti = 0; ti < r.got.size(); ++ti) {
+    const std::vector<double> f = global_field(kNs, static_cast<double>(ti) * kPeriod);
+    std::vector<double> ref(static_cast<std::size_t>(kNd), 0.0);
+    for (i64 k = 0; k < w.size(); ++k) {
+      const auto u = static_cast<std::size_t>(k);
+      ref[static_cast<std::size_t>(w.row[u])] += w.weight[u] * f[static_cast<std::size_t>(w.col[u])];
+    }
+    const std::vector<double> want = local_of(ref, dd);
+    for (std::size_t j = 0; j < want.size(); ++j) {
+      if (!mapped[static_cast<std::size_t>(idx[j])]) continue;
+      EXPECT_NEAR(r.got[ti][j], want[j], 1e-12 * (1 + std::abs(want[j]))) << "point " << idx[j] << " time " << ti;
+    }
+  }
+}
+
 }  // namespace
 
 TEST(Couple, ScriprConservGeneratedAndCached) {
@@ -1083,27 +1106,71 @@ TEST(Couple, ScriprBicubicAndBilinearWithNearestFill) {
       EXPECT_GT(w.size(), before) << "the case must leave targets for the fill";
       EXPECT_NE(r.log.find("filled from the nearest unmasked source point"), std::string::npos) << r.log;
     }
-    const Decomp dd = dst_decomp(l);
-    ASSERT_EQ(r.got.size(), 2u);
-    std::vector<char> mapped(static_cast<std::size_t>(kNd), 0);
-    for (i64 k = 0; k < w.size(); ++k) mapped[static_cast<std::size_t>(w.row[static_cast<std::size_t>(k)])] = 1;
-    for (std::size_t ti = 0; ti < r.got.size(); ++ti) {
-      const std::vector<double> f = global_field(kNs, static_cast<double>(ti) * kPeriod);
-      std::vector<double> ref(static_cast<std::size_t>(kNd), 0.0);
-      for (i64 k = 0; k < w.size(); ++k) {
-        const auto u = static_cast<std::size_t>(k);
-        ref[static_cast<std::size_t>(w.row[u])] += w.weight[u] * f[static_cast<std::size_t>(w.col[u])];
-      }
-      const std::vector<double> want = local_of(ref, dd);
-      const std::vector<i64> idx = dd.to_indices();
-      for (std::size_t j = 0; j < want.size(); ++j) {
-        if (!mapped[static_cast<std::size_t>(idx[j])]) continue;
-        EXPECT_NEAR(r.got[ti][j], want[j], 1e-12 * (1 + std::abs(want[j]))) << "point " << idx[j] << " time " << ti;
-      }
-    }
+    expect_coupled(r, w, l);
   }
 }
 
+
+// MAPPING with SCRIPR in one entry (ACCESS-OM2's "LOCTRANS MAPPING SCRIPR"; OASIS3-MCT's
+// mod_oasis_coupler): the MAPPING file when it is there, as it is; else the SCRIPR weights,
+// generated at enddef and written under the MAPPING name for the next run. Run 0: no file, the
+// DISTWGT weights (with OASIS's nearest fill) are generated and written there; run 1: that file
+// is read; run 2: a user's file (bilinear weights) put there is read as it stands. CONSERV
+// likewise writes its weights under the MAPPING name, not rmp_..._CONSERV_....nc.
+TEST(Couple, MappingWithScriprReadsTheFileOrWritesIt) {
+  const Layout l = layout();
+  const std::string dir = fresh_dir("mapping_scripr");
+  write_text(dir + "/namcouple", namcouple(2 * kPeriod, "A_F O_F", 2, "MAPPING SCRIPR\nw_dist.nc\nDISTWGT LR SCALAR LATLON 1 4\n"));
+  const std::string file = dir + "/w_dist.nc";
+  const estuary::Grid sg = GridGen::lonlat(12, 10).with_land().make(), dg = GridGen::tripolar(8, 9).make();
+  estuary::DistanceWeightOptions o;
+  o.neighbors = 4;
+  Links dist = estuary::distance_weights(sg, dg, MPI_COMM_SELF, o);
+  estuary::fill_nearest(sg, dg, MPI_COMM_SELF, dist);
+  const Links user = estuary::bilinear_weights(sg, dg, MPI_COMM_SELF);
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    if (run == 2) {  // a user's file in its place (written by one rank, while the others wait)
+      MPI_Barrier(MPI_COMM_WORLD);
+      int world_rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+      if (world_rank == 0) {
+        std::filesystem::remove(file);
+        estuary::write_weights(file, user, kNs, kNd, MPI_COMM_SELF);
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    const ConservRun r = run_scripr_conserv(dir, true);
+    EXPECT_TRUE(std::filesystem::exists(file));
+    if (run == 0) {
+      EXPECT_NE(r.log.find("SCRIPR DISTWGT weights generated in"), std::string::npos) << r.log;
+    } else {
+      EXPECT_NE(r.log.find("MAPPING file " + file + " is there: read as it is, SCRIPR DISTWGT not run"), std::string::npos) << r.log;
+    }
+    if (run < 2) {  // the file holds the generated weights (in the order the ranks made them)
+      const auto triples = [](const Links& a) {
+        std::vector<std::tuple<i64, i64, double>> t;
+        for (i64 k = 0; k < a.size(); ++k) {
+          const auto u = static_cast<std::size_t>(k);
+          t.emplace_back(a.row[u], a.col[u], a.weight[u]);
+        }
+        std::sort(t.begin(), t.end());
+        return t;
+      };
+      EXPECT_EQ(triples(estuary::read_weights(file, MPI_COMM_SELF).links), triples(dist));
+    }
+    if (!l.dst) continue;
+    expect_coupled(r, run < 2 ? dist : user, l);
+  }
+  // CONSERV: generated into the MAPPING name.
+  const std::string cdir = fresh_dir("mapping_scripr_conserv");
+  write_text(cdir + "/namcouple",
+             namcouple(2 * kPeriod, "A_F O_F", 2, "MAPPING SCRIPR\nw_cons.nc\nCONSERV LR SCALAR LATLON 1 FRACAREA FIRST\n"));
+  const ConservRun r = run_scripr_conserv(cdir, false);
+  EXPECT_TRUE(std::filesystem::exists(cdir + "/w_cons.nc"));
+  EXPECT_FALSE(std::filesystem::exists(cdir + "/rmp_agrd_to_ogrd_CONSERV_FRACAREA.nc"));
+  EXPECT_NE(r.log.find("CONSERV weights generated in"), std::string::npos) << r.log;
+}
 
 // SCRIPR LOCCUNIF / LOCCDIST / LOCCGAUS (OASIS3-MCT 5's runoff mapping) generated at enddef: a land
 // model (lon-lat, its land points valid) sends the runoff of one river mouth, the ocean (tripolar

@@ -791,8 +791,10 @@ TEST_F(ConfigTest, MalformedYamlNamesFileLineAndKey) {
       {"interpolation_bad_parameter",
        yaml_with("    transforms:\n", "    interpolation: [bilinear, {nnn: {k: 4}}]\n    transforms:\n"), 6,
        "couplings[0].interpolation[1]: stage nnn has no parameter 'k'", "couplings[0].interpolation[1]"},
-      {"interpolation_and_mapping", yaml_with("    transforms:\n", "    interpolation: [bilinear]\n    transforms:\n"), 3,
-       "more than one of MAPPING, SCRIPR and STACK (interpolation) in one coupling", "couplings[0]"},
+      {"interpolation_and_scripr",
+       yaml_with("    transforms:\n      - loctrans: average\n      - mapping: {file: w.nc, location: src}\n",
+                 "    interpolation: [bilinear]\n    transforms:\n      - loctrans: average\n      - scripr: {method: distwgt}\n"),
+       3, "both SCRIPR and STACK (interpolation) in one coupling", "couplings[0]"},
       {"stack_as_transform", yaml_with("- loctrans: average", "- stack: [bilinear]"), 7,
        "in YAML the stages are the coupling's key 'interpolation'", "couplings[0].transforms[0].stack"},
   };

@@ -3,6 +3,8 @@
 // function, or the identity; couplings of one weight file share one Remap.
 #include "couple/component_impl.hpp"
 
+#include <filesystem>
+
 namespace estuary {
 
 void Component::Impl::build(const CouplingConfig& cfg, std::map<std::pair<std::string, int>, VarInfo>& table) {
@@ -251,10 +253,30 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
   // the source [x, g1, g2 (, g3)], for puts with the model's gradients (see setup_gradients).
   Links stacked;
   int ncols = 1;
+  bool generate = cfg.scripr || !cfg.interpolation.empty();
+  std::string generate_into;  // MAPPING with SCRIPR or STACK, and no file there yet
   if (cfg.mapping) {
     weight_file = path_in(opt.directory, cfg.mapping->file);
-  } else if (cfg.scripr || !cfg.interpolation.empty()) {
+    if (generate) {
+      // OASIS3-MCT's MAPPING with SCRIPR: the file when it is there (as it is; the grids are not
+      // needed), else the SCRIPR weights, generated and written under its name for the next run.
+      int there = 0, rank = 0;
+      MPI_Comm_rank(c.comm, &rank);
+      if (rank == 0) there = std::filesystem::exists(weight_file) ? 1 : 0;
+      check_mpi(MPI_Bcast(&there, 1, MPI_INT, 0, c.comm), "MPI_Bcast");
+      if (there) {
+        generate = false;
+        log("coupling " + c.label + ": MAPPING file " + weight_file + " is there: read as it is, " +
+            (cfg.scripr ? "SCRIPR " + cfg.scripr->method : std::string("STACK")) + " not run (OASIS3-MCT's rule)");
+      } else {
+        generate_into = weight_file;
+        weight_file.clear();
+      }
+    }
+  }
+  if (generate) {
     detail::WeightContext wc;
+    wc.file = generate_into;
     wc.directory = opt.directory;
     wc.label = c.label;
     wc.here = here;
@@ -268,7 +290,7 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
     ro.unmapped_value = w.unmapped_value;
     stacked = std::move(w.stacked);
     ncols = w.ncols;
-  } else {
+  } else if (!cfg.mapping) {
     detail::agree(c.comm, [&] {
       if (c.src_global != c.dst_global)
         throw Error("the source has " + std::to_string(c.src_global) + " points and the target " +
@@ -281,7 +303,7 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
     MPI_Comm_size(c.comm, &p);
     for (i64 i = r * c.src_global / p; i < (r + 1) * c.src_global / p; ++i) links.add(i, i, 1.0);
   }
-  if (cfg.mapping) {
+  if (cfg.mapping && !weight_file.empty()) {  // a file's weights (not ones generated in memory)
     char opts[160];
     std::snprintf(opts, sizeof opts, "|%d|%d|%d|%d|%d|%d|%.17g|", src_part, dst_part, c.is_src ? 1 : 0, c.is_dst ? 1 : 0,
                   static_cast<int>(ro.location), static_cast<int>(ro.order), ro.unmapped_value);

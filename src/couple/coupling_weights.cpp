@@ -64,8 +64,9 @@ CouplingWeights cached(const std::string& file, const std::string& fp, const std
 
 CouplingWeights conserv(const CouplingConfig& cfg, const Grid& sg, const Grid& dg, MPI_Comm comm, const WeightContext& ctx) {
   const std::string norm = cfg.scripr->normalization.empty() ? "DESTAREA" : cfg.scripr->normalization;
-  const std::string file =
-      path_in(ctx.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_CONSERV_" + norm + ".nc");
+  const std::string file = !ctx.file.empty() ? ctx.file
+                           : path_in(ctx.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name +
+                                                        "_CONSERV_" + norm + ".nc");
   const int order = cfg.scripr->order == "SECOND" ? 2 : 1;
   const std::string fp = hex_fingerprints(sg, dg, comm) + "-CONSERV-" + norm + "-" + std::to_string(order);
   return cached(file, fp, "CONSERV", comm, ctx, [&](Links& links, WeightWriteOptions& wo) {
@@ -87,7 +88,8 @@ CouplingWeights stack(const CouplingConfig& cfg, const Grid& sg, const Grid& dg,
   std::vector<StackStage> stages;
   for (const StageSpec& st : cfg.interpolation) stages.push_back(make_stage(st.name, st.params, ctx.here));
   const std::string text = describe(stages);
-  const std::string file = path_in(ctx.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_STACK.nc");
+  const std::string file = !ctx.file.empty() ? ctx.file
+                           : path_in(ctx.directory, "rmp_" + cfg.src_grid.name + "_to_" + cfg.dst_grid.name + "_STACK.nc");
   const std::string fp = hex_fingerprints(sg, dg, comm) + "-STACK-" + text;
   CouplingWeights out = cached(file, fp, "STACK", comm, ctx, [&](Links& links, WeightWriteOptions& wo) {
     StackWeights w = at_coupling(ctx, "STACK: ", [&] { return stack_weights(sg, dg, comm, stages); });
@@ -149,11 +151,44 @@ bool weights_need_corners(const CouplingConfig& cfg) {
   return false;
 }
 
+namespace {
+// The methods OASIS does not cache (DISTWGT, BILINEAR, BICUBIC, GAUSWGT, LOCC*, CALLBACK, ...):
+// generated in memory, with OASIS's nearest-neighbour fill.
+CouplingWeights generated(const CouplingConfig& cfg, const Grid& sg, const Grid& dg, MPI_Comm comm,
+                          const WeightContext& ctx);
+}  // namespace
+
 CouplingWeights coupling_weights(const CouplingConfig& cfg, const Grid& sg, const Grid& dg, MPI_Comm comm,
                                  const WeightContext& ctx) {
   if (!cfg.interpolation.empty()) return stack(cfg, sg, dg, comm, ctx);
+  const ScriprSpec& sp = *cfg.scripr;
+  if (sp.method == "CONSERV") return conserv(cfg, sg, dg, comm, ctx);
+  if (ctx.file.empty()) return generated(cfg, sg, dg, comm, ctx);
+  // MAPPING's file: read if it is there (a user's file as it is; estuary's own if made for these
+  // grids and settings), else generated and written there. A BICUBIC matrix is written folded
+  // (one column): a later run applies it as it stands, and a put with the model's gradients
+  // then needs CDO's four-column genbic file under that name.
+  char params[96];
+  std::snprintf(params, sizeof params, "-%s-%s-%s-%d-%.17g", sp.method.c_str(), sp.grid_type.c_str(),
+                sp.nearest_fill ? "fill" : "NF", sp.neighbors, sp.variance);
+  const std::string fp = hex_fingerprints(sg, dg, comm) + params + (sp.method == "CALLBACK" ? "-" + sp.callback : "");
+  CouplingWeights made;
+  CouplingWeights out = cached(ctx.file, fp, "SCRIPR " + sp.method, comm, ctx, [&](Links& links, WeightWriteOptions& wo) {
+    made = generated(cfg, sg, dg, comm, ctx);
+    links = made.links;
+    wo.title = "estuary SCRIPR " + sp.method;
+  });
+  if (out.weight_file.empty()) {  // generated here: keep the four columns for puts with gradients
+    made.links = std::move(out.links);
+    return made;
+  }
+  return out;
+}
+
+namespace {
+CouplingWeights generated(const CouplingConfig& cfg, const Grid& sg, const Grid& dg, MPI_Comm comm,
+                          const WeightContext& ctx) {
   const std::string method = cfg.scripr->method;
-  if (method == "CONSERV") return conserv(cfg, sg, dg, comm, ctx);
   CouplingWeights out;
     if (method == "DISTWGT") {
       DistanceWeightOptions o;
@@ -237,5 +272,6 @@ CouplingWeights coupling_weights(const CouplingConfig& cfg, const Grid& sg, cons
     }
   return out;
 }
+}  // namespace
 
 }  // namespace estuary::detail

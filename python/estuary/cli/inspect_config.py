@@ -211,14 +211,19 @@ def resolve(setup: dict, comps: list, recipes: dict, rundir: Path, read_sizes) -
                     d["nx"], d["ny"] = ref["nx"], ref["ny"]
     for cp, s in zip(setup["couplings"], sides):
         label = f"{':'.join(cp['src_fields'])} -> {':'.join(cp['dst_fields'])} ({cp['origin']})"
+        generates = bool(cp["scripr"] or cp.get("interpolation"))
         if cp["mapping"] and s["src"] and s["dst"]:
             f = Path(cp["mapping"]["file"])
-            sizes = read_sizes(str(f if f.is_absolute() else rundir / f))
-            for side, n in zip(("src", "dst"), sizes):
-                d = info[s[side]]
-                if d["n"] is None and n > 0:
-                    d["n"] = n
-        if (cp["scripr"] or cp.get("interpolation")) and s["src"] and s["dst"]:
+            f = f if f.is_absolute() else rundir / f
+            # MAPPING with SCRIPR (OASIS3-MCT): the file if it is there, else the SCRIPR weights.
+            if not generates or f.exists():
+                generates = False
+                sizes = read_sizes(str(f))
+                for side, n in zip(("src", "dst"), sizes):
+                    d = info[s[side]]
+                    if d["n"] is None and n > 0:
+                        d["n"] = n
+        if generates and s["src"] and s["dst"]:
             what = f"SCRIPR {cp['scripr']['method']}" if cp["scripr"] else "STACK"
             for side in ("src", "dst"):
                 if not info[s[side]]["recipe"]:
