@@ -48,15 +48,24 @@ inline std::vector<Case> multi_cases() {
           {"llm", "gg", "genbic"},  {"ll", "gg", "gencon2"},  {"llm", "ll2", "gencon2"}};
 }
 
+// CDO's genlaf (largest area fraction): the conservative matrix, applied by `cdo remap` as a
+// choice among value classes; the fixture remaps a field of a few classes (class_field).
+inline std::vector<Case> laf_cases() { return {{"ll", "tri", "genlaf"}, {"tril", "ll", "genlaf"}, {"cs", "gg", "genlaf"}}; }
+
 // Field k at a point: smooth, between 0.5 and 3.5 (so relative differences mean something).
 inline double field(int k, double lon_deg, double lat_deg) {
   const double lo = lon_deg * M_PI / 180, la = lat_deg * M_PI / 180;
   return 2.0 + std::cos(la) * std::cos(la) * std::cos((k + 2) * lo) + 0.5 * std::sin(3 * la + k);
 }
 
+// A field of categories (land-use or soil classes): field 0 rounded down to a multiple of 0.5,
+// five or six classes over a grid.
+inline double class_field(double lon_deg, double lat_deg) { return std::floor(2.0 * field(0, lon_deg, lat_deg)) / 2.0; }
+
 // File names inside the data directory.
 inline std::string grid_file(const std::string& dir, const std::string& g) { return dir + "/grid_" + g + ".nc"; }
 inline std::string field_file(const std::string& dir, const std::string& g) { return dir + "/field_" + g + ".nc"; }
+inline std::string class_file(const std::string& dir, const std::string& g) { return dir + "/classes_" + g + ".nc"; }
 inline std::string weight_file(const std::string& dir, const Case& c) { return dir + "/w_" + c.name() + ".nc"; }
 inline std::string cdo_out_file(const std::string& dir, const Case& c) { return dir + "/cdo_" + c.name() + ".nc"; }
 // The weights of a case as estuary wrote them (with grids), and CDO's result with those.

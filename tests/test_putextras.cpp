@@ -220,6 +220,32 @@ TEST(PutExtras, ModelGradientsEqualCdoRemap) {
   }
 }
 
+// A MAPPING of CDO's genlaf file (largest area fraction) through the coupler: the field of
+// classes arrives as `cdo remap` gives it, value for value (the coupler reads the file itself,
+// and takes the rule from its map_method).
+TEST(PutExtras, LargestAreaFractionMappingEqualsCdo) {
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
+  const TwoSides s = two_sides();
+  const rtest::Case cs = rtest::laf_cases()[0];
+  const Columns c = read_columns(rtest::weight_file(rtest::kData, cs));
+  const std::vector<double> x = rtest::read_field(rtest::class_file(rtest::kData, cs.src));
+  const std::vector<double> cdo = rtest::read_field(rtest::cdo_out_file(rtest::kData, cs));
+  const std::string dir = fresh_dir("putlaf");
+  copy_file(rtest::weight_file(rtest::kData, cs), dir + "/w.nc");
+  write_text(dir + "/namcouple", namcouple(1, {c.snx, c.sny, c.dnx, c.dny}, "w.nc"));
+  const auto none = [](int, const Decomp&, std::vector<std::vector<double>>&) { return PutExtras{}; };
+  const auto got = run(dir, 1, c.na, c.nb, {x}, none);
+  ASSERT_EQ(got.size(), s.ocn ? 1u : 0u);
+  const std::vector<i64> idx = block(c.nb, s.ocn, s).to_indices();
+  int bad = 0;
+  for (std::size_t q = 0; q < idx.size(); ++q) {
+    const double want = cdo[static_cast<std::size_t>(idx[q])];
+    if (want != rtest::kMissing && got[0][q] != want && bad++ < 3)
+      ADD_FAILURE() << "point " << idx[q] << ": " << got[0][q] << ", cdo remap " << want;
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 TEST(PutExtras, GradientsToOneColumnCouplingNameTheField) {
   const TwoSides s = two_sides();
   constexpr i64 ns = 12 * 10, nd = 8 * 9;

@@ -446,6 +446,84 @@ TEST(Remap, FractionalMaskLargeSourceIsBitIdentical) {
   EXPECT_TRUE(etest::all_ok(ok));
 }
 
+// CDO's genlaf files (map_method "Largest area fraction": the conservative matrix, which `cdo
+// remap` applies as a choice among value classes) on a field of classes: estuary's result equals
+// CDO's exactly, at every point CDO mapped, for bfb at dst and src on every decomposition pair;
+// order sum and a fractional mask are refused (every rank alike). The rule itself on links in
+// memory: classes summed (two links to one value outweigh a larger single link), the first
+// class on a tie, NaN a class of its own.
+TEST(Remap, LargestAreaFractionAsCdo) {
+  ASSERT_TRUE(rtest::data_ready()) << "no CDO results in " << rtest::kData;
+  const int p = etest::world_size(), r = etest::world_rank();
+  bool ok = true;
+  for (const rtest::Case& c : rtest::laf_cases()) {
+    const std::string file = rtest::weight_file(rtest::kData, c);
+    const std::vector<double> x = rtest::read_field(rtest::class_file(rtest::kData, c.src));
+    const std::vector<double> cdo = rtest::read_field(rtest::cdo_out_file(rtest::kData, c));
+    const i64 na = static_cast<i64>(x.size()), nb = static_cast<i64>(cdo.size());
+    for (const auto& [sk, dk] : rtest::decomp_pairs())
+      for (const estuary::RemapLocation loc : {estuary::RemapLocation::dst, estuary::RemapLocation::src}) {
+        RemapOptions opt;
+        opt.location = loc;
+        opt.unmapped_value = rtest::kMissing;
+        const estuary::Decomp src = rtest::decomp(sk, na, p, r), dst = rtest::decomp(dk, nb, p, r);
+        Remap rm(file, src, dst, MPI_COMM_WORLD, opt);
+        EXPECT_EQ(rm.options().rule, estuary::RemapRule::largest_area_fraction);
+        std::vector<double> y(static_cast<std::size_t>(dst.size()));
+        rm.run(rtest::pick(x, src), y);
+        const std::vector<i64> idx = dst.to_indices();
+        for (std::size_t j = 0; j < y.size(); ++j) {
+          const double want = cdo[static_cast<std::size_t>(idx[j])];
+          if (!etest::same_bits(y[j], want) && ok)
+            ADD_FAILURE() << c.name() << " " << sk << "->" << dk << " point " << idx[j] << ": " << y[j] << ", CDO " << want;
+          ok = ok && etest::same_bits(y[j], want);
+        }
+      }
+    RemapOptions sum;
+    sum.order = estuary::RemapOrder::sum;
+    const estuary::Decomp src = rtest::decomp("block", na, p, r), dst = rtest::decomp("block", nb, p, r);
+    EXPECT_THROW(Remap(file, src, dst, MPI_COMM_WORLD, sum), estuary::Error) << c.name();
+    Remap rm(file, src, dst, MPI_COMM_WORLD);
+    const std::vector<double> xs = rtest::pick(x, src), fs(xs.size(), 1.0);
+    std::vector<double> y(static_cast<std::size_t>(dst.size()));
+    const estuary::RemapFracField frac[1] = {{xs, fs, y}};
+    EXPECT_THROW(rm.run(frac), estuary::Error) << c.name();
+  }
+  // The rule on links in memory. Row 0: values 2, 5, 2 with weights 0.3, 0.4, 0.2 -> class 2
+  // (0.5) beats 5 (0.4). Row 1: 5 and 7 at 0.5 each -> the first, 5. Row 2: NaN, NaN, 7 at
+  // 0.3, 0.3, 0.4 -> 7 (each NaN a class of its own, 0.3, not one of 0.6). Row 3: no links ->
+  // unmapped.
+  const std::vector<double> xv = {2.0, 5.0, 2.0, 7.0, std::nan("")};
+  estuary::Links all;
+  all.add(0, 0, 0.3), all.add(0, 1, 0.4), all.add(0, 2, 0.2);
+  all.add(1, 1, 0.5), all.add(1, 3, 0.5);
+  all.add(2, 4, 0.3), all.add(2, 4, 0.3), all.add(2, 3, 0.4);
+  estuary::Links mine;  // in blocks: the global link order (rank order, then local) is the file's
+  const std::size_t nl = all.row.size();
+  for (std::size_t k = nl * static_cast<std::size_t>(r) / static_cast<std::size_t>(p);
+       k < nl * static_cast<std::size_t>(r + 1) / static_cast<std::size_t>(p); ++k)
+    mine.add(all.row[k], all.col[k], all.weight[k]);
+  for (const rtest::Mode& mode : rtest::modes()) {
+    if (mode.order != estuary::RemapOrder::bfb) continue;
+    RemapOptions opt;
+    opt.location = mode.location;
+    opt.rule = estuary::RemapRule::largest_area_fraction;
+    opt.unmapped_value = -1.0;
+    const estuary::Decomp src = rtest::decomp("block", 5, p, r), dst = rtest::decomp("block", 4, p, r);
+    Remap rm(mine, src, dst, MPI_COMM_WORLD, opt);
+    std::vector<double> y(static_cast<std::size_t>(dst.size()));
+    rm.run(rtest::pick(xv, src), y);
+    const std::vector<i64> idx = dst.to_indices();
+    for (std::size_t j = 0; j < y.size(); ++j) {
+      const i64 g = idx[j];
+      const bool good = g == 0 ? y[j] == 2.0 : g == 1 ? y[j] == 5.0 : g == 2 ? y[j] == 7.0 : y[j] == -1.0;
+      EXPECT_TRUE(good) << mode.name() << " row " << g << ": " << y[j];
+      ok = ok && good;
+    }
+  }
+  EXPECT_TRUE(etest::all_ok(ok));
+}
+
 TEST(Remap, BadLinksAndFieldsAreErrors) {
   const int p = etest::world_size(), r = etest::world_rank();
   estuary::Links bad;

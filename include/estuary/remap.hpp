@@ -47,6 +47,13 @@ RemapLocation from_name<RemapLocation>(std::string_view name);
 template <>
 RemapOrder from_name<RemapOrder>(std::string_view name);
 
+// How a row's links make its value. weighted_sum: sum of w x (every method but one).
+// largest_area_fraction: CDO's remaplaf (genlaf files): the links' source values in classes of
+// equal value, each class's weights summed in link order; the row takes the value of the class
+// with the largest sum (the first such on a tie, as CDO) — for categories (land use, soil
+// type), where a weighted sum would mix them. Needs order bfb (a row's links in one place).
+enum class RemapRule { weighted_sum, largest_area_fraction };
+
 struct RemapOptions {
   RemapLocation location = RemapLocation::dst;
   RemapOrder order = RemapOrder::bfb;
@@ -58,6 +65,8 @@ struct RemapOptions {
   // sum the partial sums among the destination ranks — runs `algorithm` (butterfly, adaptive,
   // ...) over that side's ranks alone, all of which take part in the call that runs it.
   bool split_phase = false;
+  // Set from the file by the weight-file constructor (is_largest_area_fraction), else as given.
+  RemapRule rule = RemapRule::weighted_sum;
 };
 
 // One field: its source values (laid out as the source Decomp) and destination values.

@@ -49,6 +49,10 @@ struct WeightFileInfo {
   std::string map_method, normalization;  // global attributes, "" when absent
 };
 
+// A file of CDO's genlaf (map_method "Largest area fraction"): its matrix is the conservative
+// one, but `cdo remap` applies it by value classes, not as a weighted sum (RemapRule).
+bool is_largest_area_fraction(const WeightFileInfo& info);
+
 // Collective over comm: a global text attribute of a netCDF file ("" when the file or the
 // attribute is absent), read by one rank. Cheap: to look at a weight file before reading it.
 std::string read_global_attribute(const std::string& path, const std::string& name, MPI_Comm comm);

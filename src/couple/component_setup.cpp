@@ -332,6 +332,7 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
       wro.dst_size = c.dst_global;
       wro.stack_columns = true;
       WeightSlice ws = read_weights(weight_file, c.comm, wro);
+      if (is_largest_area_fraction(ws.info)) ro.rule = RemapRule::largest_area_fraction;  // CDO's genlaf
       if (ws.info.num_wgts > 1) {
         ncols = static_cast<int>(ws.info.num_wgts);
         stacked = std::move(ws.links);

@@ -242,6 +242,7 @@ struct Remap::Impl {
   std::vector<Field> after_moves(std::span<const RemapField> fields);
   void product(std::span<const RemapField> fields);
   void product_frac(std::span<const RemapField> fields);
+  void check_frac() const;
   void finalize(std::span<const RemapField> fields);
   void finalize_frac_sum(std::span<const RemapField> fields, std::size_t nu);
   void copy_to_slots(std::span<const RemapField> fields, const double* rows, std::size_t nu, std::size_t step);
@@ -320,6 +321,9 @@ void Remap::Setup::set_columns(const std::vector<i64>& col, const std::vector<i6
 }
 
 void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
+  if (opt.rule == RemapRule::largest_area_fraction && opt.order != RemapOrder::bfb)
+    throw Error("the largest-area-fraction rule with order sum: partial rows cannot choose a row's value",
+                "remap set-up", "use order bfb");
   src_n = src.size();
   dst_n = dst.size();
   const i64 sizes[2] = {src.global_size(), dst.global_size()};
@@ -534,6 +538,12 @@ Remap::Remap(const std::string& weight_file, const Decomp& src, const Decomp& ds
   ro.src_size = src.global_size();
   ro.dst_size = dst.global_size();
   WeightSlice slice = read_weights(weight_file, setup->comm, ro);
+  if (is_largest_area_fraction(slice.info)) {
+    setup->opt.rule = RemapRule::largest_area_fraction;
+    if (setup->opt.order != RemapOrder::bfb)  // the same file, so the same answer, on every rank
+      throw Error("map_method \"" + slice.info.map_method + "\" (CDO's genlaf) is applied by value classes, a row's links together",
+                  weight_file, "use order bfb (the default), which keeps each row's links on one rank in file order");
+  }
   setup->setup(std::move(slice.links), src, dst);
   impl_ = std::make_unique<Impl>(std::move(setup));
   ++remap_setups;
@@ -607,17 +617,28 @@ void Remap::run(std::span<const RemapField> fields) {
   im.finalize(fields);
 }
 
+// A fractional mask weighs a sum; the largest-area-fraction rule sums nothing (the same options,
+// so the same answer, on every rank).
+void Remap::Impl::check_frac() const {
+  if (opt.rule == RemapRule::largest_area_fraction)
+    throw Error("a fractional mask with largest-area-fraction weights (CDO's genlaf)", "remap run",
+                "put the field without a fraction: each target takes one source value");
+}
+
 void Remap::run(std::span<const RemapFracField> fields) {
+  impl_->check_frac();
   const Impl::FracCall call(*impl_, fields);
   run(call.fields());
 }
 
 void Remap::start(std::span<const RemapFracField> fields) {
+  impl_->check_frac();
   const Impl::FracCall call(*impl_, fields);
   start(call.fields());
 }
 
 void Remap::finish(std::span<const RemapFracField> fields) {
+  impl_->check_frac();
   const Impl::FracCall call(*impl_, fields);
   finish(call.fields());
 }
@@ -860,6 +881,29 @@ void divide_rows(const double* a, const double* b, double* q, std::size_t n) {
 #endif
   divide_rows_generic(a, b, q, n);
 }
+// CDO's remaplaf, row by row: the links' source values in classes of equal value (NaN a class
+// of its own each time, as CDO's comparison), each class's weights summed in link order from 0;
+// the row takes the value of the class with the largest sum, the first such on a tie (CDO's
+// strict comparison), or the unmapped value without links. Rows of a few links: a linear scan.
+void largest_class(const std::vector<i64>& ptr, const std::vector<double>& w, const std::vector<std::uint32_t>& xi,
+                   double unmapped, const double* x, double* y) {
+  std::vector<double> value, weight;
+  for (std::size_t r = 0; r + 1 < ptr.size(); ++r) {
+    value.clear();
+    weight.clear();
+    for (i64 k = ptr[r]; k < ptr[r + 1]; ++k) {
+      const double v = x[xi[static_cast<std::size_t>(k)]];
+      std::size_t c = 0;
+      while (c < value.size() && !(value[c] == v)) ++c;
+      if (c == value.size()) value.push_back(v), weight.push_back(0.0);
+      weight[c] += w[static_cast<std::size_t>(k)];
+    }
+    std::size_t best = 0;
+    for (std::size_t c = 1; c < value.size(); ++c)
+      if (weight[c] > weight[best]) best = c;
+    y[r] = value.empty() ? unmapped : value[best];
+  }
+}
 }  // namespace
 
 // y[r] = sum of the row's links, in link order; into the field itself when rows are elements.
@@ -870,6 +914,10 @@ void Remap::Impl::product(std::span<const RemapField> fields) {
   const std::vector<std::uint32_t>& links = x_links();
   const auto src_of = [&](std::size_t f) { return gather && !x_is_src ? xbuf.data() + f * nx : fields[f].src.data(); };
   const auto dst_of = [&](std::size_t f) { return direct_rows ? fields[f].dst.data() : ybuf.data() + f * ny; };
+  if (opt.rule == RemapRule::largest_area_fraction) {
+    for (std::size_t f = 0; f < nf; ++f) largest_class(ptr, w, links, opt.unmapped_value, src_of(f), dst_of(f));
+    return;
+  }
   // Fields in pairs: one pass over the links (weights and indices read once) forms two rows,
   // each summed in link order as alone (bit-identical); most multi-field couplings gain.
   std::size_t f0 = 0;

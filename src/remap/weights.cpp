@@ -454,4 +454,8 @@ void write_weights(const std::string& path, const Links& links, i64 src_size, i6
   });
 }
 
+bool is_largest_area_fraction(const WeightFileInfo& info) {
+  return starts_with_nocase(info.map_method, "largest area fraction");
+}
+
 }  // namespace estuary
