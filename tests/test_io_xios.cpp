@@ -361,6 +361,83 @@ TEST(IoXios, InheritanceEnabledLevelAndWarnings) {
             std::string::npos);
 }
 
+// What real files from XIOS's test cases and NEMO configurations showed (a public sweep):
+// - a file's <field id="X"> with X in the field_definition is that field (XIOS has one object
+//   per id): its unit, grid and operation come from the definition, its own attributes override;
+// - an expression term on another grid (NEMO's `@ttrd_qns_e3t / @e3ts`, e3ts a surface extract
+//   of e3t) is an error naming both fields, and with skip_unsupported a warning that leaves the
+//   one field out;
+// - detect_missing_value on an instant field changes nothing: accepted; on an average refused;
+// - a substitution for @freq@ is refused (each file's own output_freq);
+// - a model field on a grid whose <scalar> is a reduction is refused (XIOS would reduce it);
+// - <context id="xios"> (XIOS's settings) is not a candidate when no context is named.
+TEST(IoXios, PublicFilesIdFieldsExpressionsAndContexts) {
+  const std::string d = tmp_dir("public");
+  const std::string defs =
+      "<field_definition operation=\"average\">\n"
+      " <field id=\"e3t\" grid_ref=\"grid_T_3D\"/>\n"
+      " <field id=\"e3ts\" field_ref=\"e3t\" grid_ref=\"grid_T_SFC\"/>\n"
+      " <field id=\"qns_e3t\" grid_ref=\"grid_T_SFC\"/>\n"
+      " <field id=\"sst\" unit=\"degC\" long_name=\"sea surface temperature\" operation=\"instant\" prec=\"8\" grid_ref=\"grid_T_2D\"/>\n"
+      " <field id=\"zmin\" grid_ref=\"zmin_grid\"/>\n"
+      "</field_definition>\n"
+      "<grid_definition>\n"
+      " <grid id=\"zmin_grid\"><scalar id=\"zmin_s\"><reduce_axis operation=\"min\"/></scalar></grid>\n"
+      "</grid_definition>\n";
+  const auto ctx = [&](const std::string& files, const std::string& model = "ocean") {
+    return "<simulation>\n <context id=\"xios\"><variable_definition><variable id=\"info_level\" type=\"int\">10"
+           "</variable></variable_definition></context>\n <context id=\"" + model + "\">\n" + defs +
+           "<file_definition>\n" + files + "</file_definition>\n </context>\n</simulation>\n";
+  };
+  io::XiosXmlOptions opt;
+  io::XiosXmlInfo info;
+  // A file's field by the definition's id; the xios context passed over.
+  const std::string p1 = write_file(d, "id.xml", ctx("<file id=\"o\" output_freq=\"1d\"><field id=\"sst\" long_name=\"SST\"/></file>\n"));
+  const io::OutputConfig c1 = io::OutputConfig::from_xios_xml(p1, opt, &info);
+  EXPECT_EQ(info.context, "ocean");
+  ASSERT_EQ(c1.files.size(), 1u);
+  ASSERT_EQ(c1.files[0].fields.size(), 1u);
+  const io::FieldConfig& sst = c1.files[0].fields[0];
+  EXPECT_EQ(sst.name, "sst");
+  EXPECT_EQ(sst.operation, io::Operation::instant);  // the definition's, not missing
+  EXPECT_EQ(sst.units, "degC");
+  EXPECT_EQ(sst.long_name, "SST");  // the file's own attribute over the definition's
+  EXPECT_EQ(sst.precision, io::Precision::f64);
+  ASSERT_EQ(info.fields.size(), 1u);
+  EXPECT_EQ(info.fields[0].grid_ref, "grid_T_2D");
+  // An expression with a term on another grid: an error naming both fields, or the field left out.
+  const std::string p2 = write_file(
+      d, "expr.xml",
+      ctx("<file id=\"o\" output_freq=\"1d\"><field id=\"ratio\" name=\"ratio\" grid_ref=\"grid_T_SFC\"> @qns_e3t / @e3ts </field>"
+          "<field field_ref=\"sst\"/></file>\n"));
+  const std::string e2 = error_of(p2);
+  EXPECT_NE(e2.find("'e3ts' in expression '@qns_e3t / @e3ts' is on grid_ref=grid_T_SFC (" + d + "/expr.xml:6, <field id=\"e3ts\">) "
+                    "but refers to field 'e3t' on grid_ref=grid_T_3D (" + d + "/expr.xml:5, <field id=\"e3t\">)"),
+            std::string::npos) << e2;
+  io::XiosXmlOptions skip;
+  skip.skip_unsupported = true;
+  const io::OutputConfig c2 = io::OutputConfig::from_xios_xml(p2, skip, &info);
+  ASSERT_EQ(c2.files.size(), 1u);
+  ASSERT_EQ(c2.files[0].fields.size(), 1u);  // ratio left out, sst kept
+  EXPECT_EQ(c2.files[0].fields[0].name, "sst");
+  // detect_missing_value: instant accepted, average refused.
+  const std::string p3 = write_file(d, "dmv.xml", ctx("<file id=\"o\" output_freq=\"1d\"><field field_ref=\"sst\" detect_missing_value=\"true\"/></file>\n"));
+  EXPECT_EQ(io::OutputConfig::from_xios_xml(p3, opt, &info).files[0].fields.size(), 1u);
+  const std::string p4 = write_file(d, "dmv_avg.xml",
+                                    ctx("<file id=\"o\" output_freq=\"1d\"><field field_ref=\"sst\" operation=\"average\" detect_missing_value=\"true\"/></file>\n"));
+  EXPECT_NE(error_of(p4).find("detect_missing_value is not supported"), std::string::npos) << error_of(p4);
+  // @freq@ given a value.
+  const std::string p5 = write_file(d, "freq.xml", ctx("<file name=\"x_@freq@\" output_freq=\"1d\"><field field_ref=\"sst\"/></file>\n"));
+  io::XiosXmlOptions sub;
+  sub.substitutions = {{"freq", "1mo"}};
+  EXPECT_NE(error_of(p5, sub).find("@freq@ is each file's own output_freq"), std::string::npos) << error_of(p5, sub);
+  EXPECT_EQ(io::OutputConfig::from_xios_xml(p5, opt, &info).files[0].name, "x_1d");
+  // A model field on a reduced scalar.
+  const std::string p6 = write_file(d, "scalar.xml", ctx("<file id=\"o\" output_freq=\"1d\"><field field_ref=\"zmin\"/></file>\n"));
+  EXPECT_NE(error_of(p6).find("the field's own grid is transformed (" + d + "/scalar.xml:12, <reduce_axis>)"), std::string::npos)
+      << error_of(p6);
+}
+
 // One day of a small NEMO-like model: hourly writes of sst (2-D) and toce (3 levels) from
 // decompositions that differ by rank count, files from XML; each record is checked against the
 // period's average / maximum / instant value computed here from global indices.

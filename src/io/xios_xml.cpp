@@ -33,6 +33,9 @@ namespace estuary::io {
 OutputConfig OutputConfig::from_xios_xml(const std::string& path) { return from_xios_xml(path, XiosXmlOptions{}); }
 
 namespace {
+// The words of the error for a field on another grid inside an expression: the caller leaves
+// the file's field out for it under skip_unsupported.
+constexpr const char* kExprGridTransformation = "a grid transformation inside an expression is not supported";
 
 namespace fs = std::filesystem;
 
@@ -255,7 +258,7 @@ class XiosReader {
   void index_grid_defs(pugi::xml_node n);
   void index_grid_defs_once();
   struct GridParts {
-    pugi::xml_node domain, axis;
+    pugi::xml_node domain, axis, scalar_node;  // scalar_node: a <scalar> element of the grid
     std::string domain_ref, axis_ref;  // when given by id without an element here
     bool scalar = false, known = true;
   };
@@ -478,7 +481,11 @@ std::string XiosReader::file_name(const Attrs& a, pugi::xml_node file) {
     out += name.substr(i, at - i);
     const std::string key = name.substr(at + 1, end - at - 1);
     const auto it = opt_.substitutions.find(key);
-    if (it != opt_.substitutions.end()) {
+    if (it != opt_.substitutions.end() && lower(key) == "freq") {
+      fail(file, "name", "@freq@ is each file's own output_freq (as NEMO's iom writes it); a value for it would give "
+                         "every file one frequency",
+           "remove the substitution for '" + key + "'");
+    } else if (it != opt_.substitutions.end()) {
       out += it->second;
     } else if (lower(key) == "freq") {  // NEMO's iom: the output frequency, "mo" written "m"
       std::string f;
@@ -814,6 +821,13 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
       fail(f.node, "field_ref", "a file's field needs a field_ref or an id",
            "refer to a field of the field_definition");
     source = f.node.attribute("id").value();
+    // XIOS's objects are one per id: a file's <field id="X"> with X in the field_definition is
+    // that field (its attributes given here override), as field_ref="X" would be.
+    const auto def = defs_.find(source);
+    if (def != defs_.end() && def->second.node != f.node) {
+      ref = source;
+      ref_at = f.node;
+    }
   }
   while (!ref.empty()) {
     if (!seen.insert(ref).second) fail(ref_at, "field_ref", "field_ref '" + ref + "' refers back to itself");
@@ -870,7 +884,9 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
     } catch (const Error& e) {
       // What XIOS would compute but estuary does not (an expression mixing `@` terms with
       // fields at each step): left out with skip_unsupported; other errors are errors.
-      if (std::string(e.what()).find("mixes `@` terms") == std::string::npos) throw;
+      const std::string what = e.what();
+      if (what.find("mixes `@` terms") == std::string::npos && what.find(kExprGridTransformation) == std::string::npos)
+        throw;
       return unsupported(en, en.attribute("expr") ? "expr" : "", e.fault(), e.fix());
     }
   }
@@ -944,7 +960,10 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
       return unsupported(a.at("freq_offset").at, "freq_offset",
                          "freq_offset is not supported (estuary samples from time 0)", "remove it");
   }
-  if (a.count("detect_missing_value") && boolean(a.at("detect_missing_value"), "detect_missing_value"))
+  // detect_missing_value makes XIOS's temporal operations skip default_value samples; an
+  // instant (or once) value has no samples to skip, so there it changes nothing.
+  const bool point_op = a.count("operation") && (trim(a.at("operation").value) == "instant" || trim(a.at("operation").value) == "once");
+  if (a.count("detect_missing_value") && boolean(a.at("detect_missing_value"), "detect_missing_value") && !point_op)
     return unsupported(a.at("detect_missing_value").at, "detect_missing_value",
                        "detect_missing_value is not supported (estuary's operations leave out masked points only)",
                        "mask the points with the field's or the grid's mask instead");
@@ -1074,6 +1093,7 @@ void XiosReader::resolve_expression(pugi::xml_node at, const std::string& text, 
     // operation of a `@` term is the first one met (the named field's own, XIOS's rule). A field
     // on the way that sets another grid would be a grid transformation inside the expression.
     std::string op, grid, target;
+    pugi::xml_node grid_at;  // where `grid` was set
     std::set<std::string> seen;
     for (std::string cur = id;;) {
       if (!seen.insert(cur).second) fail(at, attr, "field_ref '" + cur + "' refers back to itself");
@@ -1088,10 +1108,10 @@ void XiosReader::resolve_expression(pugi::xml_node at, const std::string& text, 
         if (d.node.attribute(k)) g += std::string(k) + "=" + trim(d.node.attribute(k).value()) + " ";
       if (!g.empty() && !grid.empty() && g != grid)
         fail(at, attr,
-             "'" + name + "' in expression '" + text + "' is field '" + cur + "' on another grid (" + where(d.node) +
-                 "): a grid transformation inside an expression is not supported",
+             "'" + name + "' in expression '" + text + "' is on " + grid + "(" + where(grid_at) + ") but refers to field '" +
+                 cur + "' on " + g + "(" + where(d.node) + "): " + kExprGridTransformation,
              "use fields on the grid of the model's field in expressions");
-      if (grid.empty()) grid = g;
+      if (grid.empty()) grid = g, grid_at = d.node;
       const bool has_expr = !expression_text(d.node).empty();
       if (has_expr || !d.attrs.count("field_ref")) {
         if (has_expr) add_derived(cur);
@@ -1199,7 +1219,7 @@ XiosReader::GridParts XiosReader::grid_parts(const std::string& spec) {
       const std::string tag = c.name();
       if (tag == "domain") g.domain = c;
       else if (tag == "axis") g.axis = c;
-      else if (tag == "scalar") g.scalar = true;
+      else if (tag == "scalar") g.scalar = true, g.scalar_node = c;
     }
     return g;
   }
@@ -1266,6 +1286,11 @@ std::vector<double> xios_array(const std::string& text, bool& ok) {
 std::optional<pugi::xml_node> XiosReader::own_transformation(const std::string& spec) {
   const GridParts p = grid_parts(spec);
   if (!p.known) return std::nullopt;
+  // A <scalar> made by a transformation (reduce_axis, reduce_domain, extract_axis, ...): every
+  // element inside a scalar is one.
+  if (p.scalar_node)
+    for (pugi::xml_node c : p.scalar_node.children())
+      if (c.type() == pugi::node_element) return c;
   for (const char* kind : {"domain", "axis"}) {
     const bool axis = std::string(kind) == "axis";
     const pugi::xml_node n = axis ? p.axis : p.domain;
@@ -1445,8 +1470,14 @@ OutputConfig XiosReader::read(const std::string& path) {
   std::vector<std::string> ids;
   for (pugi::xml_node c : contexts) ids.push_back(c.attribute("id").value());
   std::string want = opt_.context;
+  // <context id="xios"> holds XIOS's own settings (buffer sizes, info levels), no model output:
+  // a model context besides it is the one to read.
+  std::vector<std::string> models;
+  for (const std::string& id : ids)
+    if (id != "xios") models.push_back(id);
   if (want.empty()) {
     if (std::find(ids.begin(), ids.end(), "nemo") != ids.end()) want = "nemo";
+    else if (models.size() == 1) want = models[0];
     else if (ids.size() == 1) want = ids[0];
     else {
       std::string list;
