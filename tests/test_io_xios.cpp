@@ -372,6 +372,7 @@ TEST(IoXios, InheritanceEnabledLevelAndWarnings) {
 // - a model field on a grid whose <scalar> is a reduction is refused (XIOS would reduce it);
 // - <context id="xios"> (XIOS's settings) is not a candidate when no context is named.
 TEST(IoXios, PublicFilesIdFieldsExpressionsAndContexts) {
+  const std::string kExprWords = "a grid transformation inside an expression is not supported";
   const std::string d = tmp_dir("public");
   const std::string defs =
       "<field_definition operation=\"average\">\n"
@@ -420,6 +421,12 @@ TEST(IoXios, PublicFilesIdFieldsExpressionsAndContexts) {
   ASSERT_EQ(c2.files.size(), 1u);
   ASSERT_EQ(c2.files[0].fields.size(), 1u);  // ratio left out, sst kept
   EXPECT_EQ(c2.files[0].fields[0].name, "sst");
+  // With every field left out, the error says why (the warnings would be lost with it).
+  const std::string p2b = write_file(
+      d, "expr_only.xml", ctx("<file id=\"o\" output_freq=\"1d\"><field id=\"ratio\" grid_ref=\"grid_T_SFC\"> @qns_e3t / @e3ts </field></file>\n"));
+  const std::string e2b = error_of(p2b, skip);
+  EXPECT_NE(e2b.find("no file to write in context 'ocean' (1 field(s) left out as not supported, e.g. "), std::string::npos) << e2b;
+  EXPECT_NE(e2b.find(kExprWords), std::string::npos) << e2b;
   // detect_missing_value: instant accepted, average refused.
   const std::string p3 = write_file(d, "dmv.xml", ctx("<file id=\"o\" output_freq=\"1d\"><field field_ref=\"sst\" detect_missing_value=\"true\"/></file>\n"));
   EXPECT_EQ(io::OutputConfig::from_xios_xml(p3, opt, &info).files[0].fields.size(), 1u);

@@ -1496,9 +1496,17 @@ OutputConfig XiosReader::read(const std::string& path) {
   info_.context = want;
   if (const pugi::xml_node inc = included(ctx)) read_context(inc);
   read_context(ctx);
-  if (cfg_.files.empty())
-    throw Error("no file to write in context '" + want + "'", path,
-                "enable a <file> with fields (enabled, level <= output_level)");
+  if (cfg_.files.empty()) {
+    // Under skip_unsupported the files may be empty because their fields were left out: say why
+    // here, where the warnings would otherwise be lost with the error.
+    std::string left;
+    int n_left = 0;
+    for (const std::string& w : info_.warnings)
+      if (w.find("; variable '") != std::string::npos && n_left++ < 3) left += (left.empty() ? "" : "; ") + w;
+    throw Error("no file to write in context '" + want + "'" +
+                    (n_left ? " (" + std::to_string(n_left) + " field(s) left out as not supported, e.g. " + left + ")" : ""),
+                path, "enable a <file> with fields (enabled, level <= output_level)");
+  }
   // Only the field_definition expressions the files use, directly or through other expressions
   // (one met in a field left out must not ask the model for its fields).
   std::set<std::string> used;
