@@ -811,6 +811,18 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
     return g == "||||" ? std::string() : g;
   };
   auto has_expr = [](const DefField& d) { return d.attrs.count("expr") > 0 || !trim(d.node.text().get()).empty(); };
+  // The attribute that sets a link's grid (grid_of's order), for messages; it may come from the
+  // element's group rather than the element itself.
+  auto grid_attr = [](const std::string& spec) {
+    const char* names[] = {"grid_ref", "domain_ref", "axis_ref", "scalar_ref"};
+    std::size_t at = 0;
+    for (const char* n : names) {
+      const std::size_t bar = spec.find('|', at);
+      if (bar != at && at < spec.size()) return std::string(n);
+      at = bar == std::string::npos ? spec.size() : bar + 1;
+    }
+    return std::string("grid_ref");
+  };
   std::vector<Link> chain{{f.node, grid_of(f.attrs), has_expr(f)}};
   std::string source;
   std::set<std::string> seen;
@@ -902,9 +914,7 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       if (it->grid.empty()) continue;
       if (!g.empty() && it->grid != g) {
-        const std::string attr = it->node.attribute("grid_ref")     ? "grid_ref"
-                                 : it->node.attribute("domain_ref") ? "domain_ref"
-                                                                    : "axis_ref";
+        const std::string attr = grid_attr(it->grid);
         const std::string what =
             "a grid other than the referenced field's (an XIOS grid transformation) is not supported";
         const bool first = view_origin.empty() && !regrid;
@@ -929,9 +939,7 @@ bool XiosReader::resolve_field(const DefField& f, FileConfig& fc, int output_lev
         // values if that grid is itself a zoom or an interpolation of another; estuary writes
         // them as the model gives them, so that is refused rather than written differently.
         if (const std::optional<pugi::xml_node> own = own_transformation(it->grid)) {
-          const std::string attr = it->node.attribute("grid_ref")     ? "grid_ref"
-                                   : it->node.attribute("domain_ref") ? "domain_ref"
-                                                                      : "axis_ref";
+          const std::string attr = grid_attr(it->grid);
           return unsupported(it->node, attr,
                              "the field's own grid is transformed (" + where(*own) +
                                  "): XIOS would write the transformation, estuary writes the model's values as given",
