@@ -13,7 +13,7 @@
 !>   call estuary_terminate(comp_id, ierror)                     ! MPI_Finalize if MPI_Init was ours
 !>
 !> OASIS's own argument lists work too (estuary_oasis_decl.inc): a model written for OASIS3-MCT
-!> builds here after `sed 's/oasis_/estuary_/g; s/mod_oasis/estuary/g'` and no other change
+!> builds here after `sed 's/oasis_/estuary_/gI; s/mod_oasis/estuary/gI'` and no other change
 !> (estuary_init_comp(comp_id, name, kinfo), estuary_def_partition(part_id, ig_paral, kinfo),
 !> estuary_put(var_id, kstep, field, kinfo), ..., estuary_put_inquire, estuary_get_ncpl,
 !> estuary_get_freqs, estuary_set_couplcomm, estuary_get_intercomm, estuary_get_intracomm,
@@ -1105,21 +1105,29 @@ contains
   !> oasis_abort: prints the message (with the component's name) to stderr and to the
   !> component's log, and aborts the whole run (MPI_Abort on MPI_COMM_WORLD with errorcode,
   !> default 1). OASIS's arguments too: estuary_abort(comp_id, routine, message [, file, line,
-  !> rcode]) (then `message` is the calling routine; rcode is errorcode), every one optional.
-  subroutine estuary_abort(comp_id, message, cd_message, file, line, rcode, errorcode)
+  !> rcode]) (then `message` is the calling routine; rcode is errorcode), every one optional,
+  !> and by OASIS's keywords: id_compid= (comp_id), cd_routine= (message), cd_message=, file=,
+  !> line=, rcode= (MESSy's call).
+  subroutine estuary_abort(comp_id, message, cd_message, file, line, rcode, errorcode, id_compid, cd_routine)
     integer, intent(in), optional :: comp_id
     character(len=*), intent(in), optional :: message, cd_message, file
-    integer, intent(in), optional :: line, rcode, errorcode
+    integer, intent(in), optional :: line, rcode, errorcode, id_compid
+    character(len=*), intent(in), optional :: cd_routine
     character(len=:), allocatable :: who, text
     integer(c_int) :: code
+    integer :: id
+    id = 0
+    if (present(id_compid)) id = id_compid
+    if (present(comp_id)) id = comp_id
     who = 'component (unknown)'
-    if (present(comp_id)) who = 'component id ' // int_text(int(comp_id, int64))
-    if (allocated(comps) .and. present(comp_id)) then
-      if (comp_id >= 1 .and. comp_id <= size(comps)) then
-        if (allocated(comps(comp_id)%name)) who = 'component ' // comps(comp_id)%name
+    if (present(comp_id) .or. present(id_compid)) who = 'component id ' // int_text(int(id, int64))
+    if (allocated(comps)) then
+      if (id >= 1 .and. id <= size(comps)) then
+        if (allocated(comps(id)%name)) who = 'component ' // comps(id)%name
       end if
     end if
     text = ''
+    if (present(cd_routine)) text = trim(cd_routine)
     if (present(message)) text = trim(message)
     if (present(cd_message)) then
       if (len(text) > 0) text = text // ': '

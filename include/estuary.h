@@ -220,6 +220,9 @@ int est_comp_set_debug(est_comp c, int level);
 int est_comp_partition_global_size(est_comp c, const int64_t* ig_paral, int64_t len, int64_t* global_size);
 /* Appends "error on rank R: message" to the component's log (for errors found by a binding). */
 int est_comp_log_error(est_comp c, const char* message);
+/* *yes = 1 when a coupling of the configuration names the field (OASIS: it is in the namcouple),
+ * else 0 (Component::in_configuration: OASIS's def_var then returns OASIS_Var_Uncpl). */
+int est_comp_in_configuration(est_comp c, const char* field, int* yes);
 
 /* ---- grid recipes (estuary::GridGen): any rank's share of a generated grid ---------------
  * kind: "lonlat" (n1 x n2 cells), "gaussian" (n1 longitudes x n2 latitudes), "reduced_gaussian"

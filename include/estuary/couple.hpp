@@ -302,6 +302,11 @@ class Component {
   int debug_level() const;
   void set_debug_level(int level);
 
+  // Whether a coupling of the configuration names `field` (as source or target; OASIS: "in the
+  // namcouple"). OASIS's def_var of a field that none names returns OASIS_Var_Uncpl, and models
+  // test for it (NEMO skips such fields); the OASIS-shaped def_var of the bindings does the same.
+  bool in_configuration(const std::string& field) const;
+
   // Appends "error on rank R: message" to the component's log (estuary.NAME.log) from any rank:
   // the C and Fortran APIs record there every error they return through ierror.
   void log_error(const std::string& message) const;

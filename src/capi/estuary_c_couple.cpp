@@ -553,4 +553,13 @@ int est_comp_log_error(est_comp c, const char* message) {
   });
 }
 
+int est_comp_in_configuration(est_comp c, const char* field, int* yes) {
+  return guarded("est_comp_in_configuration", EST_ERR_ARGUMENT, [&] {
+    require(c, "c");
+    require(field, "field");
+    require(yes, "yes");
+    *yes = c->comp->in_configuration(field) ? 1 : 0;
+  });
+}
+
 }  // extern "C"

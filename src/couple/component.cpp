@@ -171,13 +171,15 @@ int Component::def_var(const std::string& name, int partition, Direction directi
   return static_cast<int>(m.vars.size()) - 1;
 }
 
+std::string Component::Impl::config_path() const {
+  if (!opt.config.empty()) return opt.config;
+  if (const auto& env = Settings::get().config) return *env;
+  if (std::filesystem::exists(path_in(opt.directory, "estuary.yaml"))) return path_in(opt.directory, "estuary.yaml");
+  return path_in(opt.directory, "namcouple");
+}
+
 void Component::Impl::read_config() {
-  std::string path = opt.config;
-  if (path.empty()) {
-    if (const auto& env = Settings::get().config) path = *env;
-    else if (std::filesystem::exists(path_in(opt.directory, "estuary.yaml"))) path = path_in(opt.directory, "estuary.yaml");
-    else path = path_in(opt.directory, "namcouple");
-  }
+  const std::string path = config_path();
   detail::agree(world, [&] {
     if (!std::filesystem::exists(path))
       throw Error("configuration file not found", "file " + path,

@@ -90,6 +90,12 @@ struct Component::Impl {
   std::map<std::string, WeightFunction> weight_functions;  // SCRIPR CALLBACK, by name
   CouplingSetup setup;
   bool defined = false, terminated = false;
+  // The configuration file: ComponentOptions::config, ESTUARY_CONFIG, estuary.yaml or namcouple
+  // in the run folder (read collectively by enddef).
+  std::string config_path() const;
+  // Before enddef: the configuration as this rank alone reads it (Component::in_configuration,
+  // OASIS's def_var, which knows the namcouple from init_comp); read once.
+  mutable std::optional<CouplingSetup> early_setup;
   std::vector<std::unique_ptr<Coupling>> couplings;
   std::string log_path;
   // OASIS grid files: the pieces given by write_grid ... until enddef writes them.

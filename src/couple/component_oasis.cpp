@@ -239,6 +239,27 @@ void Component::set_debug_level(int level) {
   impl_->debug = level;
 }
 
+bool Component::in_configuration(const std::string& field) const {
+  const Impl& m = *impl_;
+  const CouplingSetup* s = &m.setup;
+  if (!m.defined) {
+    // enddef reads the configuration (collectively); before it, this rank reads it alone. A file
+    // it cannot read says nothing here: enddef then reports it on every rank.
+    if (!m.early_setup) {
+      try {
+        m.early_setup = read_coupling_config(m.config_path());
+      } catch (const Error&) {
+        return true;
+      }
+    }
+    s = &*m.early_setup;
+  }
+  for (const CouplingConfig& c : s->couplings)
+    for (const auto* list : {&c.src_fields, &c.dst_fields})
+      if (std::find(list->begin(), list->end(), field) != list->end()) return true;
+  return false;
+}
+
 void Component::log_error(const std::string& message) const {
   const Impl& m = *impl_;
   if (m.log_path.empty()) return;

@@ -26,7 +26,9 @@ PROGRAM ocean
   INTEGER :: comp_id, localComm, couplComm, localComm2, world_rank, mype, npes, cpl_rank, icpl
   INTEGER :: ierror, info, inq, ib, itap_sec, i, j, k, w_unit, ncpl, dbg, icmp
   INTEGER :: part_id, part_rbas
-  INTEGER :: var_id(3), var_nodims(2), var_actual_shape(4)
+  INTEGER :: var_id(3), var_nodims(2), var_actual_shape(4), var_shape_1(1), iwrite, id_uncpl
+  REAL(kind=8), ALLOCATABLE :: glon(:,:), glat(:,:), gclo(:,:,:), gcla(:,:,:), gsrf(:,:)
+  INTEGER, ALLOCATABLE :: gmsk(:,:)
   INTEGER :: il_paral(5)
   INTEGER, ALLOCATABLE :: il_points(:)
   INTEGER :: ioff, inx, iny                     ! this process's box: offset, extents
@@ -100,6 +102,32 @@ PROGRAM ocean
     IF (ierror /= OASIS_Ok) CALL oasis_abort(comp_id, comp_name, 'oasis_def_partition failed', __FILE__, __LINE__)
     !
     !+++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++
+    ! GRID WRITING, OASIS 5 style: this process's box with the partition id (grids.nc,
+    ! masks.nc, areas.nc; written once, by the first run)
+    !+++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++
+    !
+    CALL oasis_start_grids_writing(iwrite)
+    IF (iwrite == 1) THEN
+      ALLOCATE(glon(inx,iny), glat(inx,iny), gclo(inx,iny,4), gcla(inx,iny,4), gmsk(inx,iny), gsrf(inx,iny))
+      DO j = 1, iny
+        DO i = 1, inx
+          k = ioff + (j-1)*nlon + i - 1                ! global index, x fastest
+          glon(i,j) = 30.0 * MOD(k, nlon)
+          glat(i,j) = -70.0 + 20.0 * (k / nlon)
+          gclo(i,j,:) = (/ glon(i,j) - 15., glon(i,j) + 15., glon(i,j) + 15., glon(i,j) - 15. /)
+          gcla(i,j,:) = (/ glat(i,j) - 10., glat(i,j) - 10., glat(i,j) + 10., glat(i,j) + 10. /)
+          gmsk(i,j) = 0                                 ! OASIS: 0 = valid (the OUTPUT test reads every point)
+          gsrf(i,j) = 1.0d0 + k
+        ENDDO
+      ENDDO
+      CALL oasis_write_grid('ocnt', nlon, nlat, glon, glat, part_id)
+      CALL oasis_write_corner('ocnt', nlon, nlat, 4, gclo, gcla, part_id)
+      CALL oasis_write_mask('ocnt', nlon, nlat, gmsk, part_id)
+      CALL oasis_write_area('ocnt', nlon, nlat, gsrf, part_id)
+      CALL oasis_terminate_grids_writing()
+    ENDIF
+    !
+    !+++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++
     ! DEFINITION OF THE LOCAL FIELDS
     !+++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++
     !
@@ -111,8 +139,15 @@ PROGRAM ocean
     CALL oasis_def_var(var_id(2), 'O_HEAT', part_id, var_nodims, OASIS_In, var_actual_shape, OASIS_Real, ierror)
     IF (ierror /= OASIS_Ok) CALL oasis_abort(comp_id, comp_name, 'oasis_def_var O_HEAT', __FILE__, __LINE__)
     var_nodims(1) = 1
-    CALL oasis_def_var(var_id(3), 'O_RUNOFF', part_rbas, var_nodims, OASIS_In, OASIS_Double, ierror)
-    IF (ierror /= OASIS_Ok) CALL oasis_abort(comp_id, comp_name, 'oasis_def_var O_RUNOFF', __FILE__, __LINE__)
+    var_shape_1 = (/ nbas /)  ! shorter than 2 * var_nodims(1), as LFRic and the SPOC tutorial pass it
+    CALL oasis_def_var(var_id(3), 'O_RUNOFF', part_rbas, var_nodims, OASIS_In, var_shape_1, OASIS_Double, ierror)
+    IF (ierror /= PRISM_Ok) CALL oasis_abort(comp_id, comp_name, 'oasis_def_var O_RUNOFF', __FILE__, __LINE__)
+    ! A field no namcouple entry names: OASIS_Var_Uncpl with ierror OASIS_Ok (NEMO tests the id)
+    var_nodims(1) = 2
+    CALL oasis_def_var(id_uncpl, 'O_NOT_COUPLED', part_id, var_nodims, OASIS_Out, var_actual_shape, OASIS_Double, ierror)
+    WRITE(w_unit,'(A,2I6)') 'UNCPL', id_uncpl, ierror
+    ! OASIS's abort keywords (MESSy's form), on a path never taken
+    IF (ierror < -1000) CALL oasis_abort(id_compid=comp_id, cd_routine=comp_name, cd_message='unexpected', rcode=1)
   ENDIF
   !
   !+++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++

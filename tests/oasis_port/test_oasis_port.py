@@ -172,6 +172,33 @@ def test_fields_received(run):
         np.testing.assert_array_equal(got, runoff(t), err_msg=f"O_RUNOFF at t={t}")
 
 
+def test_grid_files(run):
+    """The ocean's OASIS-form oasis_write_grid / corner / mask / area with its partition id:
+    grids.nc, masks.nc and areas.nc hold the whole 12 x 8 grid, each box at its global points."""
+    import netCDF4
+    nx, ny = OCN
+    j, i = np.divmod(np.arange(nx * ny), nx)
+    lon, lat = 30.0 * i, -70.0 + 20.0 * j
+    with netCDF4.Dataset(TMP / "grids.nc") as g:
+        np.testing.assert_array_equal(np.asarray(g["ocnt.lon"][:]).reshape(-1), lon)
+        np.testing.assert_array_equal(np.asarray(g["ocnt.lat"][:]).reshape(-1), lat)
+        clo = np.asarray(g["ocnt.clo"][:]).reshape(4, -1)
+        np.testing.assert_array_equal(clo[1], lon + 15.0)
+        cla = np.asarray(g["ocnt.cla"][:]).reshape(4, -1)
+        np.testing.assert_array_equal(cla[2], lat + 10.0)
+    with netCDF4.Dataset(TMP / "masks.nc") as m:
+        np.testing.assert_array_equal(np.asarray(m["ocnt.msk"][:]).reshape(-1), np.zeros(nx * ny, dtype=int))
+    with netCDF4.Dataset(TMP / "areas.nc") as a:
+        np.testing.assert_array_equal(np.asarray(a["ocnt.srf"][:]).reshape(-1), 1.0 + np.arange(nx * ny))
+
+
+def test_field_not_in_namcouple(run):
+    """oasis_def_var of a field no entry names: OASIS_Var_Uncpl (-1) and kinfo OASIS_Ok, on every
+    coupled ocean process (OASIS's mod_oasis_var; NEMO tests the id before using it)."""
+    got = records(run["ocean"], "UNCPL")
+    assert len(got) == 3 and all(ln == ["UNCPL", "-1", "0"] for ln in got), got
+
+
 def test_get_info_codes(run):
     for ln in records(run["ocean"], "GET"):
         name, t, info = ln[1], int(ln[2]), int(ln[3])
