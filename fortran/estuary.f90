@@ -13,7 +13,7 @@
 !>   call estuary_terminate(comp_id, ierror)                     ! MPI_Finalize if MPI_Init was ours
 !>
 !> OASIS's own argument lists work too (estuary_oasis_decl.inc): a model written for OASIS3-MCT
-!> builds here after `sed 's/oasis_/estuary_/gI; s/mod_oasis/estuary/gI'` and no other change
+!> builds here after `sed -E 's/oasis_/estuary_/g; s/mod_oasis/estuary/gI; s/(call[[:space:]]+)oasis_/\1estuary_/gI'` and no other change
 !> (estuary_init_comp(comp_id, name, kinfo), estuary_def_partition(part_id, ig_paral, kinfo),
 !> estuary_put(var_id, kstep, field, kinfo), ..., estuary_put_inquire, estuary_get_ncpl,
 !> estuary_get_freqs, estuary_set_couplcomm, estuary_get_intercomm, estuary_get_intracomm,

@@ -11,7 +11,7 @@
 ! Every get and put, with oasis_put_inquire's prediction, goes to atmos.out.<world rank>.
 !------------------------------------------------------------------------------------------------
 PROGRAM atmos
-  USE mod_oasis
+  USE MOD_OASIS            ! written in capitals, as MESONH and MESSy do
   USE mpi
   IMPLICIT NONE
   !
@@ -71,7 +71,7 @@ PROGRAM atmos
   CALL oasis_def_var(var_id(3), 'A_RUNOFF', part_rbas, var_nodims, oasis_out, (/ 1, nlocal_bas /), OASIS_Double, ierror)
   IF (ierror /= OASIS_Ok) CALL oasis_abort(comp_id, comp_name, 'oasis_def_var A_RUNOFF', __FILE__, __LINE__)
   !
-  CALL oasis_enddef(ierror)
+  CALL OASIS_ENDDEF(ierror)   ! capitals too
   IF (ierror /= OASIS_Ok) CALL oasis_abort(comp_id, comp_name, 'oasis_enddef failed', __FILE__, __LINE__)
   !
   DO k = 1, 3
