@@ -13,6 +13,10 @@
 // fractional mask (Remap::run of a RemapFracField, as the coupler's put with a fraction does)
 // against the static run of the same field, interleaved, and their ratio; with the unfused form
 // (f x formed, a run of [f x, f], the division) for comparison, and whether both agree bit for bit.
+// On 1 rank, one "remap_frac_floor" line per direction: the same links, x and f through the
+// simplest loops that compute the two results (see floor_frac), none of the library's code, so
+// the masked step's ratio can be read against what the machine allows (floor_ratio_median:
+// the fastest of three masked forms over the static loop).
 //
 // Memory-bandwidth bound: a STREAM triad a[i] = b[i] + s*c[i] on three arrays of --triad-mb MB
 // each (default 80), best of 5, run by rank 0 alone while the others wait at a barrier, counted
@@ -34,6 +38,7 @@
 #include <cmath>
 #include <iostream>
 #include <optional>
+#include <emmintrin.h>
 #include <span>
 #include <vector>
 
@@ -75,6 +80,88 @@ double triad_gbps(std::size_t bytes_per_array, int reps) {
 struct Times {
   std::vector<double> run, cons;
 };
+
+// The machine's floor for the dynamic fractional mask: the simplest loops over the same links
+// in compressed rows (1 rank; the sources read in place, as Remap does there), one sum a row
+// for the static run and two (W f x, W f) and a division for the masked one, in IEEE link
+// order as Remap's bfb. No exchange, no set-up, nothing of the library: what is left of the
+// masked step's cost over the static one when nothing else is done.
+struct Csr {
+  std::vector<i64> ptr;
+  std::vector<std::uint32_t> col;
+  std::vector<double> w;
+};
+
+Csr csr_of(const estuary::Links& l, i64 rows) {
+  Csr c;
+  c.ptr.assign(static_cast<std::size_t>(rows) + 1, 0);
+  for (const i64 r : l.row) ++c.ptr[static_cast<std::size_t>(r) + 1];
+  for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r) c.ptr[r + 1] += c.ptr[r];
+  std::vector<i64> at(c.ptr.begin(), c.ptr.end() - 1);
+  c.col.resize(l.col.size());
+  c.w.resize(l.col.size());
+  for (std::size_t k = 0; k < l.col.size(); ++k) {  // stable: link order kept within a row
+    const auto pos = static_cast<std::size_t>(at[static_cast<std::size_t>(l.row[k])]++);
+    c.col[pos] = static_cast<std::uint32_t>(l.col[k]);
+    c.w[pos] = l.weight[k];
+  }
+  return c;
+}
+
+__attribute__((noinline)) void floor_static(const Csr& c, const double* x, double* y, std::size_t rows) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    double acc = 0;
+    for (i64 k = c.ptr[r]; k < c.ptr[r + 1]; ++k) acc += c.w[static_cast<std::size_t>(k)] * x[c.col[static_cast<std::size_t>(k)]];
+    y[r] = acc;
+  }
+}
+
+__attribute__((noinline)) void floor_frac(const Csr& c, const double* x, const double* f, double* y, std::size_t rows) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    double num = 0, den = 0;
+    for (i64 k = c.ptr[r]; k < c.ptr[r + 1]; ++k) {
+      const double w = c.w[static_cast<std::size_t>(k)];
+      const std::uint32_t s = c.col[static_cast<std::size_t>(k)];
+      const double fs = f[s];
+      num += w * (fs * x[s]);
+      den += w * fs;
+    }
+    y[r] = den != 0.0 ? num / den : 0.0;
+  }
+}
+
+
+// The same with f x formed once per source value (a pass over the sources, counted), then two
+// gathered arrays a link.
+__attribute__((noinline)) void floor_frac_fx(const Csr& c, const double* x, const double* f, double* fx, double* y,
+                                             std::size_t rows, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) fx[i] = f[i] * x[i];
+  for (std::size_t r = 0; r < rows; ++r) {
+    double num = 0, den = 0;
+    for (i64 k = c.ptr[r]; k < c.ptr[r + 1]; ++k) {
+      const double w = c.w[static_cast<std::size_t>(k)];
+      const std::uint32_t s = c.col[static_cast<std::size_t>(k)];
+      num += w * fx[s];
+      den += w * f[s];
+    }
+    y[r] = den != 0.0 ? num / den : 0.0;
+  }
+}
+
+// And with [f x, f] side by side (a pass writes them), one 16-byte load a link and both sums in
+// the two lanes of one multiply and one add: as many loads a link as the static run.
+__attribute__((noinline)) void floor_frac_pairs(const Csr& c, const double* x, const double* f, double* pair, double* y,
+                                                std::size_t rows, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) pair[2 * i] = f[i] * x[i], pair[2 * i + 1] = f[i];
+  for (std::size_t r = 0; r < rows; ++r) {
+    __m128d acc = _mm_setzero_pd();
+    for (i64 k = c.ptr[r]; k < c.ptr[r + 1]; ++k)
+      acc = _mm_add_pd(acc, _mm_mul_pd(_mm_set1_pd(c.w[static_cast<std::size_t>(k)]),
+                                       _mm_loadu_pd(pair + 2 * std::size_t{c.col[static_cast<std::size_t>(k)]})));
+    const double num = _mm_cvtsd_f64(acc), den = _mm_cvtsd_f64(_mm_unpackhi_pd(acc, acc));
+    y[r] = den != 0.0 ? num / den : 0.0;
+  }
+}
 
 }  // namespace
 
@@ -240,6 +327,37 @@ int main(int argc, char** argv) {
                                          *std::min_element(st.run.begin(), st.run.end()));
           if (rank == 0) std::cout << j.str() << std::endl;
         }
+      if (ranks == 1) {  // the floor (see floor_frac), same links, same x and f as remap_frac
+        const Csr c = csr_of(links, nb);
+        std::vector<double> f(x.size()), y2(y.size());
+        for (std::size_t i = 0; i < x.size(); ++i) f[i] = 0.25 + 0.75 * std::fabs(std::sin(a.lon[i] * 0.1 + a.lat[i] * 0.07));
+        std::vector<double> st, dy, dfx, dpair, work(2 * x.size()), y3(y.size()), y4(y.size());
+        for (int it = 0; it < iterations + 1; ++it) {
+          double t0 = MPI_Wtime();
+          floor_static(c, x.data(), y.data(), y.size());
+          const double ts = MPI_Wtime() - t0;
+          t0 = MPI_Wtime();
+          floor_frac(c, x.data(), f.data(), y2.data(), y2.size());
+          const double td = MPI_Wtime() - t0;
+          t0 = MPI_Wtime();
+          floor_frac_fx(c, x.data(), f.data(), work.data(), y3.data(), y3.size(), x.size());
+          const double tfx = MPI_Wtime() - t0;
+          t0 = MPI_Wtime();
+          floor_frac_pairs(c, x.data(), f.data(), work.data(), y4.data(), y4.size(), x.size());
+          const double tp = MPI_Wtime() - t0;
+          if (it > 0) st.push_back(ts), dy.push_back(td), dfx.push_back(tfx), dpair.push_back(tp);  // the first: warm-up
+        }
+        const bool same = y2 == y3 && y2 == y4;  // three forms of one IEEE computation
+        bench::Json j;
+        j.add("bench", "remap_frac_floor").add("src", ga->name()).add("dst", gb->name()).add("links", nlinks)
+            .add("iterations", iterations).add("static_s_median", bench::median(st)).add("frac_s_median", bench::median(dy))
+            .add("fx_pass_s_median", bench::median(dfx)).add("pairs_s_median", bench::median(dpair))
+            .add("same_bits", same)
+            .add("floor_ratio_median", std::min({bench::median(dy), bench::median(dfx), bench::median(dpair)}) / bench::median(st))
+            .add("per_link_ratio_median", bench::median(dy) / bench::median(st))
+            .add("floor_ratio_min", *std::min_element(dy.begin(), dy.end()) / *std::min_element(st.begin(), st.end()));
+        std::cout << j.str() << std::endl;
+      }
     }
     MPI_Finalize();
     return 0;
