@@ -201,6 +201,89 @@ TEST(Couple, MappingEqualsSerialReference) {
 }
 
 namespace {
+// A YAC weight file (YAC's layout: SCRIP's link variables, num_src_fields 1, the version and
+// grid-name attributes, fixed values) of the synthetic links without those of point `fixed`,
+// which takes `value` instead; for grids src_name -> dst_name.
+void write_yac_weights(const std::string& path, i64 fixed, double value, const std::string& src_name,
+                       const std::string& dst_name) {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  if (r == 0) {
+    const Links all = synthetic_links(kNs, kNd);
+    Links w;
+    for (i64 k = 0; k < all.size(); ++k) {
+      const auto u = static_cast<std::size_t>(k);
+      if (all.row[u] != fixed) w.add(all.row[u], all.col[u], all.weight[u]);
+    }
+    estuary::write_weights(path, w, kNs, kNd, MPI_COMM_SELF);
+    int nc = -1, d[4];
+    ASSERT_EQ(nc_open(path.c_str(), NC_WRITE, &nc), NC_NOERR);
+    nc_redef(nc);
+    for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+             {"version", "yac weight file 1.0"}, {"src_grid_name", src_name}, {"dst_grid_name", dst_name},
+             {"contains_links", "TRUE"}, {"contains_fixed_dst", "TRUE"}})
+      nc_put_att_text(nc, NC_GLOBAL, name.c_str(), text.size(), text.data());
+    nc_def_dim(nc, "num_src_fields", 1, &d[0]);
+    nc_def_dim(nc, "max_loc_str_len", 10, &d[1]);
+    nc_def_dim(nc, "num_fixed_values", 1, &d[2]);
+    nc_def_dim(nc, "num_fixed_dst", 1, &d[3]);
+    int vl = -1, vv = -1, vn = -1, va = -1;
+    nc_def_var(nc, "num_links_per_src_field", NC_INT, 1, &d[0], &vl);
+    nc_def_var(nc, "fixed_values", NC_DOUBLE, 1, &d[2], &vv);
+    nc_def_var(nc, "num_dst_per_fixed_value", NC_INT, 1, &d[2], &vn);
+    nc_def_var(nc, "dst_address_fixed", NC_INT, 1, &d[3], &va);
+    nc_enddef(nc);
+    const int links = static_cast<int>(w.size()), one = 1, address = static_cast<int>(fixed + 1);
+    nc_put_var_int(nc, vl, &links);
+    nc_put_var_double(nc, vv, &value);
+    nc_put_var_int(nc, vn, &one);
+    nc_put_var_int(nc, va, &address);
+    nc_close(nc);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+}  // namespace
+
+// A YAC weight file as a MAPPING: its fixed value reaches its point and the links the others,
+// as YAC applies it; a file whose grid names are not the coupling's grids is refused on every
+// rank, naming the attributes (YAC checks the names; the file has no grid sizes to check).
+TEST(Couple, YacWeightFileWithFixedValueAndGridNames) {
+  const Layout l = layout();
+  const i64 fixed = 17;
+  const std::string dir = fresh_dir("yac_mapping");
+  write_yac_weights(dir + "/w.nc", fixed, -7.25, "agrd", "ogrd");
+  write_text(dir + "/namcouple", namcouple(2 * kPeriod, "A_F O_F", 1, "MAPPING\nw.nc\n"));
+  const Decomp sd = src_decomp(l), dd = dst_decomp(l);
+  const auto got = run_pair(dir, 2 * kPeriod, sd, dd);
+  if (l.dst) {
+    const Links all = synthetic_links(kNs, kNd);
+    Links w;
+    for (i64 k = 0; k < all.size(); ++k) {
+      const auto u = static_cast<std::size_t>(k);
+      if (all.row[u] != fixed) w.add(all.row[u], all.col[u], all.weight[u]);
+    }
+    ASSERT_EQ(got.size(), 2u);
+    for (const auto& [t, v] : got) {
+      std::vector<double> want = apply_serial(w, global_field(kNs, t), kNd);
+      want[static_cast<std::size_t>(fixed)] = -7.25;
+      const std::vector<double> mine = local_of(want, dd);
+      ASSERT_EQ(v.size(), mine.size());
+      for (std::size_t i = 0; i < v.size(); ++i) ASSERT_NEAR(v[i], mine[i], 1e-13) << "t=" << t << " point " << i;
+    }
+  }
+  write_yac_weights(dir + "/w.nc", fixed, -7.25, "icon_atm", "ogrd");
+  try {
+    run_pair(dir, 2 * kPeriod, sd, dd);
+    ADD_FAILURE() << "a YAC file for other grids was applied";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("src_grid_name"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\"icon_atm\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find("w.nc"), std::string::npos) << msg;
+  }
+}
+
+namespace {
 // The global source field of field number f, transformed by LOCTRANS over the puts in
 // (t_prev, t] (time steps kDt), as the reference computes it.
 std::vector<double> loctrans_ref(const std::string& op, double t_prev, double t, int f = 0) {

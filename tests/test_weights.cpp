@@ -1,10 +1,12 @@
 // Weight files: slices read in parallel, SCRIP and ESMF (and xESMF's dimension-less variant)
-// written and read back, CDO applying what estuary wrote, and every malformed file raising an
+// written and read back, CDO applying what estuary wrote, YAC's files (fixed values, several
+// source fields) applied as YAC does or refused, and every malformed file raising an
 // estuary::Error that names the file and the variable on every rank.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <netcdf.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -60,8 +62,15 @@ void write_nc(const std::string& path, const std::map<std::string, std::size_t>&
     vids.push_back(id);
   }
   nc_enddef(nc);
-  for (std::size_t k = 0; k < vars.size(); ++k)
-    if (!vars[k].values.empty()) nc_put_var_double(nc, vids[k], vars[k].values.data());
+  for (std::size_t k = 0; k < vars.size(); ++k) {
+    if (vars[k].values.empty()) continue;
+    if (vars[k].type == NC_CHAR) {  // text: one character a value
+      const std::string text(vars[k].values.begin(), vars[k].values.end());
+      nc_put_var_text(nc, vids[k], text.data());
+    } else {
+      nc_put_var_double(nc, vids[k], vars[k].values.data());
+    }
+  }
   nc_close(nc);
 }
 
@@ -299,4 +308,179 @@ TEST(Weights, MalformedFilesRaiseErrorsNamingFileAndVariable) {
   const bool ok = raises([&] { estuary::write_weights(dir + "/out.nc", links, na, nb, MPI_COMM_WORLD); }, {"out.nc"}, text);
   EXPECT_TRUE(ok) << text;
   EXPECT_TRUE(etest::all_ok(ok));
+}
+
+// YAC's weight files, written in the layout of YAC's writer (the variables, dimensions and
+// attributes YAC's read_weight_file in src/core/interp_method_file.c reads): links as SCRIP's
+// without grid sizes, and fixed values — targets that take a value of their own, grouped by
+// value (num_dst_per_fixed_value, dst_address_fixed). Applied on every decomposition pair and
+// mode, against the serial sum in file order (bit for bit with bfb) with the fixed targets at
+// their values and the rest unmapped; files YAC would refuse, or that carry several source
+// fields, refused naming the file and the variable, dimension or attribute.
+namespace {
+
+struct YacFile {
+  std::vector<double> src, dst, w;                    // 1-based addresses, in file order
+  std::vector<std::pair<double, std::vector<double>>> fixed;  // value, its 1-based targets
+  std::string version = "yac weight file 1.0";
+  std::size_t src_fields = 1;
+  double links_per_field = -1;  // num_links_per_src_field; -1: the number of links
+  std::string contains_links;   // "": from the links
+};
+
+void write_yac(const std::string& path, const YacFile& y) {
+  const std::size_t n = y.w.size();
+  std::size_t nfixed = 0;
+  for (const auto& [v, t] : y.fixed) nfixed += t.size();
+  std::map<std::string, std::size_t> dims{{"num_src_fields", y.src_fields}, {"max_loc_str_len", 10}};
+  std::vector<NcVar> vars;
+  if (n > 0) {
+    dims["num_links"] = n;
+    dims["num_wgts"] = 1;
+    vars.push_back({"src_address", {"num_links"}, y.src});
+    vars.push_back({"dst_address", {"num_links"}, y.dst});
+    vars.push_back({"remap_matrix", {"num_links", "num_wgts"}, y.w, NC_DOUBLE});
+    vars.push_back({"num_links_per_src_field", {"num_src_fields"},
+                    std::vector<double>(y.src_fields, y.links_per_field >= 0 ? y.links_per_field
+                                                                              : static_cast<double>(n) / y.src_fields)});
+  }
+  std::string locations;
+  for (std::size_t f = 0; f < y.src_fields; ++f) locations += std::string("CELL") + std::string(6, '\0');
+  vars.push_back({"src_locations", {"num_src_fields", "max_loc_str_len"}, {locations.begin(), locations.end()}, NC_CHAR});
+  const std::string cell = std::string("CELL") + std::string(6, '\0');
+  vars.push_back({"dst_location", {"max_loc_str_len"}, {cell.begin(), cell.end()}, NC_CHAR});
+  if (nfixed > 0) {
+    dims["num_fixed_values"] = y.fixed.size();
+    dims["num_fixed_dst"] = nfixed;
+    std::vector<double> values, counts, targets;
+    for (const auto& [v, t] : y.fixed) {
+      values.push_back(v);
+      counts.push_back(static_cast<double>(t.size()));
+      targets.insert(targets.end(), t.begin(), t.end());
+    }
+    vars.push_back({"fixed_values", {"num_fixed_values"}, values, NC_DOUBLE});
+    vars.push_back({"num_dst_per_fixed_value", {"num_fixed_values"}, counts});
+    vars.push_back({"dst_address_fixed", {"num_fixed_dst"}, targets});
+  }
+  write_nc(path, dims, vars, NC_64BIT_OFFSET,
+           {{"version", y.version},
+            {"src_grid_name", "atm_grid"},
+            {"dst_grid_name", "ocn_grid"},
+            {"contains_links", y.contains_links.empty() ? (n > 0 ? "TRUE" : "FALSE") : y.contains_links},
+            {"contains_fixed_dst", nfixed > 0 ? "TRUE" : "FALSE"}});
+}
+
+}  // namespace
+
+TEST(Weights, YacFilesWithFixedValuesAppliedAsYac) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const SharedDir tmp;
+  const i64 na = 41, nb = 37;
+  const double unmapped = -999.0;
+  // Targets t % 6 == 1 take -5.5, t % 6 == 4 take 42, t % 9 == 0 nothing (unmapped); the rest
+  // 3 links each, from scattered sources, in a shuffled file order.
+  YacFile y;
+  std::vector<double> want(static_cast<std::size_t>(nb), unmapped), x(static_cast<std::size_t>(na));
+  for (i64 s = 0; s < na; ++s) x[static_cast<std::size_t>(s)] = std::sin(0.37 * static_cast<double>(s)) + 2.0;
+  std::vector<std::array<double, 3>> links;  // (dst, src, w), 0-based
+  for (i64 t = 0; t < nb; ++t) {
+    if (t % 6 == 1 || t % 6 == 4 || t % 9 == 0) continue;
+    for (i64 k = 0; k < 3; ++k)
+      links.push_back({static_cast<double>(t), static_cast<double>((7 * t + 13 * k) % na), 0.2 + 0.1 * static_cast<double>(k) + 0.001 * static_cast<double>(t)});
+  }
+  for (std::size_t k = 0; k < links.size(); ++k) std::swap(links[k], links[(k * 17 + 5) % links.size()]);
+  for (const auto& [t, s, w] : links) {
+    y.dst.push_back(t + 1);
+    y.src.push_back(s + 1);
+    y.w.push_back(w);
+  }
+  // The serial reference: each row summed in file order from 0 (bfb's order).
+  std::vector<double> sum(static_cast<std::size_t>(nb), 0.0);
+  std::vector<char> has(static_cast<std::size_t>(nb), 0);
+  for (const auto& [t, s, w] : links) {
+    sum[static_cast<std::size_t>(t)] += w * x[static_cast<std::size_t>(s)];
+    has[static_cast<std::size_t>(t)] = 1;
+  }
+  y.fixed = {{-5.5, {}}, {42.0, {}}};
+  for (i64 t = 0; t < nb; ++t) {
+    if (has[static_cast<std::size_t>(t)]) want[static_cast<std::size_t>(t)] = sum[static_cast<std::size_t>(t)];
+    if (t % 6 == 1) y.fixed[0].second.push_back(static_cast<double>(t + 1)), want[static_cast<std::size_t>(t)] = -5.5;
+    if (t % 6 == 4) y.fixed[1].second.push_back(static_cast<double>(t + 1)), want[static_cast<std::size_t>(t)] = 42.0;
+  }
+  const std::string file = tmp.path + "/yac_fixed.nc";
+  if (r == 0) write_yac(file, y);
+  // Fixed values alone (contains_links FALSE): every target fixed.
+  YacFile only;
+  only.fixed = {{3.25, {}}};
+  for (i64 t = 0; t < nb; ++t) only.fixed[0].second.push_back(static_cast<double>(nb - t));  // any order
+  const std::string only_file = tmp.path + "/yac_fixed_only.nc";
+  if (r == 0) write_yac(only_file, only);
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  const estuary::WeightSlice slice = estuary::read_weights(file, MPI_COMM_WORLD);
+  EXPECT_TRUE(slice.info.yac);
+  EXPECT_EQ(slice.info.src_grid_name, "atm_grid");
+  EXPECT_EQ(slice.info.dst_grid_name, "ocn_grid");
+  i64 fixed_here = static_cast<i64>(slice.links.fixed_row.size()), fixed_all = 0;
+  MPI_Allreduce(&fixed_here, &fixed_all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(fixed_all, static_cast<i64>(y.fixed[0].second.size() + y.fixed[1].second.size()));
+
+  for (const auto& [sk, dk] : rtest::decomp_pairs())
+    for (const rtest::Mode& m : rtest::modes()) {
+      const estuary::Decomp sd = rtest::decomp(sk, na, p, r), dd = rtest::decomp(dk, nb, p, r);
+      estuary::RemapOptions o;
+      o.location = m.location;
+      o.order = m.order;
+      o.unmapped_value = unmapped;
+      const std::string label = sk + " -> " + dk + ", " + m.name();
+      estuary::Remap rm(file, sd, dd, MPI_COMM_WORLD, o);
+      const std::vector<double> xs = rtest::pick(x, sd);
+      std::vector<double> got(static_cast<std::size_t>(dd.size()), 7.0);
+      rm.run(xs, got);
+      std::ostringstream why;
+      EXPECT_TRUE(rtest::close_to(got, want, dd, m.order == estuary::RemapOrder::bfb ? 0.0 : 1e-15, why))
+          << label << ": " << why.str();
+      // With a fractional mask (all 1: W x / W 1) the fixed targets keep their values.
+      const std::vector<double> ones(xs.size(), 1.0);
+      std::vector<double> got_frac(got.size(), 7.0);
+      const estuary::RemapFracField ff[1] = {{xs, ones, got_frac}};
+      rm.run(ff);
+      const std::vector<i64> idx = dd.to_indices();
+      for (std::size_t j = 0; j < idx.size(); ++j) {
+        const i64 t = idx[j];
+        if (t % 6 == 1 || t % 6 == 4) {
+          EXPECT_EQ(got_frac[j], want[static_cast<std::size_t>(t)]) << label << ", fraction, point " << t;
+        }
+      }
+      // Fixed values alone.
+      estuary::Remap ro(only_file, sd, dd, MPI_COMM_WORLD, o);
+      std::vector<double> got_only(got.size(), 7.0);
+      ro.run(xs, got_only);
+      for (std::size_t j = 0; j < got_only.size(); ++j) EXPECT_EQ(got_only[j], 3.25) << label << ", fixed only";
+    }
+
+  // What YAC refuses, and what estuary cannot apply: refused naming the file and the place.
+  struct Bad {
+    std::string name, place;
+    std::function<void(YacFile&)> change;
+  };
+  const std::vector<Bad> bad = {
+      {"version.nc", "attribute version", [](YacFile& b) { b.version = "yac weight file 2.0"; }},
+      {"two_fields.nc", "dimension num_src_fields", [](YacFile& b) { b.src_fields = 2; }},
+      {"per_field.nc", "variable num_links_per_src_field", [](YacFile& b) { b.links_per_field = 5; }},
+      {"flag.nc", "attribute contains_links", [](YacFile& b) { b.contains_links = "yes"; }},
+      {"link_and_fixed.nc", "dst_address_fixed", [&](YacFile& b) { b.fixed[0].second.push_back(b.dst[0]); }},
+      {"fixed_out.nc", "destination", [&](YacFile& b) { b.fixed[1].second.push_back(static_cast<double>(nb + 3)); }},
+  };
+  for (const Bad& b : bad) {
+    YacFile c = y;
+    b.change(c);
+    const std::string f = tmp.path + "/" + b.name;
+    if (r == 0) write_yac(f, c);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const estuary::Decomp sd = estuary::gen::block(na, r, p), dd = estuary::gen::block(nb, r, p);
+    std::string text;
+    EXPECT_TRUE(raises([&] { estuary::Remap rm(f, sd, dd, MPI_COMM_WORLD); }, {b.place}, text)) << b.name << ": " << text;
+    EXPECT_NE(text.find(f), std::string::npos) << b.name << ": " << text;
+  }
 }

@@ -22,6 +22,12 @@ struct Links {
   std::vector<std::int64_t> row;  // destination point (SCRIP dst_address - 1, ESMF row - 1)
   std::vector<std::int64_t> col;  // source point (SCRIP src_address - 1, ESMF col - 1)
   std::vector<double> weight;
+  // Destination points that take a value of their own instead of a sum of links (YAC weight
+  // files' fixed_values / dst_address_fixed; YAC's `fixed` interpolation): fixed_row[k] gets
+  // fixed_value[k] on every run. A point may not have both links and a fixed value (YAC aborts
+  // there too; Remap refuses). Empty but for what read_weights returns from a YAC file.
+  std::vector<std::int64_t> fixed_row;
+  std::vector<double> fixed_value;
 
   std::int64_t size() const { return static_cast<std::int64_t>(row.size()); }
   void add(std::int64_t r, std::int64_t c, double w) {
@@ -47,6 +53,10 @@ struct WeightFileInfo {
   std::int64_t num_wgts = 1;
   std::int64_t first = 0;      // position in the file of this rank's first link
   std::string map_method, normalization;  // global attributes, "" when absent
+  // YAC weight files (global attribute version "yac weight file 1.0"): the grid names the file
+  // is for (YAC checks them against the coupling's; so does the coupler); "" for other files.
+  bool yac = false;
+  std::string src_grid_name, dst_grid_name;
 };
 
 // A file of CDO's genlaf (map_method "Largest area fraction"): its matrix is the conservative
@@ -89,6 +99,14 @@ struct WeightSlice {
 // its grid neighbours, in file order. Any other num_wgts, method, an ESMF S with several
 // columns, or a file without the source grid's dims or mask is refused (naming remap_matrix or
 // S) rather than applied with one column. See docs/remap.md.
+//
+// YAC's files (global attribute version "yac weight file 1.0"; YAC's read_weight_file) are
+// SCRIP's link variables without grid sizes, plus: contains_links "FALSE" (no link variables),
+// contains_fixed_dst "TRUE" with fixed_values, num_dst_per_fixed_value and dst_address_fixed
+// (returned as Links::fixed_row/fixed_value, each rank a slice), and num_src_fields with
+// num_links_per_src_field. Links for more than one source field (YAC's interpolation of a
+// field given at cells and corners at once) are refused, naming num_src_fields: estuary's put
+// has one source field. Another version string is refused, naming the attribute.
 WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightReadOptions& options = {});
 
 struct WeightWriteOptions {

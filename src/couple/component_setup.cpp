@@ -333,6 +333,18 @@ void Component::Impl::setup_mapping(Coupling& c, const CouplingConfig& cfg, int 
       wro.stack_columns = true;
       WeightSlice ws = read_weights(weight_file, c.comm, wro);
       if (is_largest_area_fraction(ws.info)) ro.rule = RemapRule::largest_area_fraction;  // CDO's genlaf
+      // A YAC file names the grids it is for (and has no grid sizes to check): YAC refuses
+      // another coupling's file, and so does estuary.
+      if (ws.info.yac && (ws.info.src_grid_name != cfg.src_grid.name || ws.info.dst_grid_name != cfg.dst_grid.name))
+        throw Error("the YAC weight file is for grids \"" + ws.info.src_grid_name + "\" -> \"" +
+                        ws.info.dst_grid_name + "\", the coupling's are \"" + cfg.src_grid.name + "\" -> \"" +
+                        cfg.dst_grid.name + "\"",
+                    "file " + weight_file + ", attributes src_grid_name and dst_grid_name",
+                    "give the file written for this coupling's grids (YAC checks the names too)");
+      if (ws.info.num_wgts > 1)
+        log("coupling " + c.label + ": " + weight_file + " has " + std::to_string(ws.info.num_wgts) +
+            " weights a link; a put without gradients is remapped with CDO's gradients of the source field "
+            "(OASIS3-MCT would apply the first column alone), a put with gradients with every column");
       if (ws.info.num_wgts > 1) {
         ncols = static_cast<int>(ws.info.num_wgts);
         stacked = std::move(ws.links);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -128,6 +129,11 @@ struct Remap::Setup {
   std::vector<i64> dst_slot;  // per destination element: its unique row (bfb/dst, sum)
   bool direct_rows = false;   // bfb/dst, destination elements = unique rows in order
   bool direct_slots = false;  // destination elements = unique rows in order (dst_slot[j] = j)
+  // Fixed values (Links::fixed_row, YAC's fixed targets): the destination elements holding
+  // such a point and its value, written after every run.
+  std::vector<i64> fixed_slot;
+  std::vector<double> fixed_val;
+  void set_fixed(const Links& links, i64 nb, const std::vector<i64>& didx, const std::vector<i64>& udst);
   RemapStats st;
 
   void use_comm(MPI_Comm user) {
@@ -235,6 +241,12 @@ struct Remap::Impl {
     else moving([&] { gather.run(gather_moves(fields)); });
   }
   std::vector<double> xbuf, ybuf, zbuf, ubuf;
+  // The fixed values into every field's destination: the last step of run() and finish().
+  void put_fixed(std::span<const RemapField> fields) const {
+    for (const RemapField& f : fields)
+      for (std::size_t k = 0; k < s->fixed_slot.size(); ++k)
+        f.dst[static_cast<std::size_t>(s->fixed_slot[k])] = s->fixed_val[k];
+  }
   // The steps of run(), shared with the split-phase start()/finish().
   void check_sizes(std::span<const RemapField> fields, const char* where) const;
   void check_split(std::span<const RemapField> fields, const char* where);
@@ -345,6 +357,16 @@ void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
                         " to destination point " + std::to_string(links.row[k]) + ", outside the grids (" +
                         std::to_string(sizes[0]) + " and " + std::to_string(sizes[1]) + " points)",
                     "remap set-up, " + detail::world_rank_label());
+     if (links.fixed_value.size() != links.fixed_row.size())
+      throw Error(std::to_string(links.fixed_row.size()) + " fixed points and " +
+                      std::to_string(links.fixed_value.size()) + " fixed values",
+                  "remap set-up, " + detail::world_rank_label());
+    for (std::size_t k = 0; k < links.fixed_row.size(); ++k)
+      if (links.fixed_row[k] < 0 || links.fixed_row[k] >= sizes[1])
+        throw Error("fixed value " + std::to_string(k) + " is for destination point " +
+                        std::to_string(links.fixed_row[k]) + ", outside the grid (" + std::to_string(sizes[1]) +
+                        " points)",
+                    "remap set-up, " + detail::world_rank_label());
   });
   // Destination elements map to unique rows (a decomposition may repeat a point as a halo).
   const std::vector<i64> didx = dst.to_indices();
@@ -353,6 +375,7 @@ void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
   for (std::size_t j = 0; j < didx.size(); ++j) dst_slot[j] = static_cast<i64>(position_in(udst, didx[j]));
   direct_slots = udst.size() == didx.size() && std::is_sorted(didx.begin(), didx.end());
   direct_rows = opt.order == RemapOrder::bfb && opt.location == RemapLocation::dst && direct_slots;
+  set_fixed(links, dst.global_size(), didx, udst);  // before the links are consumed
   if (opt.order == RemapOrder::bfb) setup_bfb(std::move(links), src, dst, udst);
   else setup_sum(std::move(links), src, dst, udst);
   local_gather();
@@ -367,6 +390,50 @@ void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
   st.row_gaps = shape.gaps;
   st.row_two_step = two_step;
   st.source_in_place = gather_local;
+}
+
+// Each fixed point's value and whether links reach it, gathered where the point is held: a
+// point with links and a fixed value, or two different fixed values, is refused (YAC aborts on
+// the first), on every rank. Nothing is routed when no rank has fixed values.
+void Remap::Setup::set_fixed(const Links& links, i64 nb, const std::vector<i64>& didx, const std::vector<i64>& udst) {
+  i64 mine = static_cast<i64>(links.fixed_row.size()), total = 0;
+  detail::check_mpi(MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce");
+  if (total == 0) return;
+  KeyedItems items;
+  items.key = sorted_unique(links.row);  // one item a linked point: kind 0
+  items.ints.emplace_back(items.key.size(), 0);
+  items.reals.emplace_back(items.key.size(), 0.0);
+  for (std::size_t k = 0; k < links.fixed_row.size(); ++k) {  // kind 1: a fixed value
+    items.key.push_back(links.fixed_row[k]);
+    items.ints[0].push_back(1);
+    items.reals[0].push_back(links.fixed_value[k]);
+  }
+  std::vector<i64> offs;
+  const KeyedItems got = detail::route_by_key(std::move(items), nb, udst, comm, offs, opt.algorithm);
+  std::vector<char> fixed(udst.size(), 0);
+  std::vector<double> value(udst.size(), 0.0);
+  std::string bad;
+  for (std::size_t u = 0; u < udst.size() && bad.empty(); ++u) {
+    bool linked = false;
+    for (i64 k = offs[u]; k < offs[u + 1]; ++k) {
+      const double v = got.reals[0][static_cast<std::size_t>(k)];
+      if (got.ints[0][static_cast<std::size_t>(k)] == 0) linked = true;
+      else if (fixed[u] && !(v == value[u] || (std::isnan(v) && std::isnan(value[u]))))
+        bad = "destination point " + std::to_string(udst[u]) + " has two fixed values";
+      else fixed[u] = 1, value[u] = v;
+    }
+    if (bad.empty() && linked && fixed[u])
+      bad = "destination point " + std::to_string(udst[u]) + " has links and a fixed value";
+  }
+  detail::agree(comm, [&] {
+    if (!bad.empty())
+      throw Error(bad, "remap set-up, fixed values (YAC's dst_address_fixed)",
+                  "a point takes either links or one fixed value (YAC refuses such a file too)");
+  });
+  for (std::size_t j = 0; j < didx.size(); ++j) {
+    const std::size_t u = position_in(udst, didx[j]);
+    if (fixed[u]) fixed_slot.push_back(static_cast<i64>(j)), fixed_val.push_back(value[u]);
+  }
 }
 
 // bfb: each row with all its links in global order, on one rank per row holder.
@@ -544,7 +611,13 @@ Remap::Remap(const std::string& weight_file, const Decomp& src, const Decomp& ds
       throw Error("map_method \"" + slice.info.map_method + "\" (CDO's genlaf) is applied by value classes, a row's links together",
                   weight_file, "use order bfb (the default), which keeps each row's links on one rank in file order");
   }
-  setup->setup(std::move(slice.links), src, dst);
+  try {
+    setup->setup(std::move(slice.links), src, dst);
+  } catch (const MpiError&) {
+    throw;
+  } catch (const Error& e) {  // a fault of the file's links (fixed values on linked points...): name the file
+    throw Error(e.fault(), "file " + weight_file + (e.where().empty() ? "" : ", " + e.where()), e.fix());
+  }
   impl_ = std::make_unique<Impl>(std::move(setup));
   ++remap_setups;
 }
@@ -612,9 +685,11 @@ void Remap::run(std::span<const RemapField> fields) {
   if (fields.empty()) return;  // on every rank alike
   im.skip_or_gather(fields);
   im.product(fields);
-  if (im.direct_rows) return;
-  if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });
-  im.finalize(fields);
+  if (!im.direct_rows) {
+    if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });
+    im.finalize(fields);
+  }
+  im.put_fixed(fields);
 }
 
 // A fractional mask weighs a sum; the largest-area-fraction rule sums nothing (the same options,
@@ -671,15 +746,18 @@ void Remap::finish(std::span<const RemapField> fields) {
     });
     im.x_is_src = false;
     im.product(fields);
-    if (im.direct_rows) return;
-    if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });  // sum: among the destination ranks
+    if (!im.direct_rows) {
+      if (im.after) im.moving([&] { im.after.run(im.after_moves(fields)); });  // sum: among the destination ranks
+      im.finalize(fields);
+    }
   } else {
     im.moving([&] {
       if (!started) im.after.start(im.after_moves(fields));
       im.after.finish();
     });
+    im.finalize(fields);
   }
-  im.finalize(fields);
+  im.put_fixed(fields);
 }
 
 void Remap::prepare(int nfields) {

@@ -178,6 +178,88 @@ SourceStructure read_source_structure(const NcFile& f, i64 k, const std::string&
   return s;
 }
 
+
+// YAC's weight files (YAC's read_weight_file in src/core/interp_method_file.c): recognised by
+// their version attribute; what they hold besides SCRIP's link variables.
+constexpr const char* kYacVersion = "yac weight file 1.0";
+struct YacHeader {
+  bool is_yac = false;
+  bool links = true, fixed = false;  // contains_links, contains_fixed_dst
+  i64 links_per_field = -1;          // num_links_per_src_field of the one source field
+  std::string src_grid, dst_grid;
+};
+
+bool yac_flag(const NcFile& f, const char* name) {
+  const std::string v = f.text_att(name);
+  if (v != "TRUE" && v != "FALSE")
+    throw Error(std::string("global attribute ") + name + " is \"" + v + "\", YAC writes TRUE or FALSE",
+                "file " + f.path() + ", attribute " + name, "the file is damaged: write it again");
+  return v == "TRUE";
+}
+
+YacHeader read_yac_header(const NcFile& f) {
+  YacHeader h;
+  const std::string version = f.text_att("version");
+  if (!starts_with_nocase(version, "yac weight file")) return h;
+  h.is_yac = true;
+  if (version != kYacVersion)
+    throw Error("YAC weight file version \"" + version + "\"; estuary reads \"" + kYacVersion + "\"",
+                "file " + f.path() + ", attribute version", "write the file with a YAC that writes that version");
+  h.links = yac_flag(f, "contains_links");
+  h.fixed = yac_flag(f, "contains_fixed_dst");
+  h.src_grid = f.text_att("src_grid_name");
+  h.dst_grid = f.text_att("dst_grid_name");
+  if (!h.links) return h;
+  const i64 nf = f.dim_len("num_src_fields");
+  if (nf != 1)
+    throw Error("links for " + std::to_string(nf) +
+                    " source fields (YAC's interpolation of one field given at several locations, e.g. cells "
+                    "and corners); estuary's put carries one source field",
+                "file " + f.path() + ", dimension num_src_fields",
+                "write the weights for one source location, or let estuary generate them");
+  const int v = f.find_var("num_links_per_src_field");
+  if (v >= 0) {
+    long long n = 0;
+    f.get(v, &n);
+    h.links_per_field = n;
+  }
+  return h;
+}
+
+// This rank's slice of a YAC file's fixed targets (dst_address_fixed, grouped by value as
+// num_dst_per_fixed_value says), checked against the destination grid's size (dst_size; -1:
+// unchecked beyond 1), appended to links.fixed_row / fixed_value.
+void read_yac_fixed(const NcFile& f, int rank, int p, i64 dst_size, Links& links) {
+  const std::string& path = f.path();
+  const i64 nv = f.dim_len("num_fixed_values"), nd = f.dim_len("num_fixed_dst");
+  std::vector<double> values(static_cast<std::size_t>(nv));
+  std::vector<long long> per_value(static_cast<std::size_t>(nv));
+  if (nv > 0) {
+    f.get(f.var("fixed_values"), values.data());
+    f.get(f.var("num_dst_per_fixed_value"), per_value.data());
+  }
+  long long total = 0;
+  for (const long long c : per_value) {
+    if (c < 0)
+      throw Error("a negative count " + std::to_string(c), var_at(path, "num_dst_per_fixed_value"),
+                  "the file is damaged: write it again");
+    total += c;
+  }
+  if (total != nd)
+    throw Error("num_dst_per_fixed_value adds up to " + std::to_string(total) + " points, num_fixed_dst is " +
+                    std::to_string(nd),
+                var_at(path, "num_dst_per_fixed_value"), "the file is damaged: write it again");
+  const i64 lo = static_cast<i64>(static_cast<__int128>(rank) * nd / p),
+            hi = static_cast<i64>(static_cast<__int128>(rank + 1) * nd / p);
+  read_indices(f, f.var("dst_address_fixed"), "dst_address_fixed", lo, hi - lo, dst_size,
+               dst_size >= 0 ? "destination grid size" : "", links.fixed_row);
+  i64 at = 0;  // position in the file of the current value's first point
+  std::size_t v = 0;
+  for (i64 k = lo; k < hi; ++k) {
+    while (k >= at + per_value[v]) at += per_value[v++];
+    links.fixed_value.push_back(values[v]);
+  }
+}
 }  // namespace
 
 std::string read_global_attribute(const std::string& path, const std::string& name, MPI_Comm comm) {
@@ -207,6 +289,12 @@ WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightRea
   info.path = path;
   detail::agree(comm, [&] {
     const NcFile f = NcFile::open(path);
+    const YacHeader yac = read_yac_header(f);
+    info.yac = yac.is_yac;
+    info.src_grid_name = yac.src_grid;
+    info.dst_grid_name = yac.dst_grid;
+    if (yac.fixed) read_yac_fixed(f, rank, p, opt.dst_size, out.links);
+    if (yac.is_yac && !yac.links) return;  // fixed values alone: no link variables
     const bool scrip = f.find_var(kScrip.col) >= 0 || f.find_var(kScrip.row) >= 0 || f.find_var(kScrip.weight) >= 0;
     const bool esmf = f.find_var(kEsmf.col) >= 0 || f.find_var(kEsmf.row) >= 0 || f.find_var(kEsmf.weight) >= 0;
     if (!scrip && !esmf)
@@ -239,6 +327,13 @@ WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightRea
                   var_at(path, nm.weight), "refusing rather than apply the first column alone");
     info.num_wgts = sw.size() == 2 ? sw[1] : 1;
     info.links = n;
+    if (yac.is_yac && info.num_wgts != 1)
+      throw Error("num_wgts is " + std::to_string(info.num_wgts) + "; YAC's files have 1", var_at(path, nm.weight),
+                  "refusing rather than guess what the other columns mean");
+    if (yac.is_yac && yac.links_per_field >= 0 && yac.links_per_field != n)
+      throw Error("num_links_per_src_field says " + std::to_string(yac.links_per_field) + " links, num_links is " +
+                      std::to_string(n),
+                  var_at(path, "num_links_per_src_field"), "the file is damaged: write it again");
     info.src_size = grid_size_dim(f, nm.src_size, other.src_size);
     info.dst_size = grid_size_dim(f, nm.dst_size, other.dst_size);
     info.map_method = f.text_att("map_method");
