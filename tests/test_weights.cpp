@@ -370,6 +370,22 @@ void write_yac(const std::string& path, const YacFile& y) {
             {"contains_fixed_dst", nfixed > 0 ? "TRUE" : "FALSE"}});
 }
 
+// Every (source, destination) decomposition pair and mode of this rank count, with the
+// unmapped value given: calls f(sd, dd, options, label).
+void each_remap_case(i64 na, i64 nb, double unmapped,
+                     const std::function<void(const estuary::Decomp&, const estuary::Decomp&,
+                                              const estuary::RemapOptions&, const std::string&)>& f) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  for (const auto& [sk, dk] : rtest::decomp_pairs())
+    for (const rtest::Mode& m : rtest::modes()) {
+      estuary::RemapOptions o;
+      o.location = m.location;
+      o.order = m.order;
+      o.unmapped_value = unmapped;
+      f(rtest::decomp(sk, na, p, r), rtest::decomp(dk, nb, p, r), o, sk + " -> " + dk + ", " + m.name());
+    }
+}
+
 }  // namespace
 
 TEST(Weights, YacFilesWithFixedValuesAppliedAsYac) {
@@ -425,20 +441,14 @@ TEST(Weights, YacFilesWithFixedValuesAppliedAsYac) {
   MPI_Allreduce(&fixed_here, &fixed_all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   EXPECT_EQ(fixed_all, static_cast<i64>(y.fixed[0].second.size() + y.fixed[1].second.size()));
 
-  for (const auto& [sk, dk] : rtest::decomp_pairs())
-    for (const rtest::Mode& m : rtest::modes()) {
-      const estuary::Decomp sd = rtest::decomp(sk, na, p, r), dd = rtest::decomp(dk, nb, p, r);
-      estuary::RemapOptions o;
-      o.location = m.location;
-      o.order = m.order;
-      o.unmapped_value = unmapped;
-      const std::string label = sk + " -> " + dk + ", " + m.name();
+  each_remap_case(na, nb, unmapped, [&](const estuary::Decomp& sd, const estuary::Decomp& dd,
+                                        const estuary::RemapOptions& o, const std::string& label) {
       estuary::Remap rm(file, sd, dd, MPI_COMM_WORLD, o);
       const std::vector<double> xs = rtest::pick(x, sd);
       std::vector<double> got(static_cast<std::size_t>(dd.size()), 7.0);
       rm.run(xs, got);
       std::ostringstream why;
-      EXPECT_TRUE(rtest::close_to(got, want, dd, m.order == estuary::RemapOrder::bfb ? 0.0 : 1e-15, why))
+      EXPECT_TRUE(rtest::close_to(got, want, dd, o.order == estuary::RemapOrder::bfb ? 0.0 : 1e-15, why))
           << label << ": " << why.str();
       // With a fractional mask (all 1: W x / W 1) the fixed targets keep their values.
       const std::vector<double> ones(xs.size(), 1.0);
@@ -457,7 +467,7 @@ TEST(Weights, YacFilesWithFixedValuesAppliedAsYac) {
       std::vector<double> got_only(got.size(), 7.0);
       ro.run(xs, got_only);
       for (std::size_t j = 0; j < got_only.size(); ++j) EXPECT_EQ(got_only[j], 3.25) << label << ", fixed only";
-    }
+  });
 
   // What YAC refuses, and what estuary cannot apply: refused naming the file and the place.
   struct Bad {
@@ -483,4 +493,61 @@ TEST(Weights, YacFilesWithFixedValuesAppliedAsYac) {
     EXPECT_TRUE(raises([&] { estuary::Remap rm(f, sd, dd, MPI_COMM_WORLD); }, {b.place}, text)) << b.name << ": " << text;
     EXPECT_NE(text.find(f), std::string::npos) << b.name << ": " << text;
   }
+}
+
+// xESMF's saved weights (Regridder.to_netcdf: S, col, row alone) mark each target no source
+// reaches, when it is to be NaN (a destination mask or unmapped_to_nan: add_nans_to_weights),
+// with one link (row, 1, NaN). Applied as xESMF's product does: those targets NaN, targets
+// absent from the file the unmapped value, the rest the sum in file order; a NaN link on a
+// target that has other links is refused, naming the file.
+TEST(Weights, XesmfNanLinksMarkTargetsNaN) {
+  const int p = etest::world_size(), r = etest::world_rank();
+  const SharedDir tmp;
+  const i64 na = 19, nb = 23;
+  std::vector<double> row, col, S, x(static_cast<std::size_t>(na)), want(static_cast<std::size_t>(nb), -999.0);
+  for (i64 s = 0; s < na; ++s) x[static_cast<std::size_t>(s)] = 1.0 + 0.1 * static_cast<double>(s * s % 7);
+  for (i64 t = 0; t < nb; ++t) {
+    if (t % 5 == 2) {  // xESMF's NaN mark
+      row.push_back(static_cast<double>(t + 1)), col.push_back(1.0), S.push_back(std::nan(""));
+      want[static_cast<std::size_t>(t)] = std::nan("");
+    } else if (t % 7 != 3) {  // two links; t % 7 == 3: absent, unmapped
+      double sum = 0.0;
+      for (i64 k = 0; k < 2; ++k) {
+        const i64 s = (3 * t + 5 * k) % na;
+        const double w = 0.25 + 0.5 * static_cast<double>(k);
+        row.push_back(static_cast<double>(t + 1)), col.push_back(static_cast<double>(s + 1)), S.push_back(w);
+        sum += w * x[static_cast<std::size_t>(s)];
+      }
+      want[static_cast<std::size_t>(t)] = sum;
+    }
+  }
+  const std::string file = tmp.path + "/xesmf_nan.nc", bad = tmp.path + "/xesmf_nan_bad.nc";
+  if (r == 0) {
+    const std::map<std::string, std::size_t> d{{"n_s", S.size()}};
+    write_nc(file, d, {{"S", {"n_s"}, S, NC_DOUBLE}, {"col", {"n_s"}, col}, {"row", {"n_s"}, row}}, NC_NETCDF4);
+    std::vector<double> row2 = row, col2 = col, S2 = S;  // a NaN on a target with links
+    row2.push_back(1.0), col2.push_back(1.0), S2.push_back(std::nan(""));
+    write_nc(bad, {{"n_s", S2.size()}}, {{"S", {"n_s"}, S2, NC_DOUBLE}, {"col", {"n_s"}, col2}, {"row", {"n_s"}, row2}},
+             NC_NETCDF4);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  each_remap_case(na, nb, -999.0, [&](const estuary::Decomp& sd, const estuary::Decomp& dd,
+                                      const estuary::RemapOptions& o, const std::string& label) {
+      estuary::Remap rm(file, sd, dd, MPI_COMM_WORLD, o);
+      std::vector<double> got(static_cast<std::size_t>(dd.size()), 7.0);
+      rm.run(rtest::pick(x, sd), got);
+      const std::vector<i64> idx = dd.to_indices();
+      for (std::size_t j = 0; j < idx.size(); ++j) {
+        const double w = want[static_cast<std::size_t>(idx[j])];
+        if (std::isnan(w)) {
+          EXPECT_TRUE(std::isnan(got[j])) << label << ", point " << idx[j];
+        } else {
+          EXPECT_NEAR(got[j], w, 1e-15 * std::abs(w)) << label << ", point " << idx[j];
+        }
+      }
+  });
+  std::string text;
+  EXPECT_TRUE(raises([&] { estuary::Remap rm(bad, estuary::gen::block(na, r, p), estuary::gen::block(nb, r, p), MPI_COMM_WORLD); },
+                     {bad, "destination point 0 has links and a fixed value"}, text))
+      << text;
 }

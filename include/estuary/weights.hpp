@@ -23,9 +23,10 @@ struct Links {
   std::vector<std::int64_t> col;  // source point (SCRIP src_address - 1, ESMF col - 1)
   std::vector<double> weight;
   // Destination points that take a value of their own instead of a sum of links (YAC weight
-  // files' fixed_values / dst_address_fixed; YAC's `fixed` interpolation): fixed_row[k] gets
-  // fixed_value[k] on every run. A point may not have both links and a fixed value (YAC aborts
-  // there too; Remap refuses). Empty but for what read_weights returns from a YAC file.
+  // files' fixed_values / dst_address_fixed, YAC's `fixed` interpolation; xESMF's NaN links):
+  // fixed_row[k] gets fixed_value[k] on every run. A point may not have both links and a fixed
+  // value (YAC aborts there too; Remap refuses). Empty but for what read_weights returns from a
+  // YAC file or an ESMF-layout file with NaN weights.
   std::vector<std::int64_t> fixed_row;
   std::vector<double> fixed_value;
 
@@ -107,6 +108,11 @@ struct WeightSlice {
 // num_links_per_src_field. Links for more than one source field (YAC's interpolation of a
 // field given at cells and corners at once) are refused, naming num_src_fields: estuary's put
 // has one source field. Another version string is refused, naming the attribute.
+//
+// xESMF's files (ESMF layout): xESMF marks a target that no source reaches, when it is to be
+// NaN (a destination mask, or unmapped_to_nan), with one link of weight NaN; such a link is
+// returned as the fixed value NaN of its target, as xESMF's product makes it. A NaN anywhere
+// else (a target with other links, a SCRIP file) is refused.
 WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightReadOptions& options = {});
 
 struct WeightWriteOptions {

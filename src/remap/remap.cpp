@@ -427,7 +427,7 @@ void Remap::Setup::set_fixed(const Links& links, i64 nb, const std::vector<i64>&
   }
   detail::agree(comm, [&] {
     if (!bad.empty())
-      throw Error(bad, "remap set-up, fixed values (YAC's dst_address_fixed)",
+      throw Error(bad, "remap set-up, fixed values (YAC's dst_address_fixed, or xESMF's NaN links)",
                   "a point takes either links or one fixed value (YAC refuses such a file too)");
   });
   for (std::size_t j = 0; j < didx.size(); ++j) {

@@ -70,9 +70,10 @@ void read_indices(const NcFile& f, int var, const std::string& name, i64 lo, i64
 }
 
 // Reads [lo, lo+n) of the weights, all `k` columns of each link (link-major, as in the file),
-// chunk by chunk, checking that each is finite, and appends them to `out`.
+// chunk by chunk, checking that each is finite, and appends them to `out`. With `nan_ok` a NaN
+// passes (xESMF's mark of a target without links: see read_weights).
 void read_weight_values(const NcFile& f, int var, const std::string& name, i64 lo, i64 n, i64 k,
-                        std::vector<double>& out) {
+                        std::vector<double>& out, bool nan_ok = false) {
   const i64 rows = std::max<i64>(1, kChunk / k);
   std::vector<double> buf(static_cast<std::size_t>(std::min(n, rows) * k));
   for (i64 at = 0; at < n; at += rows) {
@@ -81,7 +82,7 @@ void read_weight_values(const NcFile& f, int var, const std::string& name, i64 l
                       count[2] = {static_cast<std::size_t>(m), static_cast<std::size_t>(k)};
     f.get(var, start, count, buf.data());
     for (i64 e = 0; e < m * k; ++e) {
-      if (!std::isfinite(buf[static_cast<std::size_t>(e)]))
+      if (!std::isfinite(buf[static_cast<std::size_t>(e)]) && !(nan_ok && std::isnan(buf[static_cast<std::size_t>(e)])))
         throw Error(name + " of link " + std::to_string(lo + at + e / k) + " (0-based position)" +
                         (k > 1 ? ", column " + std::to_string(e % k) : std::string()) + ", is not finite",
                     var_at(f.path(), name));
@@ -363,7 +364,24 @@ WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightRea
     read_indices(f, vc, nm.col, lo, m, src_lim, opt.src_size >= 0 ? "source grid size" : nm.src_size, L.col);
     read_indices(f, vr, nm.row, lo, m, dst_lim, opt.dst_size >= 0 ? "destination grid size" : nm.dst_size, L.row);
     if (info.num_wgts == 1) {
-      read_weight_values(f, vw, nm.weight, lo, m, 1, L.weight);
+      // xESMF (add_nans_to_weights: a destination mask, or unmapped_to_nan) gives each target
+      // without links one link (row, 1, NaN) so that its result is NaN: such a link is read as
+      // the fixed value NaN for its row, which Remap refuses if the row has other links too.
+      const bool nan_marks = !scrip;
+      read_weight_values(f, vw, nm.weight, lo, m, 1, L.weight, nan_marks);
+      if (nan_marks) {
+        std::size_t kept = 0;
+        for (std::size_t e = 0; e < L.weight.size(); ++e) {
+          if (std::isnan(L.weight[e])) {
+            L.fixed_row.push_back(L.row[e]);
+            L.fixed_value.push_back(L.weight[e]);
+            continue;
+          }
+          L.row[kept] = L.row[e], L.col[kept] = L.col[e], L.weight[kept] = L.weight[e];
+          ++kept;
+        }
+        L.row.resize(kept), L.col.resize(kept), L.weight.resize(kept);
+      }
       return;
     }
     // Several weights per link: checked and folded with the source gradients into one matrix.
