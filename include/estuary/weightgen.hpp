@@ -25,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -70,13 +71,15 @@ Links distance_weights(const GridGen& src, const Grid& dst, MPI_Comm comm, const
 //    bilinear coordinates (x, y) and the weights (1-x)(1-y), x(1-y), xy, (1-x)y;
 //  - a quad with a masked corner gives the point no links;
 //  - when no quad holds the point (near the poles, beyond the grid's edge) and `extrapolate`
-//    is set, or when the iteration fails, the point gets CDO's fallback: the 4 nearest source
+//    holds (by default as CDO: when the source grid is cyclic in longitude, i.e. global, and not
+//    for a regional one, CDI's gridIsCircular; REMAP_EXTRAPOLATE=on/off is true/false here),
+//    or when the iteration fails, the point gets CDO's fallback: the 4 nearest source
 //    points weighted by 1/(d + 1e-14), masked ones kept with weight 0 (none at all when all 4
 //    are masked). (A failed iteration uses |latitude| as the weight, as CDO does.)
 // Each point's 4 links are stored in increasing source index, zero weights included, as CDO
 // writes them. The result depends only on the points, not on the ranks or decompositions.
 struct BilinearWeightOptions {
-  bool extrapolate = true;  // CDO's default for a global source grid
+  std::optional<bool> extrapolate;  // unset: CDO's default, only for a cyclic (global) source
   // bicubic_weights only: also fold the gradients into BicubicWeights::links (the matrix Remap
   // applies; about 9 links a value link). Off when only the value links and the 4 columns are
   // wanted, e.g. to write a SCRIP file as cdo genbic does: links is then left empty.

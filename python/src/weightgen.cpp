@@ -60,12 +60,12 @@ void def_point_weights(nb::module_& m, const char* distance_doc, const char* bil
       "src"_a, "dst"_a, "comm"_a = nb::none(), "neighbors"_a = 4, distance_doc);
   m.def(
       "bilinear_weights",
-      [](const Src& src, const estuary::Grid& dst, PyComm comm, bool extrapolate) {
+      [](const Src& src, const estuary::Grid& dst, PyComm comm, std::optional<bool> extrapolate) {
         estuary::BilinearWeightOptions o;
         o.extrapolate = extrapolate;
         return released_links([&] { return estuary::bilinear_weights(src, dst, comm.comm, o); });
       },
-      "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = true, bilinear_doc);
+      "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = nb::none(), bilinear_doc);
 }
 
 }  // namespace
@@ -174,7 +174,8 @@ void bind_weightgen(nb::module_& m) {
       "dst: this rank's destination points (an estuary.Grid).\n"
       "comm: the mpi4py communicator (None: MPI.COMM_WORLD).\n"
       "extrapolate: targets no source quad holds (poles, beyond the edge) get CDO's fallback, the 4 "
-      "nearest source points by inverse distance (CDO's default for a global source).\n"
+      "nearest source points by inverse distance. None (the default): as CDO, when the source is cyclic "
+      "in longitude (global) and not for a regional one; True/False as REMAP_EXTRAPOLATE=on/off.\n"
       "Returns (rows, cols, weights) as distance_weights does.\n"
       "Raises estuary.Error for a source grid that is not 2-D.");
   def_point_weights<estuary::Grid>(m, "As above with src each rank's share of the source grid (an estuary.Grid).",
@@ -182,11 +183,13 @@ void bind_weightgen(nb::module_& m) {
 
   m.def(
       "bicubic_weights",
-      [](const estuary::Grid& src, const estuary::Grid& dst, PyComm comm) {
+      [](const estuary::Grid& src, const estuary::Grid& dst, PyComm comm, std::optional<bool> extrapolate) {
         estuary::BicubicWeights b;
         {
           nb::gil_scoped_release release;
-          b = estuary::bicubic_weights(src, dst, comm.comm);
+          estuary::BilinearWeightOptions o;
+          o.extrapolate = extrapolate;
+          b = estuary::bicubic_weights(src, dst, comm.comm, o);
         }
         std::vector<double> flat;
         flat.reserve(4 * b.columns.size());
@@ -197,11 +200,12 @@ void bind_weightgen(nb::module_& m) {
         nb::ndarray<nb::numpy, double, nb::ndim<2>> cols(data->data(), {n, 4}, owner);
         return std::make_tuple(links_to_py(std::move(b.value)), cols, links_to_py(std::move(b.links)));
       },
-      "src"_a, "dst"_a, "comm"_a = nb::none(),
+      "src"_a, "dst"_a, "comm"_a = nb::none(), "extrapolate"_a = nb::none(),
       "Collective over comm: bicubic weights (CDO genbic) for the dst points this rank holds.\n\n"
       "src: each rank's share of the 2-D source grid (an estuary.Grid, together every point once).\n"
       "dst: this rank's destination points (an estuary.Grid).\n"
       "comm: the mpi4py communicator (None: MPI.COMM_WORLD).\n"
+      "extrapolate: as bilinear_weights (None: CDO's default, by whether the source is cyclic).\n"
       "Returns ((rows, cols, value weights), the 4 weight columns of each link as an (n, 4) float64 "
       "array (value and three gradient weights, SCRIP num_wgts 4), (rows, cols, weights) folded with "
       "CDO's source gradients: the matrix Remap applies).\n"

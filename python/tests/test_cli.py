@@ -174,6 +174,80 @@ def test_weights_bicubic_file_equals_cdo_genbic(tmp_path, ranks):
     np.testing.assert_allclose(outs[0], outs[1], rtol=0, atol=1e-12)
 
 
+def _write_scrip_lonlat(path, lons, lats):
+    """A SCRIP grid file (grid_rank 2, degrees) of the cells centred on lons x lats (1-D, lon
+    fastest), corners half-way between centres (the edge cells as wide as their neighbours)."""
+    import netCDF4
+
+    def edges(c):
+        mid = (c[1:] + c[:-1]) / 2
+        return np.concatenate([[c[0] - (mid[0] - c[0])], mid, [c[-1] + (c[-1] - mid[-1])]])
+
+    lons, lats = np.asarray(lons, float), np.asarray(lats, float)
+    # A halo grid's columns repeat longitudes out of order: its cell edges come from the steps.
+    steps = np.diff(np.unwrap(np.radians(lons)))
+    le = np.degrees(np.radians(lons[0]) + np.concatenate([[-steps[0] / 2], np.cumsum(steps) - steps / 2,
+                                                           [steps.sum() + steps[-1] / 2]]))
+    pe = np.clip(edges(lats), -90, 90)
+    lo, la = np.meshgrid(lons, lats)
+    clo = np.stack(np.broadcast_arrays(le[None, :-1], le[None, 1:], le[None, 1:], le[None, :-1]), -1)
+    cla = np.stack(np.broadcast_arrays(pe[:-1, None], pe[:-1, None], pe[1:, None], pe[1:, None]), -1)
+    clo = np.broadcast_to(clo, (len(lats), len(lons), 4))
+    cla = np.broadcast_to(cla, (len(lats), len(lons), 4))
+    with netCDF4.Dataset(path, "w") as f:
+        f.createDimension("grid_size", lo.size)
+        f.createDimension("grid_corners", 4)
+        f.createDimension("grid_rank", 2)
+        f.createVariable("grid_dims", "i4", ("grid_rank",))[:] = [len(lons), len(lats)]
+        for name, v, dims in (("grid_center_lat", la, ("grid_size",)), ("grid_center_lon", lo, ("grid_size",)),
+                              ("grid_corner_lat", cla, ("grid_size", "grid_corners")),
+                              ("grid_corner_lon", clo, ("grid_size", "grid_corners"))):
+            var = f.createVariable(name, "f8", dims)
+            var.units = "degrees"
+            var[:] = np.reshape(v, (lo.size, -1)) if len(dims) == 2 else v.ravel()
+        f.createVariable("grid_imask", "i4", ("grid_size",))[:] = 1
+
+
+def _links_all(p):
+    import netCDF4
+    with netCDF4.Dataset(p) as f:
+        s, d, w = f["src_address"][:] - 1, f["dst_address"][:] - 1, f["remap_matrix"][:]
+    order = np.lexsort((s, d))
+    return s[order], d[order], w[order]
+
+
+@pytest.mark.parametrize("extrapolate", [None, "on", "off"])
+def test_weights_regional_and_halo_sources_equal_cdo(tmp_path, monkeypatch, extrapolate):
+    """Users' grid files: a regional source (CDO does not extrapolate beyond it by default, only
+    from a global one; REMAP_EXTRAPOLATE=on/off as CDO reads it) and a global grid with NEMO's
+    halo (first column = column nx-2, last = column 1: cyclic for CDO, so its seam quads wrap).
+    bilinear and bicubic links and weights equal cdo genbil/genbic's."""
+    if extrapolate:
+        monkeypatch.setenv("REMAP_EXTRAPOLATE", extrapolate)
+    regional, halo, target = tmp_path / "regional.nc", tmp_path / "halo.nc", tmp_path / "target.nc"
+    _write_scrip_lonlat(regional, np.arange(-20.0, 41.0, 3.0), np.arange(30.0, 71.0, 2.5))
+    u = 7.5 + 15.0 * np.arange(24)  # 24 columns of 15 degrees, NEMO's halo around them
+    _write_scrip_lonlat(halo, np.concatenate([[u[-1]], u, [u[0]]]), np.arange(-75.0, 76.0, 10.0))
+    _write_scrip_lonlat(target, np.arange(-177.5, 180.0, 5.0), np.arange(-87.5, 90.0, 5.0))
+    cases = [(regional, "bilinear", "genbil"), (regional, "bicubic", "genbic")]
+    if extrapolate != "off":  # docs/remap.md: CDO's search differs there at 48 seam targets of this grid
+        cases.append((halo, "bicubic", "genbic"))
+    for src, method, cdo in cases:
+        mine, ref, field = tmp_path / f"e_{src.stem}_{method}.nc", tmp_path / f"c_{src.stem}_{method}.nc", tmp_path / "f.nc"
+        estuary_cli("weights", "--src", str(src), "--dst", str(target), "--method", method, "--out", str(mine))
+        subprocess.run(["cdo", "-s", "-O", "-f", "nc", f"const,1,{src}", str(field)], check=True)
+        subprocess.run(["cdo", "-s", "-O", f"{cdo},{target}", str(field), str(ref)], check=True)
+        s1, d1, w1 = _links_all(mine)
+        s2, d2, w2 = _links_all(ref)
+        label = f"{src.stem} {method} REMAP_EXTRAPOLATE={extrapolate}"
+        assert len(d1) == len(d2), f"{label}: {len(d1)} links, CDO {len(d2)}"
+        np.testing.assert_array_equal(d1, d2, err_msg=label)
+        np.testing.assert_array_equal(s1, s2, err_msg=label)
+        np.testing.assert_allclose(w1, w2, rtol=0, atol=1e-10, err_msg=label)
+        if src == regional:  # CDO's default leaves the targets outside Europe without links
+            assert (len(np.unique(d1)) < 0.2 * 72 * 36) == (extrapolate != "on"), label
+
+
 def _box_average(l1, l2, p1, p2):
     """The exact average of f(x) = x + 2z over lon-lat boxes (degrees)."""
     l1, l2, p1, p2 = map(np.radians, (l1, l2, p1, p2))

@@ -158,6 +158,98 @@ bool is_cyclic(const std::vector<double>& lon_deg, i64 nx) {
   return nx >= 2 && is_cyclic(lon_deg[0], lon_deg[1], lon_deg[static_cast<std::size_t>(nx - 1)], nx);
 }
 
+namespace {
+// CDI's grid_check_cyclic for a curvilinear grid, one row's part: the step from the last centre
+// back towards the first is about one longitude increment (by the first two centres).
+bool row_closes(double val1, double val2, double valn) {
+  const double xinc = std::fabs(val2 - val1);
+  if (val1 < 1 && valn > 300) val1 += 360;
+  if (valn < 1 && val1 > 300) valn += 360;
+  if (val1 < -179 && valn > 120) val1 += 360;
+  if (valn < -179 && val1 > 120) valn += 360;
+  if (std::fabs(valn - val1) > 180) val1 += 360;
+  const double x0 = valn + std::copysign(xinc, val1 - valn);
+  return std::fabs(x0 - val1) < 0.5 * xinc;
+}
+
+// The same for the corners: some corner of the row's first cell and some of its last coincide
+// (within 0.001 degrees).
+bool cells_touch(const double* first, const double* last, int nc) {
+  for (int k1 = 0; k1 < nc; ++k1)
+    for (int k2 = 0; k2 < nc; ++k2) {
+      double val1 = first[k1], val2 = last[k2];
+      if (val1 < 1 && val2 > 300) val1 += 360;
+      if (val2 < 1 && val1 > 300) val2 += 360;
+      if (val1 < -179 && val2 > 120) val1 += 360;
+      if (val2 < -179 && val1 > 120) val2 += 360;
+      if (std::fabs(val2 - val1) > 180) val1 += 360;
+      if (std::fabs(val1 - val2) < 0.001) return true;
+    }
+  return false;
+}
+}  // namespace
+
+bool cdo_is_cyclic(const Grid& src, MPI_Comm comm) {
+  if (src.dims.size() != 2) return false;
+  const i64 nx = src.dims[0], ny = src.dims[1];
+  if (nx < 2 || ny < 1) return false;
+  // Per row: the longitudes of centres 0, 1 and nx-1, then the corner longitudes of cells 0 and
+  // nx-1; then the latitudes of the four corner points of the grid. Each from a rank holding it
+  // (MPI_MAX over -inf: a repeated point has the same value everywhere).
+  const int nc = src.ncorner;
+  int nc_max = nc;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &nc_max, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  const std::size_t per_row = 3 + 2 * static_cast<std::size_t>(nc_max), rows = static_cast<std::size_t>(ny);
+  std::vector<double> v(rows * per_row + 4, -HUGE_VAL);
+  const i64 corner_pts[4] = {0, nx - 1, (ny - 1) * nx, ny * nx - 1};
+  for (i64 k = 0; k < src.size(); ++k) {
+    const i64 g = src.global_index(k), j = g / nx, i = g - j * nx;
+    const auto u = static_cast<std::size_t>(k);
+    double* row = v.data() + static_cast<std::size_t>(j) * per_row;
+    if (i == 0) row[0] = src.lon[u];
+    if (i == 1) row[1] = src.lon[u];
+    if (i == nx - 1) row[2] = src.lon[u];
+    if (nc == nc_max && nc > 0 && (i == 0 || i == nx - 1))
+      for (int c = 0; c < nc; ++c) row[3 + (i == 0 ? 0 : nc) + c] = src.corner_lon[u * static_cast<std::size_t>(nc) + c];
+    for (int c = 0; c < 4; ++c)
+      if (g == corner_pts[c]) v[rows * per_row + static_cast<std::size_t>(c)] = src.lat[u];
+  }
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm),
+            "MPI_Allreduce");
+  const auto held = [](double x) { return x > -HUGE_VAL; };
+  if (src.kind == GridKind::lonlat || src.kind == GridKind::gaussian) {  // CDI's lon-lat test, first row
+    double x1 = v[0], x2 = v[1], xn = v[2];
+    if (!held(x1) || !held(x2) || !held(xn)) return false;
+    if (x2 < x1) x2 += 360;
+    if (xn < x1) xn += 360;
+    if (x1 == xn) return false;
+    double xinc = x2 - x1;
+    if (xinc == 0) xinc = (xn - x1) / static_cast<double>(nx - 1);
+    return std::fabs(xn + xinc - 360 - x1) < 0.01 * xinc;
+  }
+  // Curvilinear. Not when the grid runs along latitude in i (CDI's lcheck: the latitude changes
+  // more along the first and last rows than along the first and last columns).
+  const double* lat = v.data() + rows * per_row;
+  if (!held(lat[0]) || !held(lat[1]) || !held(lat[2]) || !held(lat[3])) return false;
+  if (std::fabs(lat[0] - lat[1]) > std::fabs(lat[0] - lat[2]) && std::fabs(lat[2] - lat[3]) > std::fabs(lat[1] - lat[3]))
+    return false;
+  std::size_t closing = 0;
+  for (std::size_t j = 0; j < rows; ++j) {
+    const double* row = v.data() + j * per_row;
+    if (held(row[0]) && held(row[1]) && held(row[2]) && row_closes(row[0], row[1], row[2])) ++closing;
+  }
+  bool cyclic = closing > rows / 2;
+  if (nc_max > 0) {  // with corners, CDI decides by them alone: every row's end cells touch
+    cyclic = true;
+    for (std::size_t j = 0; j < rows && cyclic; ++j) {
+      const double* row = v.data() + j * per_row + 3;
+      if (!held(row[0]) || !held(row[nc_max])) continue;  // a row no rank holds whole: no evidence
+      cyclic = cells_touch(row, row + nc_max, nc_max);
+    }
+  }
+  return cyclic;
+}
+
 QuadSearch::QuadSearch(const Grid& src, const Grid& dst, MPI_Comm comm, const char* where)
     : nx_(src.dims.at(0)), ny_(src.dims.at(1)) {
   agree(comm, [&] { s_ = gather_near(src, queries_of(dst), 1, false, comm, where); });
@@ -177,7 +269,7 @@ QuadSearch::QuadSearch(const Grid& src, const Grid& dst, MPI_Comm comm, const ch
   }
   agree(comm, [&] { fetch_by_index(src, s_, need, comm); });
   s_.reindex(nx_, ny_);
-  if (ng >= 2) cyclic_ = is_cyclic(s_.lon[s_.position(0)], s_.lon[s_.position(1)], s_.lon[s_.position(nx_ - 1)], nx_);
+  cyclic_ = cdo_is_cyclic(src, comm);
 }
 
 QuadSearch::~QuadSearch() = default;

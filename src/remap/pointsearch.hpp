@@ -69,6 +69,15 @@ void nearest(const KdTree& tree, const std::vector<sphere::Vec3>& xyz, const sph
 bool is_cyclic(double lon0, double lon1, double lon_last, std::int64_t nx);
 bool is_cyclic(const std::vector<double>& lon_deg, std::int64_t nx);
 
+// Collective over comm: whether CDO (CDI's gridIsCircular) takes a logically rectangular grid
+// (dims {nx, ny}) as cyclic in i — its quads then wrap from column nx-1 to 0, and bilinear and
+// bicubic extrapolate by default. Lon-lat and Gaussian grids: the first row's test above. Any
+// other (a curvilinear or SCRIP-file grid, as CDO reads those): with corners, every row's first
+// and last cells share a corner; without, the last centre is one increment short of the first in
+// more than half the rows — so a NEMO grid whose first and last columns repeat columns nx-2 and
+// 1 (its halo) is cyclic, as for CDO. Nothing else is cyclic (unstructured grids, one column).
+bool cdo_is_cyclic(const Grid& src, MPI_Comm comm);
+
 // CDO's quad search over a logically rectangular source of nx x ny centres (bilinear_weights):
 // the quad (i,j),(i+1,j),(i+1,j+1),(i,j+1) of centres holding a point, tried around the nearest
 // centre with SCRIP's cross-product test in lon/lat, cyclic in i when the grid wraps.

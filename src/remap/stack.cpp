@@ -557,7 +557,9 @@ std::string describe(const std::vector<StackStage>& stages) {
         out += name_of(s.conservative.normalization);
         break;
       case K::bilinear:
-      case K::bicubic: out += s.bilinear.extrapolate ? " extrapolate=true" : " extrapolate=false"; break;
+      case K::bicubic:  // unset: CDO's default (by the source grid), said by nothing
+        if (s.bilinear.extrapolate) out += *s.bilinear.extrapolate ? " extrapolate=true" : " extrapolate=false";
+        break;
       case K::distance: out.append(" n=").append(std::to_string(s.distance.neighbors)); break;
       case K::gaussian:
         out.append(" n=").append(std::to_string(s.gaussian.neighbors)).append(" variance=").append(num(s.gaussian.variance));

@@ -352,8 +352,10 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
     check_sizes(src, comm, who);
   });
   const i64 nx = src.dims[0], ny = src.dims[1], ng = src.global_size;
-  // The nearest point for the quads, and the 4 nearest for the fallback.
-  const bool fallback_4 = options.extrapolate && ng >= 4;
+  // Whether the quads wrap in i, and so, by CDO's default, whether points no quad holds get the
+  // fallback of the 4 nearest: for a global source, not for a regional one (REMAP_EXTRAPOLATE).
+  const bool cyclic = detail::cdo_is_cyclic(src, comm);
+  const bool fallback_4 = options.extrapolate.value_or(cyclic) && ng >= 4;
   detail::LocalSource s;
   // The destination's unit vectors, once: the search below and both passes read them.
   const std::vector<Vec3> queries = queries_of(dst);
@@ -389,9 +391,7 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
   detail::agree(comm, [&] { detail::fetch_by_index(src, s, need, comm); });
   s.reindex(nx, ny);
   need = {};
-  auto lon_of = [&](i64 g) { return s.lon[s.position(g)]; };
   auto valid_of = [&](i64 g) { return s.valid[s.position(g)] != 0; };
-  const bool cyclic = nx >= 2 && is_cyclic(lon_of(0), lon_of(1), lon_of(nx - 1), nx);
 
   // point_in_quad: the quad with lower-left corner (i, j), if it holds the point.
   auto point_in_quad = [&](i64 i, i64 j, double plon, double plat, Quad& q) {
@@ -437,7 +437,7 @@ void quad_weights(const Grid& src, const Grid& dst, MPI_Comm comm, const Bilinea
     double w[4] = {0, 0, 0, 0};
     double cw[4][4] = {};  // bicubic: per corner, the value and three gradient weights
     double fallback[4] = {0, 0, 0, 0};  // CDO's srcLats: latitudes, or normalised 1/distance
-    if (result == 0 && options.extrapolate && ng >= 4) {
+    if (result == 0 && fallback_4) {
       nearest(tree, s, p, 4, cand, addr, dist);
       double total = 0.0;
       for (int n = 0; n < 4; ++n) {

@@ -15,6 +15,17 @@ GRID_HELP = ("grid recipes: lonlat:NLONxNLAT, gaussian:NLONxNLAT, reduced_gaussi
              "needed when the file holds several grids)")
 
 
+def extrapolation(args):
+    """--extrapolate, else REMAP_EXTRAPOLATE (on/off, as CDO reads it), else None: CDO's default."""
+    import estuary
+    value = args.extrapolate or os.environ.get("REMAP_EXTRAPOLATE", "").strip().lower()
+    if value in ("on", "off"):
+        return value == "on"
+    if value:
+        raise estuary.Error(f"REMAP_EXTRAPOLATE={value!r}: CDO takes on or off", "estuary weights")
+    return None
+
+
 def grid_gen(spec: str, land: bool = False):
     """An estuary.GridGen from a recipe such as lonlat:12x6: the core reads the name
     (GridGen::from_name); --land adds the analytic land mask."""
@@ -92,10 +103,10 @@ def cmd_weights(args, argv) -> int:
             rows, cols, w = estuary.distance_weights(sarg, dgrid, comm, neighbors=args.neighbors)
             method = "Distance weighted avg of nearest neighbors"
         elif args.method == "bilinear":
-            rows, cols, w = estuary.bilinear_weights(sarg, dgrid, comm)
+            rows, cols, w = estuary.bilinear_weights(sarg, dgrid, comm, extrapolate=extrapolation(args))
             method = "Bilinear remapping"
         elif args.method == "bicubic":  # CDO's genbic: 4 weights a link (value, 3 gradients)
-            (rows, cols, w), columns, _ = estuary.bicubic_weights(sgrid, dgrid, comm)
+            (rows, cols, w), columns, _ = estuary.bicubic_weights(sgrid, dgrid, comm, extrapolate=extrapolation(args))
             method = "Bicubic remapping"
         elif args.method == "stack":  # estuary's interpolation stack: one matrix, the fixed value as an attribute
             (rows, cols, w), fixed, _, text = estuary.stack_weights(sgrid, dgrid, comm, args.stack)
@@ -147,6 +158,11 @@ def add_parser(sub):
     w.add_argument("--normalization", choices=["fracarea", "destarea", "none"], default="fracarea",
                    help="conservative only (CDO's names)")
     w.add_argument("--neighbors", type=int, default=4, help="distance only: the n nearest source points")
+    w.add_argument("--extrapolate", choices=["on", "off"], default=None,
+                   help="bilinear and bicubic: targets no source quad holds get the 4 nearest source points "
+                        "(on) or no links (off); default: the environment's REMAP_EXTRAPOLATE as CDO reads it, "
+                        "else as CDO, on for a source grid that is cyclic in longitude (global), off for a "
+                        "regional one")
     w.add_argument("--land", action="store_true", help="analytic land masks on both grids")
     w.add_argument("--out", required=True, help="the weight file to write (SCRIP layout, netCDF)")
     w.add_argument("--ranks", type=int, default=1, help="MPI ranks that generate the weights")
