@@ -248,6 +248,9 @@ TEST(Weights, MalformedFilesRaiseErrorsNamingFileAndVariable) {
       {"dst_zero.nc", "dst_address", [&](const std::string& f) {
          write_nc(f, sd, {sa, {"dst_address", {"num_links"}, with(dst, 0, 0)}, rm});
        }},
+      {"col_not_whole.nc", "variable col", [&](const std::string& f) {  // stored as reals: 2.5 is no index
+         write_nc(f, ed, {er, {"col", {"n_s"}, with(src, 3, 2.5), NC_DOUBLE}, es});
+       }},
       {"row_negative.nc", "variable row", [&](const std::string& f) {
          write_nc(f, ed, {{"row", {"n_s"}, with(dst, n / 2, -3)}, ec, es});
        }},
@@ -524,7 +527,8 @@ TEST(Weights, XesmfNanLinksMarkTargetsNaN) {
   const std::string file = tmp.path + "/xesmf_nan.nc", bad = tmp.path + "/xesmf_nan_bad.nc";
   if (r == 0) {
     const std::map<std::string, std::size_t> d{{"n_s", S.size()}};
-    write_nc(file, d, {{"S", {"n_s"}, S, NC_DOUBLE}, {"col", {"n_s"}, col}, {"row", {"n_s"}, row}}, NC_NETCDF4);
+    // row stored as reals (whole numbers), as some writers store indices
+    write_nc(file, d, {{"S", {"n_s"}, S, NC_DOUBLE}, {"col", {"n_s"}, col}, {"row", {"n_s"}, row, NC_DOUBLE}}, NC_NETCDF4);
     std::vector<double> row2 = row, col2 = col, S2 = S;  // a NaN on a target with links
     row2.push_back(1.0), col2.push_back(1.0), S2.push_back(std::nan(""));
     write_nc(bad, {{"n_s", S2.size()}}, {{"S", {"n_s"}, S2, NC_DOUBLE}, {"col", {"n_s"}, col2}, {"row", {"n_s"}, row2}},

@@ -109,6 +109,13 @@ std::vector<std::int64_t> NcFile::var_shape(int varid) const {
   return shape;
 }
 
+bool NcFile::var_is_real(int varid) const {
+  const std::lock_guard<std::recursive_mutex> lock(nc_lock());
+  nc_type t = NC_NAT;
+  nc_check(nc_inq_vartype(id_, varid, &t), path_, "variable " + std::to_string(varid));
+  return t == NC_FLOAT || t == NC_DOUBLE;
+}
+
 std::vector<std::string> NcFile::var_dim_names(int varid) const {
   const std::lock_guard<std::recursive_mutex> lock(nc_lock());
   int nd = 0;

@@ -50,6 +50,7 @@ class NcFile {
   std::int64_t dim_len(const std::string& name) const;  // throws when absent
   std::vector<std::int64_t> var_shape(int varid) const;  // dimension lengths
   std::vector<std::string> var_dim_names(int varid) const;
+  bool var_is_real(int varid) const;  // stored as float or double
   std::string text_att(const std::string& name, int varid = -1) const;  // "" when absent
   int nvars() const;
   std::string var_name(int varid) const;

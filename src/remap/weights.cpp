@@ -52,11 +52,26 @@ constexpr i64 kChunk = i64{1} << 20;
 // (netCDF reads zeros past the end of a classic file) fails at the first chunk past the end.
 void read_indices(const NcFile& f, int var, const std::string& name, i64 lo, i64 n, i64 limit,
                   const std::string& limit_name, std::vector<i64>& out) {
+  // Indices stored as reals (some writers do) are read as reals: netCDF would truncate 11.6 to 11.
+  const bool real = f.var_is_real(var);
   std::vector<long long> buf(static_cast<std::size_t>(std::min(n, kChunk)));
+  std::vector<double> rbuf(real ? buf.size() : 0);
   for (i64 at = 0; at < n; at += kChunk) {
     const i64 m = std::min(kChunk, n - at);
     const std::size_t start[1] = {static_cast<std::size_t>(lo + at)}, count[1] = {static_cast<std::size_t>(m)};
-    f.get(var, start, count, buf.data());
+    if (real) {
+      f.get(var, start, count, rbuf.data());
+      for (i64 k = 0; k < m; ++k) {
+        const double r = rbuf[static_cast<std::size_t>(k)];
+        if (!(r == std::floor(r)) || std::fabs(r) > 9e15)
+          throw Error(name + " of link " + std::to_string(lo + at + k) + " (0-based position) is " + std::to_string(r) +
+                          ", not a whole number",
+                      var_at(f.path(), name), "indices must be whole numbers");
+        buf[static_cast<std::size_t>(k)] = static_cast<long long>(r);
+      }
+    } else {
+      f.get(var, start, count, buf.data());
+    }
     for (i64 k = 0; k < m; ++k) {
       const long long v = buf[static_cast<std::size_t>(k)];
       if (v < 1 || (limit >= 0 && v > limit))
