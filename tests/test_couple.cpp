@@ -1288,7 +1288,7 @@ TEST(Couple, ScriprRunoffRiverMouth) {
                                          "    target: {field: O_F, grid: ogrd}\n    period: " +
                                          std::to_string(static_cast<long>(kPeriod)) +
                                          "\n    transforms:\n      - scripr: {method: spmap, spread_distance: 60, "
-                                         "weighting: dist}\n");
+                                         "weighting: dist, scaling: fracarea}\n");
     else
       write_text(dir + "/namcouple", namcouple(kPeriod, "A_F O_F", 1, "SCRIPR\n" + method + " LR SCALAR LATLON 1" + params + "\n"));
     const ConservRun run = run_scripr(dir, land_model, [&](double) { return f; }, 1, true);

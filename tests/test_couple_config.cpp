@@ -726,6 +726,22 @@ TEST_F(ConfigTest, StackNamcoupleAndYamlGiveTheSameStages) {
   EXPECT_EQ(c.interpolation[3].params, (std::vector<std::pair<std::string, std::string>>{{"value", "-1"}}));
   EXPECT_EQ(c.transforms, std::vector<std::string>{"STACK"});
   EXPECT_TRUE(c == b.couplings[0]);
+  // The same stack as a YAC coupling.yaml spells it reads as the same stages.
+  const std::string yac = write("stack_yac.yaml",
+                                "runtime: 86400\ncouplings:\n  - source: {field: A, grid: ga, nx: 10, ny: 10, periodic: true}\n"
+                                "    target: {field: B, grid: gb, nx: 20, ny: 20}\n    period: 3600\n    restart: r.nc\n"
+                                "    interpolation:\n      - conservative: {order: 1, enforced_conservation: false, normalisation: destarea}\n"
+                                "      - nnn: {n: 4, weighted: gauss_weighted, gauss_scale: 0.2}\n      - creep: {creep_distance: 2}\n"
+                                "      - fixed: {user_value: -1}\n");
+  const CouplingSetup y = read_coupling_yaml(yac);
+  ASSERT_EQ(y.couplings[0].interpolation.size(), 4u);
+  for (std::size_t k = 0; k < 4; ++k) {
+    const auto& got = y.couplings[0].interpolation[k];
+    const auto& want = c.interpolation[k];
+    EXPECT_EQ(estuary::describe({estuary::make_stage(got.name, got.params, "yac")}),
+              estuary::describe({estuary::make_stage(want.name, want.params, "estuary")}))
+        << "stage " << k;
+  }
 }
 
 // ---- malformed YAML files ----
@@ -836,6 +852,6 @@ TEST_F(ConfigTest, RunoffMappingsAreRead) {
   EXPECT_EQ(m.scaling, "SRCAREA");
   const CouplingSetup d = read_coupling_yaml(write("runoff_default.yaml", yaml_with("- mapping: {file: w.nc, location: src}", "- scripr: {method: spmap}")));
   EXPECT_EQ(d.couplings[0].scripr->weighting, "AVG");
-  EXPECT_EQ(d.couplings[0].scripr->scaling, "FRACAREA");
+  EXPECT_EQ(d.couplings[0].scripr->scaling, "NONE");  // YAC's default
   EXPECT_EQ(d.couplings[0].scripr->spread_distance, 0.0);
 }

@@ -478,24 +478,42 @@ TEST(Stack, LaterStagesFillOnlyWhatEarlierOnesLeft) {
 
 TEST(Stack, ConservativeFirstThenNearest) {
   // A regional source with corners: conservative fills the targets it overlaps (each row as
-  // conservative_weights gives it for the whole target grid), nnn n=1 the others.
+  // conservative_weights gives it for the whole target grid), nnn n=1 the others. With YAC's
+  // partial_coverage false (its default) only the targets the source covers wholly: the others,
+  // part-covered at the domain's edge, go on to the nearest point.
   const Grid src = regional(10, 8, 0, 120, -30, 50);
   const Grid dst = GridGen::lonlat(30, 15).make();
-  const std::vector<Link> con = gather_sorted(estuary::conservative_weights(src, dst, MPI_COMM_SELF).links, MPI_COMM_SELF);
   const std::vector<Link> nn = gather_sorted(estuary::nnn_weights(src, dst, MPI_COMM_SELF), MPI_COMM_SELF);
-  const auto st = estuary::stack_from_text("conservative normalization=fracarea | nearest", "test");
-  const auto par = estuary::stack_weights(my_block(src), my_cyclic(dst), MPI_COMM_WORLD, st);
-  std::map<i64, int> by_con;
-  for (const Link& l : con) by_con[l.dst] = 1;
-  std::vector<Link> want = con;
-  for (const Link& l : nn)
-    if (!by_con.count(l.dst)) want.push_back(l);
-  std::sort(want.begin(), want.end());
-  std::ostringstream why;
-  EXPECT_TRUE(same_links(gather_sorted(par.links), want, 0.0, why)) << why.str();
-  EXPECT_EQ(par.filled[0], static_cast<i64>(by_con.size()));
-  EXPECT_EQ(par.filled[0] + par.filled[1], dst.global_size);
-  EXPECT_GT(par.filled[1], 0);
+  for (const bool partial : {true, false}) {
+    SCOPED_TRACE(partial ? "partial_coverage=true" : "partial_coverage=false (YAC's default)");
+    estuary::ConservativeOptions co;
+    co.normalization = partial ? estuary::ConservNormalization::fracarea : estuary::ConservNormalization::destarea;
+    const estuary::ConservativeWeights cw = estuary::conservative_weights(src, dst, MPI_COMM_SELF, co);
+    std::vector<Link> con = gather_sorted(cw.links, MPI_COMM_SELF);
+    if (!partial)  // the rows of targets covered all but 1e-6
+      con.erase(std::remove_if(con.begin(), con.end(),
+                               [&](const Link& l) { return cw.dst_frac[static_cast<std::size_t>(l.dst)] < 1.0 - 1e-6; }),
+                con.end());
+    const auto st = estuary::stack_from_text(
+        partial ? "conservative normalization=fracarea partial_coverage=true | nearest" : "conservative | nearest", "test");
+    const auto par = estuary::stack_weights(my_block(src), my_cyclic(dst), MPI_COMM_WORLD, st);
+    std::map<i64, int> by_con;
+    for (const Link& l : con) by_con[l.dst] = 1;
+    std::vector<Link> want = con;
+    for (const Link& l : nn)
+      if (!by_con.count(l.dst)) want.push_back(l);
+    std::sort(want.begin(), want.end());
+    std::ostringstream why;
+    EXPECT_TRUE(same_links(gather_sorted(par.links), want, 0.0, why)) << why.str();
+    EXPECT_EQ(par.filled[0], static_cast<i64>(by_con.size()));
+    EXPECT_EQ(par.filled[0] + par.filled[1], dst.global_size);
+    EXPECT_GT(par.filled[1], 0);
+    if (!partial) {  // some targets were part-covered (else the case tests nothing)
+      i64 part = 0;
+      for (const double f : cw.dst_frac) part += f > 0 && f < 1.0 - 1e-6;
+      EXPECT_GT(part, 0);
+    }
+  }
 }
 
 TEST(Stack, FixedValueForTheRestAndFileRoundTrip) {
@@ -547,9 +565,13 @@ TEST(Stack, MalformedStagesAreRefused) {
   };
   fails("spline", {}, "unknown interpolation stage 'spline'");
   fails("nnn", {{"n", "zero"}}, "not an integer");
-  fails("nnn", {{"weighting", "gauss"}}, "needs n >= 2");
   fails("fixed", {}, "needs a value");
   fails("creep", {{"radius", "2"}}, "no parameter 'radius'");
+  fails("creep", {{"radius", "2"}}, "its parameters: steps (YAC: creep_distance)");
+  fails("conservative", {{"enforced_conservation", "true"}}, "enforced conservation");
+  fails("source_to_target_map", {{"spread_distance", "0.3"}}, "scripr: {method: spmap");
+  fails("bernstein_bezier", {}, "not a stage of estuary's stack");
+  fails("rbf", {{"rbf_kernel", "wendland"}}, "gauss_kernel");
   fails("average", {{"weighting", "median"}}, "not one of arithmetic, distance, barycentric");
   const Grid g = GridGen::lonlat(8, 4).make();
   std::vector<estuary::StackStage> bad = {estuary::make_stage("fixed", {{"value", "1"}}, "t"), estuary::make_stage("nnn", {}, "t")};
@@ -563,6 +585,32 @@ TEST(Stack, MalformedStagesAreRefused) {
   EXPECT_EQ(t[2].fixed_value, -999.0);
   EXPECT_THROW(estuary::stack_from_text("bilinear | | nnn", "cli"), estuary::Error);
   EXPECT_THROW(estuary::stack_from_text("n=4 nnn", "cli"), estuary::Error);
+  // YAC's spellings (its YAML configuration) read as YAC means them, and YAC's defaults.
+  const auto yac = [](const std::string& name, std::vector<std::pair<std::string, std::string>> params) {
+    return estuary::make_stage(name, std::move(params), "yac.yaml:3");
+  };
+  const auto nnn = yac("nnn", {{"n", "4"}, {"weighted", "distance_weighted"}});
+  EXPECT_EQ(nnn.nnn.weighting, estuary::NnnWeighting::distance);
+  EXPECT_EQ(yac("nnn", {{"n", "4"}, {"weighted", "ARITHMETIC_AVERAGE"}}).nnn.weighting, estuary::NnnWeighting::average);
+  EXPECT_EQ(yac("nnn", {{"n", "4"}, {"weighted", "gauss_weighted"}, {"gauss_scale", "0.2"}}).nnn.gauss_scale, 0.2);
+  EXPECT_EQ(yac("nnn", {{"n", "1"}, {"weighted", "distance_weighted"}}).nnn.weighting,
+            estuary::NnnWeighting::average);  // YAC: n = 1 is the nearest point
+  const auto rbf = yac("rbf", {{"rbf_scale", "10"}});
+  EXPECT_EQ(rbf.nnn.weighting, estuary::NnnWeighting::rbf);
+  EXPECT_EQ(rbf.nnn.n, 9);  // YAC's rbf default
+  EXPECT_EQ(rbf.nnn.rbf_scale, 10.0);
+  EXPECT_EQ(yac("average", {{"weighted", "barycentric_coordinate"}}).average.weighting, estuary::AverageWeighting::barycentric);
+  EXPECT_EQ(yac("average", {{"weighted", "arithmetic_average"}}).average.weighting, estuary::AverageWeighting::arithmetic);
+  const auto con = yac("conservative", {{"order", "1"}, {"normalisation", "fracarea"}, {"partial_coverage", "true"},
+                                        {"enforced_conservation", "false"}});
+  EXPECT_EQ(con.conservative.normalization, estuary::ConservNormalization::fracarea);
+  EXPECT_TRUE(con.partial_coverage);
+  const auto bare = yac("conservative", {});  // YAC's defaults: destarea, part-covered targets left over
+  EXPECT_EQ(bare.conservative.normalization, estuary::ConservNormalization::destarea);
+  EXPECT_FALSE(bare.partial_coverage);
+  EXPECT_EQ(yac("creep", {}).creep_steps, -1);  // YAC's default: until nothing changes
+  EXPECT_EQ(yac("creep", {{"creep_distance", "0"}}).creep_steps, 0);
+  EXPECT_EQ(yac("fixed", {{"user_value", "-999.9"}}).fixed_value, -999.9);
   // The canonical text is the same for the same stack, and differs when a parameter does.
   std::vector<estuary::StackStage> a = {estuary::make_stage("NNN", {{"n", "4"}}, "t")}, b = a;
   EXPECT_EQ(estuary::describe(a), estuary::describe(b));

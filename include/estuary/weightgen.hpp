@@ -305,7 +305,10 @@ struct StackStage {
   GaussianWeightOptions gaussian;
   AverageOptions average;
   NnnOptions nnn;
-  int creep_steps = 1;       // creep: steps (-1: until nothing changes)
+  // conservative: fill targets only part-covered by unmasked source cells (YAC's
+  // partial_coverage; its default false passes them to the next stage). Only the stack has it.
+  bool partial_coverage = false;
+  int creep_steps = -1;      // creep: steps (-1: until nothing changes, YAC's default; 0: none)
   double fixed_value = 0.0;  // fixed: the value of the targets left over
 };
 const char* name_of(StackStage::Kind k);  // "conservative", ...

@@ -311,7 +311,7 @@ void Yaml::transform(const YAML::Node& item, const std::string& ctx, CouplingCon
       s.spread_distance = v["spread_distance"] ? number(v["spread_distance"], key + ".spread_distance") : 0.0;
       s.max_search_distance = v["max_search_distance"] ? number(v["max_search_distance"], key + ".max_search_distance") : 0.0;
       s.weighting = v["weighting"] ? scalar(v["weighting"], key + ".weighting") : "AVG";
-      s.scaling = v["scaling"] ? scalar(v["scaling"], key + ".scaling") : "FRACAREA";
+      s.scaling = v["scaling"] ? scalar(v["scaling"], key + ".scaling") : "NONE";  // YAC's default
     }
     const bool gauss = s.method == "GAUSWGT" || s.method == "LOCCGAUS";
     if (v["variance"] && !gauss) fail(v["variance"], key + ".variance", key + ".variance is for methods gauswgt and loccgaus only");

@@ -391,6 +391,61 @@ void creep_fill(const Grid& dst, MPI_Comm comm, Links& links, int steps) {
       for (const auto& [c, w] : it->second) links.add(it->first, c, w);
 }
 
+namespace {
+// A conservative target counts as wholly covered by unmasked source cells when they cover all
+// of it but this part (the overlaps' areas carry rounding; partial_coverage false).
+constexpr double kFullCoverage = 1e-6;
+
+// YAC's methods that are not stages here, and what to use instead.
+const char* yac_method_elsewhere(const std::string& name) {
+  if (name == "source_to_target_map")
+    return "runoff spreading is a coupling's own method: scripr: {method: spmap, spread_distance: ..., "
+           "max_search_distance: ...} (docs/remap.md, \"Runoff mapping\")";
+  if (name == "user_file") return "give the weight file to the coupling: mapping: FILE (YAC's files are read as YAC writes them)";
+  if (name == "user_callback") return "scripr: {method: callback, name: ...} (docs/configuration.md)";
+  if (name == "bernstein_bezier") return "bicubic, or nnn with weighting gauss, are the closest stages";
+  if (name == "ncc" || name == "check" || name == "hcsbb")
+    return "not implemented; the stages are conservative, bilinear, bicubic, distance, gaussian, average, nnn, rbf, "
+           "nearest, creep and fixed";
+  return nullptr;
+}
+
+// The parameters a stage takes (for the error naming one it does not).
+const char* parameters_of(StackStage::Kind k) {
+  using K = StackStage::Kind;
+  switch (k) {
+    case K::conservative: return "order, normalization (YAC: normalisation), partial_coverage, enforced_conservation";
+    case K::bilinear:
+    case K::bicubic: return "extrapolate";
+    case K::distance: return "n";
+    case K::gaussian: return "n, variance";
+    case K::average: return "weighting (YAC: weighted), partial_coverage";
+    case K::nnn: return "n, weighting (YAC: weighted), scale (YAC: gauss_scale, rbf_scale), max_search_distance, rbf_kernel";
+    case K::nearest: return "max_search_distance";
+    case K::creep: return "steps (YAC: creep_distance)";
+    case K::fixed: return "value (YAC: user_value)";
+  }
+  return "";
+}
+
+// YAC's spellings of keys and values (its YAML configuration, config_yaml.c) as this stack's:
+// weighted -> weighting with YAC's value names, normalisation, creep_distance, user_value.
+std::pair<std::string, std::string> yac_spelling(StackStage::Kind kind, std::string key, std::string value) {
+  using K = StackStage::Kind;
+  if (key == "normalisation") key = "normalization";
+  if (key == "creep_distance") key = "steps";
+  if (key == "user_value") key = "value";
+  if (key == "weighted") {
+    key = "weighting";
+    if (value == "distance_weighted") value = "distance";
+    else if (value == "gauss_weighted") value = "gauss";
+    else if (value == "barycentric_coordinate") value = "barycentric";
+    else if (value == "arithmetic_average") value = kind == K::average ? "arithmetic" : "average";
+  }
+  return {key, value};
+}
+}  // namespace
+
 StackStage make_stage(const std::string& name_in, const std::vector<std::pair<std::string, std::string>>& params,
                       const std::string& where) {
   const std::string name = lower(name_in);
@@ -403,15 +458,22 @@ StackStage make_stage(const std::string& name_in, const std::vector<std::pair<st
   else if (name == "gaussian" || name == "gauswgt") s.kind = K::gaussian;
   else if (name == "average" || name == "avg") s.kind = K::average;
   else if (name == "nnn") s.kind = K::nnn;
+  else if (name == "rbf") s.kind = K::nnn, s.nnn.n = 9, s.nnn.weighting = NnnWeighting::rbf;  // YAC's rbf method
   else if (name == "nearest") s.kind = K::nearest, s.nnn.n = 1;
   else if (name == "creep") s.kind = K::creep;
   else if (name == "fixed") s.kind = K::fixed;
+  else if (const char* instead = yac_method_elsewhere(name))
+    throw Error("YAC's interpolation '" + name_in + "' is not a stage of estuary's stack", where, instead);
   else
     throw Error("unknown interpolation stage '" + name_in + "'", where,
-                "use conservative, bilinear, bicubic, distance, gaussian, average, nnn, nearest, creep or fixed");
+                "use conservative, bilinear, bicubic, distance, gaussian, average, nnn, rbf, nearest, creep or fixed");
+  // YAC's defaults for what YAC has (interp_method_conservative.h): destarea, and targets only
+  // part-covered by unmasked source cells left to the next stage. (On a covered target
+  // destarea and fracarea are the same weights.)
+  if (s.kind == K::conservative) s.conservative.normalization = ConservNormalization::destarea;
   bool have_value = false;
   for (const auto& [key_in, value_in] : params) {
-    const std::string key = lower(key_in), value = lower(value_in);
+    const auto [key, value] = yac_spelling(s.kind, lower(key_in), lower(value_in));
     std::string bad;
     bad.append("parameter '").append(key_in).append("' = '").append(value_in).append("' of stage ").append(name);
     auto as_int = [&](int lo) {
@@ -456,6 +518,13 @@ StackStage make_stage(const std::string& name_in, const std::vector<std::pair<st
       if (s.conservative.order > 2) throw Error(bad + " is not 1 or 2", where);
     } else if (s.kind == K::conservative && key == "normalization") {
       s.conservative.normalization = static_cast<ConservNormalization>(choose({"fracarea", "destarea", "none"}));
+    } else if (s.kind == K::conservative && key == "partial_coverage") {
+      s.partial_coverage = as_bool();
+    } else if (s.kind == K::conservative && key == "enforced_conservation") {
+      if (as_bool())
+        throw Error(bad + ": YAC's enforced conservation (a correction of each source cell's weights) is not "
+                          "implemented",
+                    where, "leave it false, or use CONSERV GLOBAL on the coupling");
     } else if ((s.kind == K::bilinear || s.kind == K::bicubic) && key == "extrapolate") {
       s.bilinear.extrapolate = as_bool();
     } else if (s.kind == K::distance && key == "n") {
@@ -475,26 +544,28 @@ StackStage make_stage(const std::string& name_in, const std::vector<std::pair<st
     } else if (s.kind == K::nnn && key == "scale") {
       s.nnn.gauss_scale = s.nnn.rbf_scale = as_double();
       if (!(s.nnn.gauss_scale > 0)) throw Error(bad + " is not positive", where);
+    } else if (s.kind == K::nnn && (key == "gauss_scale" || key == "rbf_scale")) {  // YAC's, one each
+      (key == "gauss_scale" ? s.nnn.gauss_scale : s.nnn.rbf_scale) = as_double();
+      if (!(as_double() > 0)) throw Error(bad + " is not positive", where);
+    } else if (s.kind == K::nnn && key == "rbf_kernel") {
+      if (value != "gauss_kernel") throw Error(bad + " is not gauss_kernel (YAC's only kernel)", where);
     } else if ((s.kind == K::nnn || s.kind == K::nearest) && key == "max_search_distance") {
       s.nnn.max_search_distance = as_double();
       if (s.nnn.max_search_distance < 0 || s.nnn.max_search_distance > 180)
         throw Error(bad + " is not in [0, 180] degrees", where);
     } else if (s.kind == K::creep && key == "steps") {
-      s.creep_steps = value == "-1" ? -1 : as_int(1);
+      s.creep_steps = value == "-1" ? -1 : as_int(0);
     } else if (s.kind == K::fixed && key == "value") {
       s.fixed_value = as_double();
       have_value = true;
     } else {
-      throw Error("stage " + name + " has no parameter '" + key_in + "'", where, "see docs/configuration.md, interpolation");
+      throw Error("stage " + name + " has no parameter '" + key_in + "'", where,
+                  std::string("its parameters: ") + parameters_of(s.kind) + " (docs/configuration.md, interpolation)");
     }
   }
   if (s.kind == K::fixed && !have_value) throw Error("stage fixed needs a value", where, "e.g. fixed value=-999");
-  if (s.kind == K::nnn && s.nnn.n < 2 && s.nnn.weighting != NnnWeighting::average)
-    throw Error("nnn weighting " + std::string(s.nnn.weighting == NnnWeighting::distance ? "distance"
-                                               : s.nnn.weighting == NnnWeighting::gauss  ? "gauss"
-                                                                                          : "rbf") +
-                    " needs n >= 2 (YAC's rule)",
-                where);
+  // YAC's nnn with n = 1 is the nearest source point, whatever the weighting.
+  if (s.kind == K::nnn && s.nnn.n < 2) s.nnn.weighting = NnnWeighting::average;
   return s;
 }
 
@@ -555,6 +626,7 @@ std::string describe(const std::vector<StackStage>& stages) {
       case K::conservative:
         out.append(" order=").append(std::to_string(s.conservative.order)).append(" normalization=");
         out += name_of(s.conservative.normalization);
+        if (s.partial_coverage) out += " partial_coverage=true";
         break;
       case K::bilinear:
       case K::bicubic:  // unset: CDO's default (by the source grid), said by nothing
@@ -659,7 +731,24 @@ StackWeights stack_weights(const Grid& src, const Grid& dst, MPI_Comm comm, cons
       }
       Links l;
       switch (st.kind) {
-        case K::conservative: l = conservative_weights(src, sub, comm, st.conservative).links; break;
+        case K::conservative: {
+          ConservativeWeights cw = conservative_weights(src, sub, comm, st.conservative);
+          if (!st.partial_coverage) {  // YAC's default: a target not wholly covered goes on to the next stage
+            std::vector<i64> part;
+            for (std::size_t u = 0; u < cw.dst_frac.size(); ++u)
+              if (cw.dst_frac[u] < 1.0 - kFullCoverage) part.push_back(sub.points[u]);
+            std::sort(part.begin(), part.end());
+            Links kept;
+            for (i64 k = 0; k < cw.links.size(); ++k) {
+              const auto e = static_cast<std::size_t>(k);
+              if (!std::binary_search(part.begin(), part.end(), cw.links.row[e]))
+                kept.add(cw.links.row[e], cw.links.col[e], cw.links.weight[e]);
+            }
+            cw.links = std::move(kept);
+          }
+          l = std::move(cw.links);
+          break;
+        }
         case K::bilinear: l = bilinear_weights(src, sub, comm, st.bilinear); break;
         case K::bicubic: l = bicubic_weights(src, sub, comm, st.bilinear).links; break;
         case K::distance: l = distance_weights(src, sub, comm, st.distance); break;
