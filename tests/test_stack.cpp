@@ -617,3 +617,15 @@ TEST(Stack, MalformedStagesAreRefused) {
   b[0].nnn.n = 5;
   EXPECT_NE(estuary::describe(a), estuary::describe(b));
 }
+
+// A stage after the targets are all filled has nothing to do: it fills none and raises nothing
+// (a conservative stage used to be given an empty grid and refuse it for having no corners).
+TEST(Stack, StagesAfterEverythingIsFilledAreSkipped) {
+  const Grid src = GridGen::lonlat(24, 12).make(), dst = GridGen::lonlat(18, 9).make();
+  const auto st = estuary::stack_from_text("nnn n=4 | conservative | creep | fixed value=-1", "test");
+  const auto w = estuary::stack_weights(my_block(src), my_block(dst), MPI_COMM_WORLD, st);
+  ASSERT_EQ(w.filled.size(), 4u);
+  EXPECT_EQ(w.filled[0], dst.global_size);
+  EXPECT_EQ(w.filled[1] + w.filled[2] + w.filled[3], 0);
+  EXPECT_TRUE(w.has_fixed);
+}

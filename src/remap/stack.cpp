@@ -697,7 +697,14 @@ StackWeights stack_weights(const Grid& src, const Grid& dst, MPI_Comm comm, cons
     return count;
   };
   for (const StackStage& st : stages) {
-    i64 count = 0;
+    i64 count = 0, open = 0;
+    for (std::size_t u = 0; u < n; ++u) open += !done[u] && dst.valid(static_cast<i64>(u)) ? 1 : 0;
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &open, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce");
+    if (open == 0) {  // the stages before filled every target: nothing to generate (no empty grid to check)
+      out.filled.push_back(0);
+      if (st.kind == K::fixed) out.has_fixed = true, out.fixed_value = st.fixed_value;
+      continue;
+    }
     if (st.kind == K::fixed) {
       out.has_fixed = true;
       out.fixed_value = st.fixed_value;
