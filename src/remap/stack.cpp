@@ -128,9 +128,9 @@ CreepBlock creep_block(const Grid& dst, const std::vector<char>& has, i64 N, int
 
 // The neighbours of the block's targets. On a grid of dims {nx, ny}: (i+-1, j), (i, j+-1), i
 // cyclic when the first row wraps (its first, second and last longitudes from their owners).
-// Otherwise the held cells sharing a corner (its unit vector rounded to 1e-9): every corner goes
-// to the rank its key hashes to, which pairs the cells meeting there and sends each pair back to
-// the owner of its first cell.
+// Otherwise the held cells sharing an edge, as YAC's creep (its corners' unit vectors rounded to
+// 1e-9): every edge goes to the rank its key hashes to, which pairs the cells meeting there and
+// sends each pair back to the owner of its first cell.
 void creep_neighbours(CreepBlock& t, bool rect, i64 nx, i64 ny, int ncorner, i64 N, MPI_Comm comm) {
   int p = 1;
   MPI_Comm_size(comm, &p);
@@ -160,24 +160,30 @@ void creep_neighbours(CreepBlock& t, bool rect, i64 nx, i64 ny, int ncorner, i64
   }
   const auto nc = static_cast<std::size_t>(ncorner);
   std::vector<std::vector<i64>> send(static_cast<std::size_t>(p));
+  // An edge is the pair of its end corners (unit vectors rounded to 1e-9), smaller first; a
+  // repeated corner (a triangle stored with four) makes no edge.
+  auto corner_key = [&](std::size_t u, std::size_t c) {
+    const auto v = sphere::unit_vector(t.corners[2 * (u * nc + c)], t.corners[2 * (u * nc + c) + 1]);
+    return std::array<i64, 3>{std::llround(v.x * 1e9), std::llround(v.y * 1e9), std::llround(v.z * 1e9)};
+  };
   for (std::size_t u = 0; u < n; ++u) {
     if (!t.held[u]) continue;
     for (std::size_t c = 0; c < nc; ++c) {
-      const auto v = sphere::unit_vector(t.corners[2 * (u * nc + c)], t.corners[2 * (u * nc + c) + 1]);
-      const i64 key[3] = {std::llround(v.x * 1e9), std::llround(v.y * 1e9), std::llround(v.z * 1e9)};
-      const std::uint64_t h = static_cast<std::uint64_t>(key[0]) * 0x9E3779B97F4A7C15ULL ^
-                              static_cast<std::uint64_t>(key[1]) * 0xC2B2AE3D27D4EB4FULL ^
-                              static_cast<std::uint64_t>(key[2]) * 0x165667B19E3779F9ULL;
-      send[static_cast<std::size_t>(h % static_cast<std::uint64_t>(p))].insert(
-          send[static_cast<std::size_t>(h % static_cast<std::uint64_t>(p))].end(),
-          {key[0], key[1], key[2], t.b0 + static_cast<i64>(u)});
+      std::array<i64, 3> a = corner_key(u, c), b = corner_key(u, (c + 1) % nc);
+      if (a == b) continue;
+      if (b < a) std::swap(a, b);
+      std::uint64_t h = 0;
+      for (const i64 x : {a[0], a[1], a[2], b[0], b[1], b[2]}) h = (h ^ static_cast<std::uint64_t>(x)) * 0x9E3779B97F4A7C15ULL;
+      auto& to = send[static_cast<std::size_t>(h % static_cast<std::uint64_t>(p))];
+      to.insert(to.end(), {a[0], a[1], a[2], b[0], b[1], b[2], t.b0 + static_cast<i64>(u)});
     }
   }
   std::vector<i64> counts;
   std::vector<i64> got = detail::alltoallv(comm, send, counts);
   send.assign(static_cast<std::size_t>(p), {});
-  std::map<std::array<i64, 3>, std::vector<i64>> at;
-  for (std::size_t q = 0; q + 3 < got.size(); q += 4) at[{got[q], got[q + 1], got[q + 2]}].push_back(got[q + 3]);
+  std::map<std::array<i64, 6>, std::vector<i64>> at;
+  for (std::size_t q = 0; q + 6 < got.size(); q += 7)
+    at[{got[q], got[q + 1], got[q + 2], got[q + 3], got[q + 4], got[q + 5]}].push_back(got[q + 6]);
   got = {};
   for (auto& [key, cells] : at) {
     std::sort(cells.begin(), cells.end());
