@@ -357,7 +357,7 @@ void Remap::Setup::setup(Links links, const Decomp& src, const Decomp& dst) {
                         " to destination point " + std::to_string(links.row[k]) + ", outside the grids (" +
                         std::to_string(sizes[0]) + " and " + std::to_string(sizes[1]) + " points)",
                     "remap set-up, " + detail::world_rank_label());
-     if (links.fixed_value.size() != links.fixed_row.size())
+    if (links.fixed_value.size() != links.fixed_row.size())
       throw Error(std::to_string(links.fixed_row.size()) + " fixed points and " +
                       std::to_string(links.fixed_value.size()) + " fixed values",
                   "remap set-up, " + detail::world_rank_label());
