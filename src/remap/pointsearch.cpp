@@ -154,20 +154,22 @@ bool is_cyclic(double lon0, double lon1, double lon_last, i64 nx) {
   return std::fabs(d1) > 0 && std::min(span, 360.0 - span) < 1e-3 * std::fabs(d1);
 }
 
-bool is_cyclic(const std::vector<double>& lon_deg, i64 nx) {
-  return nx >= 2 && is_cyclic(lon_deg[0], lon_deg[1], lon_deg[static_cast<std::size_t>(nx - 1)], nx);
-}
 
 namespace {
+// CDI's way of bringing a row's first longitude a and last b into one turn before comparing.
+void cdi_align(double& a, double& b) {
+  if (a < 1 && b > 300) a += 360;
+  if (b < 1 && a > 300) b += 360;
+  if (a < -179 && b > 120) a += 360;
+  if (b < -179 && a > 120) b += 360;
+  if (std::fabs(b - a) > 180) a += 360;
+}
+
 // CDI's grid_check_cyclic for a curvilinear grid, one row's part: the step from the last centre
 // back towards the first is about one longitude increment (by the first two centres).
 bool row_closes(double val1, double val2, double valn) {
   const double xinc = std::fabs(val2 - val1);
-  if (val1 < 1 && valn > 300) val1 += 360;
-  if (valn < 1 && val1 > 300) valn += 360;
-  if (val1 < -179 && valn > 120) val1 += 360;
-  if (valn < -179 && val1 > 120) valn += 360;
-  if (std::fabs(valn - val1) > 180) val1 += 360;
+  cdi_align(val1, valn);
   const double x0 = valn + std::copysign(xinc, val1 - valn);
   return std::fabs(x0 - val1) < 0.5 * xinc;
 }
@@ -178,11 +180,7 @@ bool cells_touch(const double* first, const double* last, int nc) {
   for (int k1 = 0; k1 < nc; ++k1)
     for (int k2 = 0; k2 < nc; ++k2) {
       double val1 = first[k1], val2 = last[k2];
-      if (val1 < 1 && val2 > 300) val1 += 360;
-      if (val2 < 1 && val1 > 300) val2 += 360;
-      if (val1 < -179 && val2 > 120) val1 += 360;
-      if (val2 < -179 && val1 > 120) val2 += 360;
-      if (std::fabs(val2 - val1) > 180) val1 += 360;
+      cdi_align(val1, val2);
       if (std::fabs(val1 - val2) < 0.001) return true;
     }
   return false;

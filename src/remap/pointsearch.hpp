@@ -67,7 +67,6 @@ void nearest(const KdTree& tree, const std::vector<sphere::Vec3>& xyz, const sph
 // index): one more step of the first longitude increment after the last point comes back to
 // the first point.
 bool is_cyclic(double lon0, double lon1, double lon_last, std::int64_t nx);
-bool is_cyclic(const std::vector<double>& lon_deg, std::int64_t nx);
 
 // Collective over comm: whether CDO (CDI's gridIsCircular) takes a logically rectangular grid
 // (dims {nx, ny}) as cyclic in i — its quads then wrap from column nx-1 to 0, and bilinear and

@@ -411,8 +411,8 @@ const char* yac_method_elsewhere(const std::string& name) {
   if (name == "user_callback") return "scripr: {method: callback, name: ...} (docs/configuration.md)";
   if (name == "bernstein_bezier") return "bicubic, or nnn with weighting gauss, are the closest stages";
   if (name == "ncc" || name == "check" || name == "hcsbb")
-    return "not implemented; the stages are conservative, bilinear, bicubic, distance, gaussian, average, nnn, rbf, "
-           "nearest, creep and fixed";
+    return "estuary offers no such method (refused rather than skipped); the stages are conservative, bilinear, "
+           "bicubic, distance, gaussian, average, nnn, rbf, nearest, creep and fixed";
   return nullptr;
 }
 
@@ -527,9 +527,9 @@ StackStage make_stage(const std::string& name_in, const std::vector<std::pair<st
     } else if (s.kind == K::conservative && key == "partial_coverage") {
       s.partial_coverage = as_bool();
     } else if (s.kind == K::conservative && key == "enforced_conservation") {
-      if (as_bool())
+      if (as_bool())  // estuary offers the global correction instead; refused, not ignored
         throw Error(bad + ": YAC's enforced conservation (a correction of each source cell's weights) is not "
-                          "implemented",
+                          "offered by estuary's stack",
                     where, "leave it false, or use CONSERV GLOBAL on the coupling");
     } else if ((s.kind == K::bilinear || s.kind == K::bicubic) && key == "extrapolate") {
       s.bilinear.extrapolate = as_bool();
@@ -551,8 +551,9 @@ StackStage make_stage(const std::string& name_in, const std::vector<std::pair<st
       s.nnn.gauss_scale = s.nnn.rbf_scale = as_double();
       if (!(s.nnn.gauss_scale > 0)) throw Error(bad + " is not positive", where);
     } else if (s.kind == K::nnn && (key == "gauss_scale" || key == "rbf_scale")) {  // YAC's, one each
-      (key == "gauss_scale" ? s.nnn.gauss_scale : s.nnn.rbf_scale) = as_double();
-      if (!(as_double() > 0)) throw Error(bad + " is not positive", where);
+      const double scale = as_double();
+      if (!(scale > 0)) throw Error(bad + " is not positive", where);
+      (key == "gauss_scale" ? s.nnn.gauss_scale : s.nnn.rbf_scale) = scale;
     } else if (s.kind == K::nnn && key == "rbf_kernel") {
       if (value != "gauss_kernel") throw Error(bad + " is not gauss_kernel (YAC's only kernel)", where);
     } else if ((s.kind == K::nnn || s.kind == K::nearest) && key == "max_search_distance") {

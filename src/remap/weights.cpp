@@ -45,6 +45,12 @@ i64 grid_size_dim(const NcFile& f, const char* name, const char* other) {
 
 constexpr i64 kChunk = i64{1} << 20;
 
+// Rank r's share [lo, hi) of n items read in p contiguous slices (n is a file's word, up to
+// 2^63: the products in 128 bits).
+std::pair<i64, i64> slice_of(int r, int p, i64 n) {
+  return {static_cast<i64>(static_cast<__int128>(r) * n / p), static_cast<i64>(static_cast<__int128>(r + 1) * n / p)};
+}
+
 // Reads [lo, lo+n) of a 1-D integer variable (int32 or int64 in the file) of 1-based indices,
 // chunk by chunk through a bounded buffer, checking each chunk against [1, limit] (limit < 0: no
 // upper bound) before reading the next, and appends them 0-based to `out`. Memory grows only
@@ -265,8 +271,7 @@ void read_yac_fixed(const NcFile& f, int rank, int p, i64 dst_size, Links& links
     throw Error("num_dst_per_fixed_value adds up to " + std::to_string(total) + " points, num_fixed_dst is " +
                     std::to_string(nd),
                 var_at(path, "num_dst_per_fixed_value"), "the file is damaged: write it again");
-  const i64 lo = static_cast<i64>(static_cast<__int128>(rank) * nd / p),
-            hi = static_cast<i64>(static_cast<__int128>(rank + 1) * nd / p);
+  const auto [lo, hi] = slice_of(rank, p, nd);
   read_indices(f, f.var("dst_address_fixed"), "dst_address_fixed", lo, hi - lo, dst_size,
                dst_size >= 0 ? "destination grid size" : "", links.fixed_row);
   i64 at = 0;  // position in the file of the current value's first point
@@ -369,9 +374,8 @@ WeightSlice read_weights(const std::string& path, MPI_Comm comm, const WeightRea
     }
 
     // This rank's slice, read chunk by chunk into the link arrays and checked as it comes.
-    // (rank * n / p in 128 bits: n is the file's word, up to 2^63.)
-    const i64 lo = static_cast<i64>(static_cast<__int128>(rank) * n / p),
-              hi = static_cast<i64>(static_cast<__int128>(rank + 1) * n / p), m = hi - lo;
+    const auto [lo, hi] = slice_of(rank, p, n);
+    const i64 m = hi - lo;
     info.first = lo;
     Links& L = out.links;
     const i64 src_lim = opt.src_size >= 0 ? opt.src_size : info.src_size;
